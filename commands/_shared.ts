@@ -1,0 +1,54 @@
+/**
+ * Helpers shared by the command modules: loading the configuration with the enabled check,
+ * strict flag parsing with usage errors, and secrets.
+ *
+ * @module
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { type Config, loadConfig, platformDisabledMessage } from "../lib/config.ts";
+import { UsageError } from "../lib/errors.ts";
+import type { CommandContext } from "./_command.ts";
+
+/**
+ * Loads the configuration and checks that the webhook platform is enabled.
+ * @returns the configuration, or null after printing the "not enabled" message (exit 1)
+ * @throws ConfigError for malformed configuration files
+ */
+export async function loadEnabledConfig(ctx: CommandContext): Promise<Config | null> {
+  const config = await loadConfig(ctx.env);
+  if (config.webhook.enabled) return config;
+  ctx.stderr(platformDisabledMessage(config.paths));
+  return null;
+}
+
+/**
+ * `node:util` `parseArgs` in strict mode, with its errors turned into {@link UsageError}s
+ * that carry the command's usage text.
+ * @throws UsageError for an unknown flag, a missing value or a wrong number of positionals
+ */
+export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
+  argv: string[],
+  options: T,
+  usage: string,
+) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${usage}`);
+  }
+}
+
+/**
+ * A new subscription secret: 32 random bytes, base64url without padding (43 characters).
+ */
+export function generateSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
+    .replace(/=+$/, "");
+}
+
+/** Splits a comma-separated option into trimmed, non-empty items. */
+export function commaList(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return value.split(",").map((item) => item.trim()).filter((item) => item !== "");
+}

@@ -1,0 +1,62 @@
+/**
+ * `agent gateway run`: starts the gateway in the foreground until SIGINT/SIGTERM (CONTRACT §10).
+ *
+ * @module
+ */
+import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
+import { createDefaultConfig } from "../lib/config_file.ts";
+import { UsageError } from "../lib/errors.ts";
+import { startLogging, stopLogging } from "../lib/log.ts";
+import { startGateway } from "../server/gateway.ts";
+import type { Command } from "./_command.ts";
+import { parseFlags } from "./_shared.ts";
+
+const usage = `Usage: agent gateway run [--port N]
+
+Starts the webhook gateway. In a home folder without config.yaml it first creates one that
+enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
+finish, queued work stays in the state database for the next start.`;
+
+/** Seconds running agent work may take to finish after a stop signal. */
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
+/** `agent gateway run`. */
+export const gatewayRun: Command = {
+  path: ["gateway", "run"],
+  summary: "Start the webhook gateway",
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseFlags(argv, { port: { type: "string" } }, usage);
+    if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
+    const env = values.port === undefined ? ctx.env : { ...ctx.env, WEBHOOK_PORT: values.port };
+    let config = await loadConfig(env);
+    if (!config.configFileExists && await createDefaultConfig(config.paths.config)) {
+      ctx.stdout(`Created ${config.paths.config}: webhook platform enabled on 127.0.0.1:8644`);
+      config = await loadConfig(env);
+    }
+    if (!config.webhook.enabled) {
+      ctx.stderr(platformDisabledMessage(config.paths));
+      return 1;
+    }
+    await startLogging({ file: config.paths.log, console: true });
+    try {
+      const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now });
+      ctx.stdout(
+        `Gateway listening on ${gateway.url}\n` +
+          `  health:   ${gateway.url}/health\n` +
+          `  webhooks: ${gateway.url}/webhooks/<name>\n` +
+          `  log:      ${config.paths.log}`,
+      );
+      await new Promise((resolve) => {
+        if (ctx.shutdownSignal.aborted) resolve(undefined);
+        ctx.shutdownSignal.addEventListener("abort", resolve, { once: true });
+      });
+      ctx.stdout("Stopping: finishing requests in flight, queued events stay queued");
+      await gateway.stop({ deadlineMs: SHUTDOWN_DEADLINE_MS });
+      ctx.stdout("Gateway stopped");
+      return 0;
+    } finally {
+      await stopLogging();
+    }
+  },
+};

@@ -1,0 +1,147 @@
+/**
+ * `agent gateway setup`: the wizard that enables the webhook platform and writes `config.yaml`
+ * keeping its comments (CONTRACT §10). Interactive on a terminal; flags for scripts.
+ *
+ * @module
+ */
+import { loadConfig } from "../lib/config.ts";
+import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
+import { UsageError } from "../lib/errors.ts";
+import type { Command, CommandContext } from "./_command.ts";
+import { generateSecret, parseFlags } from "./_shared.ts";
+
+const usage = `Usage: agent gateway setup [options]
+
+On a terminal, asks: enable webhooks, host, port, global HMAC secret. Otherwise, or when flags
+are given, applies the flags without asking:
+  --enable / --disable     turn the webhook platform on or off
+  --host HOST              listen address (127.0.0.1; 0.0.0.0 for all interfaces)
+  --port N                 listen port (8644)
+  --secret SECRET          global HMAC secret for static routes
+  --generate-secret        generate a global secret (32 random bytes)
+  --yes                    accept the defaults for everything not given`;
+
+const options = {
+  enable: { type: "boolean" },
+  disable: { type: "boolean" },
+  host: { type: "string" },
+  port: { type: "string" },
+  secret: { type: "string" },
+  "generate-secret": { type: "boolean" },
+  yes: { type: "boolean" },
+} as const;
+
+interface Answers {
+  enabled: boolean;
+  host: string;
+  port: number;
+  secret?: string;
+}
+
+/** `agent gateway setup`. */
+export const gatewaySetup: Command = {
+  path: ["gateway", "setup"],
+  summary: "Enable the webhook platform (interactive wizard, or flags)",
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseFlags(argv, options, usage);
+    if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
+    if (values.enable && values.disable) throw new UsageError("Give --enable or --disable, not both");
+    if (values.secret !== undefined && values["generate-secret"]) {
+      throw new UsageError("Give --secret or --generate-secret, not both");
+    }
+    const config = await loadConfig(ctx.env);
+    const current = config.webhook;
+    const flagged = Object.keys(values).length > 0;
+    if (!flagged && !ctx.isTerminal) {
+      throw new UsageError(`Not a terminal: pass flags, or --yes for the defaults.\n\n${usage}`);
+    }
+    const answers: Answers = flagged
+      ? {
+        enabled: values.disable ? false : true,
+        host: values.host ?? current.host,
+        port: values.port === undefined ? current.port : parsePort(values.port),
+        secret: values.secret ??
+          (values["generate-secret"] || (!current.secret && values.yes)
+            ? generateSecret()
+            : undefined),
+      }
+      : await ask(ctx, current);
+    const edits: ConfigEdit[] = [
+      { path: ["platforms", "webhook", "enabled"], value: answers.enabled },
+      { path: ["platforms", "webhook", "extra", "host"], value: answers.host },
+      { path: ["platforms", "webhook", "extra", "port"], value: answers.port },
+    ];
+    if (answers.secret) {
+      edits.push({ path: ["platforms", "webhook", "extra", "secret"], value: answers.secret });
+    }
+    await editConfigFile(config.paths.config, edits);
+    ctx.stdout(
+      [
+        `Wrote ${config.paths.config}`,
+        `  webhooks: ${answers.enabled ? "enabled" : "disabled"}`,
+        `  listen:   ${answers.host}:${answers.port}`,
+        answers.secret ? `  secret:   ${answers.secret}` : "  secret:   (unchanged)",
+        "",
+        answers.enabled
+          ? "Next: agent gateway run   (then: agent webhook subscribe <name>)"
+          : "The gateway will refuse to start until webhooks are enabled.",
+      ].join("\n"),
+    );
+    return 0;
+  },
+};
+
+function parsePort(text: string): number {
+  const port = Number(text.trim());
+  if (!/^\d+$/.test(text.trim()) || port < 1 || port > 65535) {
+    throw new UsageError(`Port must be a whole number from 1 to 65535, not ${JSON.stringify(text)}`);
+  }
+  return port;
+}
+
+async function ask(
+  ctx: CommandContext,
+  current: { enabled: boolean; host: string; port: number; secret?: string },
+): Promise<Answers> {
+  const line = async (question: string) => {
+    const answer = await ctx.readLine(question);
+    if (answer === null) throw new UsageError("Setup cancelled: no more input");
+    return answer.trim();
+  };
+  const enabled = await askUntil(ctx, () => line("Enable the webhook platform? [Y/n] "), (a) => {
+    if (a === "" || /^y(es)?$/i.test(a)) return true;
+    if (/^no?$/i.test(a)) return false;
+    throw new UsageError("Answer y or n");
+  });
+  const host = (await line(`Listen host [${current.host}] `)) || current.host;
+  const port = await askUntil(
+    ctx,
+    () => line(`Port [${current.port}] `),
+    (a) => a === "" ? current.port : parsePort(a),
+  );
+  const proposal = current.secret ? "keep the current one" : "generate one";
+  const secret = await line(`Global HMAC secret (Enter to ${proposal}) `);
+  return {
+    enabled,
+    host,
+    port,
+    secret: secret || (current.secret ? undefined : generateSecret()),
+  };
+}
+
+/** Asks again, up to three times, while the answer does not parse. */
+async function askUntil<T>(
+  ctx: CommandContext,
+  question: () => Promise<string>,
+  parse: (answer: string) => T,
+): Promise<T> {
+  for (let tries = 1;; tries++) {
+    try {
+      return parse(await question());
+    } catch (error) {
+      if (!(error instanceof UsageError) || tries >= 3) throw error;
+      ctx.stdout(error.message);
+    }
+  }
+}

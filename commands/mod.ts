@@ -1,0 +1,60 @@
+/**
+ * The registry of subcommands and the dispatcher `main.ts` calls.
+ *
+ * @module
+ */
+import { UsageError } from "../lib/errors.ts";
+import type { Command, CommandContext } from "./_command.ts";
+import { gatewayRun } from "./gateway_run.ts";
+import { gatewaySetup } from "./gateway_setup.ts";
+import { webhookList } from "./webhook_list.ts";
+import { webhookRemove } from "./webhook_remove.ts";
+import { webhookSubscribe } from "./webhook_subscribe.ts";
+import { webhookTest } from "./webhook_test.ts";
+
+export type { Command, CommandContext } from "./_command.ts";
+
+/** Every subcommand, in the order `agent --help` lists them. */
+export const COMMANDS: readonly Command[] = [
+  webhookSubscribe,
+  webhookList,
+  webhookRemove,
+  webhookTest,
+  gatewaySetup,
+  gatewayRun,
+];
+
+/** The top-level help text. */
+export function helpText(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.path.join(" ").length));
+  return [
+    "Usage: agent <command> [options]   (agent <command> --help for its options)",
+    "",
+    "Commands:",
+    ...COMMANDS.map((c) => `  agent ${c.path.join(" ").padEnd(width)}  ${c.summary}`),
+    "",
+    "Home folder: ~/.agent (set AGENT_HOME to use another).",
+  ].join("\n");
+}
+
+/**
+ * Finds the command named by the first words of `argv` and runs it.
+ * @param argv the process arguments (without the executable)
+ * @param ctx what commands may touch
+ * @returns the exit code
+ * @throws UsageError for an unknown command; whatever the command throws
+ */
+export async function runCommand(argv: string[], ctx: CommandContext): Promise<number> {
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+    ctx.stdout(helpText());
+    return argv.length === 0 ? 2 : 0;
+  }
+  const command = COMMANDS.find((c) => c.path.every((word, i) => argv[i] === word));
+  if (!command) throw new UsageError(`Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${helpText()}`);
+  const rest = argv.slice(command.path.length);
+  if (rest.includes("--help") || rest.includes("-h")) {
+    ctx.stdout(command.usage);
+    return 0;
+  }
+  return await command.run(rest, ctx);
+}

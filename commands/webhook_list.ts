@@ -1,0 +1,85 @@
+/**
+ * `agent webhook list`: every dynamic subscription and static route with its URL, events,
+ * target and secret (CONTRACT §10). Also the check that the platform is enabled.
+ *
+ * @module
+ */
+import { type Config, webhookUrl } from "../lib/config.ts";
+import { UsageError } from "../lib/errors.ts";
+import type { Route } from "../lib/subscription.ts";
+import { readSubscriptions } from "../lib/subscription_store.ts";
+import type { Command } from "./_command.ts";
+import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+
+const usage = `Usage: agent webhook list [--json]
+
+Lists subscriptions (from webhook_subscriptions.json) and static routes (from config.yaml)
+with their URL, events, target and secret.`;
+
+/** `agent webhook list`. */
+export const webhookList: Command = {
+  path: ["webhook", "list"],
+  summary: "List subscriptions and static routes with their URLs and secrets",
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseFlags(argv, { json: { type: "boolean" } }, usage);
+    if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
+    const config = await loadEnabledConfig(ctx);
+    if (!config) return 1;
+    const routes = await allRoutes(config);
+    if (values.json) {
+      const rows = routes.map((route) => ({
+        ...route,
+        secret: route.secret ?? (route.origin === "static" ? config.webhook.secret : undefined),
+        webhook_url: webhookUrl(config.webhook, route.name),
+      }));
+      ctx.stdout(JSON.stringify(rows, null, 2));
+      return 0;
+    }
+    if (routes.length === 0) {
+      ctx.stdout("No subscriptions yet. Create one: agent webhook subscribe <name>");
+      return 0;
+    }
+    ctx.stdout(routes.map((route) => describeRoute(route, config, ctx.now())).join("\n\n"));
+    return 0;
+  },
+};
+
+/**
+ * Static routes, then dynamic subscriptions sorted by name; a dynamic record with the name of
+ * a static route is skipped, as the gateway skips it.
+ * @throws ConfigError when the subscription file is corrupt
+ */
+export async function allRoutes(config: Config): Promise<Route[]> {
+  const records = await readSubscriptions(config.paths.subscriptions);
+  const dynamic = Object.entries(records)
+    .filter(([name]) => !config.webhook.routes.has(name))
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, record]): Route => ({ ...record, name, origin: "dynamic" }));
+  return [...config.webhook.routes.values(), ...dynamic];
+}
+
+function describeRoute(route: Route, config: Config, nowMs: number): string {
+  const secret = route.secret ??
+    (route.origin === "static" && config.webhook.secret
+      ? `${config.webhook.secret} (global secret)`
+      : "(none: requests are refused with 403)");
+  const chat = route.deliver_extra?.chat_id ? ` (chat ${route.deliver_extra.chat_id})` : "";
+  const lines = [
+    `${route.name}${route.origin === "static" ? "  [static, config.yaml]" : ""}`,
+    `  URL:      ${webhookUrl(config.webhook, route.name)}`,
+    `  Events:   ${route.events?.length ? route.events.join(", ") : "all"}`,
+    `  Deliver:  ${route.deliver ?? "log"}${chat}${route.deliver_only ? " (direct)" : ""}`,
+    `  Secret:   ${secret}`,
+  ];
+  for (const previous of route.previous_secrets ?? []) {
+    if (Date.parse(previous.expires_at) > nowMs) {
+      lines.push(`  Previous: ${previous.secret} (valid until ${previous.expires_at})`);
+    }
+  }
+  if (route.description) lines.push(`  About:    ${route.description}`);
+  if (route.skills?.length) lines.push(`  Skills:   ${route.skills.join(", ")}`);
+  if (route.auth) lines.push(`  Auth:     ${route.auth} only`);
+  if (route.rate_limit) lines.push(`  Limit:    ${route.rate_limit} requests/minute`);
+  return lines.join("\n");
+}

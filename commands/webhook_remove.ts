@@ -1,0 +1,40 @@
+/**
+ * `agent webhook remove <name>`: deletes a dynamic subscription (CONTRACT §3).
+ *
+ * @module
+ */
+import { NotFoundError, UsageError } from "../lib/errors.ts";
+import { updateSubscriptions } from "../lib/subscription_store.ts";
+import type { Command } from "./_command.ts";
+import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+
+const usage = `Usage: agent webhook remove <name>
+
+Removes the subscription <name>. Static routes are edited in config.yaml instead.`;
+
+/** `agent webhook remove`. */
+export const webhookRemove: Command = {
+  path: ["webhook", "remove"],
+  summary: "Remove a webhook subscription",
+  usage,
+  async run(argv, ctx) {
+    const { positionals } = parseFlags(argv, {}, usage);
+    if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
+    const name = positionals[0];
+    const config = await loadEnabledConfig(ctx);
+    if (!config) return 1;
+    if (config.webhook.routes.has(name)) {
+      throw new UsageError(
+        `Cannot remove "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,
+      );
+    }
+    await updateSubscriptions(config.paths.subscriptions, (records) => {
+      if (!Object.hasOwn(records, name)) {
+        throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+      }
+      delete records[name];
+    });
+    ctx.stdout(`Removed subscription "${name}"`);
+    return 0;
+  },
+};

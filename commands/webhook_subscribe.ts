@@ -1,0 +1,164 @@
+/**
+ * `agent webhook subscribe <name>`: creates or updates a dynamic subscription (CONTRACT §3).
+ *
+ * @module
+ */
+import { webhookUrl } from "../lib/config.ts";
+import { UsageError } from "../lib/errors.ts";
+import { listSkills } from "../lib/skills.ts";
+import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
+import { updateSubscriptions } from "../lib/subscription_store.ts";
+import { validateTarget } from "../lib/targets/mod.ts";
+import { SCHEME_NAMES } from "../server/signatures/mod.ts";
+import type { Command } from "./_command.ts";
+import { commaList, generateSecret, loadEnabledConfig, parseFlags } from "./_shared.ts";
+
+const usage = `Usage: agent webhook subscribe <name> [options]
+
+Creates the subscription <name>, or updates it (given options replace, omitted ones are kept).
+<name> must match ${NAME_PATTERN.source}.
+
+Options:
+  --prompt TEXT            prompt template with {dot.path} placeholders (default: the whole payload)
+  --events LIST            comma-separated event types, e.g. issues,pull_request.opened (default: all)
+  --description TEXT       free text shown by list
+  --skills LIST            comma-separated skill names from ~/.agent/skills
+  --deliver TARGET         log (default), telegram, discord, slack, github_comment, gitlab_comment, origin
+  --deliver-chat-id ID     chat, channel or item on the target
+  --deliver-only           direct delivery: send the rendered prompt itself, no agent run
+  --secret SECRET          HMAC secret (default: 32 random bytes, kept on update)
+  --rate-limit N           requests per minute for this subscription
+  --auth SCHEME            accept only this signature scheme (${SCHEME_NAMES.join(", ")})
+  --json                   print the result as JSON`;
+
+const options = {
+  prompt: { type: "string" },
+  events: { type: "string" },
+  description: { type: "string" },
+  skills: { type: "string" },
+  deliver: { type: "string" },
+  "deliver-chat-id": { type: "string" },
+  "deliver-only": { type: "boolean" },
+  secret: { type: "string" },
+  "rate-limit": { type: "string" },
+  auth: { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** `agent webhook subscribe`. */
+export const webhookSubscribe: Command = {
+  path: ["webhook", "subscribe"],
+  summary: "Create or update a webhook subscription",
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseFlags(argv, options, usage);
+    if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
+    const name = positionals[0];
+    if (!NAME_PATTERN.test(name)) {
+      throw new UsageError(
+        `Cannot subscribe ${JSON.stringify(name)}: name must match ${NAME_PATTERN.source}`,
+      );
+    }
+    const config = await loadEnabledConfig(ctx);
+    if (!config) return 1;
+    if (config.webhook.routes.has(name)) {
+      throw new UsageError(
+        `Cannot subscribe "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,
+      );
+    }
+    const changes = optionsToRecord(values);
+    if (changes.skills?.length) await checkSkills(changes.skills, config.paths.skills);
+
+    const nowIso = new Date(ctx.now()).toISOString();
+    const { record, updated, warnings } = await updateSubscriptions(
+      config.paths.subscriptions,
+      (records) => {
+        const existing = Object.hasOwn(records, name) ? records[name] : undefined;
+        const merged: Subscription = { ...existing, ...changes };
+        merged.deliver ??= "log";
+        merged.secret ??= generateSecret();
+        merged.created_at = existing?.created_at ?? nowIso;
+        merged.updated_at = nowIso;
+        const warnings = validateTarget({
+          target: merged.deliver,
+          chatId: merged.deliver_extra?.chat_id,
+          deliverOnly: merged.deliver_only ?? false,
+          env: config.env,
+        });
+        records[name] = merged;
+        return { record: merged, updated: existing !== undefined, warnings };
+      },
+    );
+    for (const warning of warnings) ctx.stderr(`Warning: ${warning}`);
+    const url = webhookUrl(config.webhook, name);
+    if (values.json) {
+      ctx.stdout(JSON.stringify({ name, webhook_url: url, ...record }, null, 2));
+      return 0;
+    }
+    ctx.stdout(describe(name, url, record, updated ? "Updated" : "Created"));
+    return 0;
+  },
+};
+
+/** Turns the given flags into the record fields they replace. */
+function optionsToRecord(values: Record<string, string | boolean | undefined>): Subscription {
+  const text = (key: string) => values[key] as string | undefined;
+  const record: Subscription = {};
+  if (text("prompt") !== undefined) record.prompt = text("prompt");
+  if (text("events") !== undefined) record.events = commaList(text("events"));
+  if (text("description") !== undefined) record.description = text("description");
+  if (text("skills") !== undefined) record.skills = commaList(text("skills"));
+  if (text("deliver") !== undefined) record.deliver = text("deliver")!.trim();
+  if (text("deliver-chat-id") !== undefined) {
+    record.deliver_extra = { chat_id: text("deliver-chat-id") };
+  }
+  if (values["deliver-only"] !== undefined) record.deliver_only = values["deliver-only"] as boolean;
+  if (text("secret") !== undefined) {
+    if (text("secret")!.length < 8) throw new UsageError("--secret must be at least 8 characters");
+    record.secret = text("secret");
+    record.previous_secrets = undefined;
+  }
+  if (text("rate-limit") !== undefined) {
+    const limit = Number(text("rate-limit"));
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      throw new UsageError("--rate-limit must be a whole number of requests per minute (≥ 1)");
+    }
+    record.rate_limit = limit;
+  }
+  if (text("auth") !== undefined) {
+    if (!(SCHEME_NAMES as readonly string[]).includes(text("auth")!)) {
+      throw new UsageError(`--auth must be one of: ${SCHEME_NAMES.join(", ")}`);
+    }
+    record.auth = text("auth");
+  }
+  return record;
+}
+
+async function checkSkills(names: string[], skillsDir: string): Promise<void> {
+  const installed = (await listSkills(skillsDir)).map((skill) => skill.name);
+  const unknown = names.filter((name) => !installed.includes(name));
+  if (unknown.length === 0) return;
+  const choices = installed.length ? installed.join(", ") : `none (add them under ${skillsDir})`;
+  throw new UsageError(`Unknown skill ${unknown.join(", ")}. Installed skills: ${choices}`);
+}
+
+/**
+ * The human-readable summary printed by `subscribe`.
+ * @param verb "Created" or "Updated"
+ */
+export function describe(name: string, url: string, record: Subscription, verb: string): string {
+  const prompt = record.prompt ?? "(none: the whole JSON payload is sent)";
+  const preview = prompt.length > 100 ? `${prompt.slice(0, 100)}…` : prompt;
+  const chat = record.deliver_extra?.chat_id ? ` (chat ${record.deliver_extra.chat_id})` : "";
+  return [
+    `${verb} subscription "${name}"`,
+    `  URL:     ${url}`,
+    `  Secret:  ${record.secret}`,
+    `  Events:  ${record.events?.length ? record.events.join(", ") : "all"}`,
+    `  Deliver: ${record.deliver ?? "log"}${chat}`,
+    `  Mode:    ${record.deliver_only ? "direct delivery (no agent run)" : "agent run"}`,
+    `  Prompt:  ${preview}`,
+    "",
+    "Configure the sender with this URL and secret, then try it: agent webhook test " + name,
+  ].join("\n");
+}

@@ -1,0 +1,155 @@
+/**
+ * `agent webhook test <name>`: sends a signed test event to the running gateway and explains
+ * the answer (CONTRACT §10).
+ *
+ * @module
+ */
+import { type Config } from "../lib/config.ts";
+import { NotFoundError, UsageError } from "../lib/errors.ts";
+import type { Route } from "../lib/subscription.ts";
+import { renderTemplate } from "../lib/templates.ts";
+import type { Command, CommandContext } from "./_command.ts";
+import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { allRoutes } from "./webhook_list.ts";
+
+const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE]
+
+Signs a test event with the subscription's secret (X-Hub-Signature-256, as GitHub does) and
+posts it to the running gateway. --payload is a JSON object; --event sets X-GitHub-Event
+(default: test).`;
+
+const options = { payload: { type: "string" }, event: { type: "string" } } as const;
+
+/** `agent webhook test`. */
+export const webhookTest: Command = {
+  path: ["webhook", "test"],
+  summary: "Send a signed test event to a subscription",
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseFlags(argv, options, usage);
+    if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
+    const payload = parseTestPayload(values.payload);
+    const config = await loadEnabledConfig(ctx);
+    if (!config) return 1;
+    const name = positionals[0];
+    const route = (await allRoutes(config)).find((r) => r.name === name);
+    if (!route) throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+    const secret = route.secret ?? (route.origin === "static" ? config.webhook.secret : undefined);
+    if (!secret) {
+      ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
+      return 1;
+    }
+    const event = values.event ?? "test";
+    reportMissingPaths(route, payload, event, ctx);
+    return await send({ route, payload, event, secret, config, ctx });
+  },
+};
+
+function parseTestPayload(text: string | undefined): Record<string, unknown> {
+  if (text === undefined) {
+    return { test: true, message: "Test event from agent webhook test" };
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--payload is not valid JSON: ${(error as Error).message}`);
+  }
+  if (payload === null || typeof payload !== "object" || Array.isArray(payload)) {
+    throw new UsageError("--payload must be a JSON object, e.g. '{\"issue\":{\"title\":\"x\"}}'");
+  }
+  return payload as Record<string, unknown>;
+}
+
+function reportMissingPaths(
+  route: Route,
+  payload: unknown,
+  event: string,
+  ctx: CommandContext,
+): void {
+  if (!route.prompt) return;
+  const { missing } = renderTemplate(route.prompt, payload, {
+    event,
+    subscription: route.name,
+    deliveryId: "test",
+  });
+  if (missing.length) {
+    ctx.stderr(
+      `Note: the payload has no ${
+        missing.map((path) => `{${path}}`).join(", ")
+      }; these stay literally in the prompt.`,
+    );
+  }
+}
+
+/** Where the CLI reaches the local gateway: loopback when it listens on a wildcard address. */
+function localUrl(config: Config, name: string): string {
+  const { host, port } = config.webhook;
+  const reachable = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host;
+  const hostPart = reachable.includes(":") && !reachable.startsWith("[")
+    ? `[${reachable}]`
+    : reachable;
+  return `http://${hostPart}:${port}/webhooks/${name}`;
+}
+
+async function send(
+  options: {
+    route: Route;
+    payload: unknown;
+    event: string;
+    secret: string;
+    config: Config;
+    ctx: CommandContext;
+  },
+): Promise<number> {
+  const { route, event, secret, config, ctx } = options;
+  const body = JSON.stringify(options.payload);
+  const url = localUrl(config, route.name);
+  let response: Response;
+  try {
+    response = await ctx.fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": event,
+        "x-github-delivery": crypto.randomUUID(),
+        "x-hub-signature-256": await signGitHub(secret, body),
+        "user-agent": "agent-webhook-test",
+      },
+      body,
+    });
+  } catch (error) {
+    ctx.stderr(
+      `Cannot reach the gateway at ${url} (${(error as Error).message}).\n` +
+        "Is the gateway running? Start it with: agent gateway run",
+    );
+    return 1;
+  }
+  const text = await response.text();
+  ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
+  if (response.status === 200 && text.includes('"ignored"')) {
+    ctx.stdout(
+      `The event "${event}" is not in the subscription's filter (${
+        route.events?.join(", ")
+      }). Try --event ${route.events?.[0] ?? "<type>"}.`,
+    );
+  }
+  if (response.status === 401) {
+    ctx.stdout("The gateway refused the signature: is it running with the same home folder?");
+  }
+  return response.ok ? 0 : 1;
+}
+
+/** `sha256=<hex>` HMAC of the body, as GitHub signs (X-Hub-Signature-256). */
+async function signGitHub(secret: string, body: string): Promise<string> {
+  const encoder = new TextEncoder();
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const signature = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(body)));
+  return `sha256=${Array.from(signature, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}

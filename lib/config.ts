@@ -1,0 +1,344 @@
+/**
+ * Configuration: `config.yaml`, `.env` and the process environment, merged key by key with
+ * the precedence process env > `.env` > `config.yaml` > defaults (CONTRACT §2).
+ *
+ * A malformed value is a {@link ConfigError} that names the key and the file; nothing falls
+ * back to a default silently.
+ *
+ * @module
+ */
+import { parseEnv } from "node:util";
+import { parse as parseYaml } from "yaml";
+import type { AgentSettings } from "./agents/mod.ts";
+import { ConfigError } from "./errors.ts";
+import { homePaths, type HomePaths } from "./home.ts";
+import { NAME_PATTERN, type Route } from "./subscription.ts";
+
+/** The `platforms.webhook` section, after merging (CONTRACT §2). */
+export interface WebhookSettings {
+  /** `platforms.webhook.enabled` / `WEBHOOK_ENABLED`. @default {false} */
+  enabled: boolean;
+  /** Listen address. @default {"127.0.0.1"} */
+  host: string;
+  /** Listen port; 0 picks a free one. @default {8644} */
+  port: number;
+  /** Global HMAC secret used by static routes without their own. */
+  secret?: string;
+  /** Base of the URLs that `subscribe` prints, e.g. `https://hooks.example.com`. */
+  publicUrl?: string;
+  /** Requests per minute per subscription. @default {60} */
+  rateLimitPerMinute: number;
+  /** Largest accepted body, in bytes. @default {1048576} */
+  maxBodyBytes: number;
+  /** How long a delivery id is remembered, in seconds. @default {86400} */
+  idempotencyTtlSeconds: number;
+  /** How long accepted events and their payloads are kept, in days. @default {7} */
+  retentionDays: number;
+  /** Fallback target for `deliver: origin`, e.g. `telegram:123456`. */
+  homeTarget?: string;
+  /** Static routes from `config.yaml`, keyed by name; read-only for the CLI. */
+  routes: Map<string, Route>;
+}
+
+/** Retry policy of agent runs and deliveries (CONTRACT §8). */
+export interface RetrySettings {
+  /** Attempts before an event is dead-lettered. @default {5} */
+  maxAttempts: number;
+  /** First backoff delay, in milliseconds. @default {10000} */
+  initialDelayMs: number;
+  /** Longest backoff delay, in milliseconds. @default {3600000} */
+  maxDelayMs: number;
+}
+
+/** Everything a command or the gateway needs to know, read once per command. */
+export interface Config {
+  paths: HomePaths;
+  /** True when `config.yaml` exists (the gateway creates one on first run otherwise). */
+  configFileExists: boolean;
+  webhook: WebhookSettings;
+  agent: AgentSettings & { maxConcurrency: number; retry: RetrySettings };
+  /** Process env merged over `.env`: tokens, home channels and API URLs for the targets. */
+  env: Record<string, string | undefined>;
+}
+
+type Source = { file: string; key: string };
+
+/**
+ * Reads the home folder's `config.yaml` and `.env` and merges them with the process env.
+ * @param processEnv the process environment (wins over `.env`)
+ * @returns the merged configuration
+ * @throws ConfigError for unreadable or malformed files and values, naming key and file
+ */
+export async function loadConfig(processEnv: Record<string, string | undefined>): Promise<Config> {
+  const paths = homePaths(processEnv);
+  const dotEnv = await readEnvFile(paths.envFile);
+  const env = { ...dotEnv, ...processEnv };
+  const yaml = await readYamlFile(paths.config);
+  const webhookYaml = objectAt(yaml.data, ["platforms", "webhook"], paths.config);
+  const extra = objectAt(webhookYaml, ["extra"], paths.config);
+  const agentYaml = objectAt(yaml.data, ["agent"], paths.config);
+
+  const pick = (envKey: string, yamlKey: string, yamlValue: unknown) =>
+    envKey in processEnv && processEnv[envKey] !== undefined
+      ? { value: processEnv[envKey], from: { file: "the process environment", key: envKey } }
+      : envKey in dotEnv
+      ? { value: dotEnv[envKey], from: { file: paths.envFile, key: envKey } }
+      : { value: yamlValue, from: { file: paths.config, key: yamlKey } };
+  const at = (key: string) => ({ file: paths.config, key: `platforms.webhook.extra.${key}` });
+
+  const enabled = pick("WEBHOOK_ENABLED", "platforms.webhook.enabled", webhookYaml.enabled);
+  const host = pick("WEBHOOK_HOST", "platforms.webhook.extra.host", extra.host);
+  const port = pick("WEBHOOK_PORT", "platforms.webhook.extra.port", extra.port);
+  const secret = pick("WEBHOOK_SECRET", "platforms.webhook.extra.secret", extra.secret);
+  const publicUrl = pick("WEBHOOK_PUBLIC_URL", "platforms.webhook.extra.public_url", extra.public_url);
+
+  const webhook: WebhookSettings = {
+    enabled: toBoolean(enabled.value, enabled.from) ?? false,
+    host: toText(host.value, host.from) ?? "127.0.0.1",
+    port: toInteger(port.value, port.from, { min: 0, max: 65535 }) ?? 8644,
+    secret: toText(secret.value, secret.from) || undefined,
+    publicUrl: toUrl(publicUrl.value, publicUrl.from),
+    rateLimitPerMinute: toInteger(extra.rate_limit, at("rate_limit"), { min: 1 }) ?? 60,
+    maxBodyBytes: toInteger(extra.max_body_bytes, at("max_body_bytes"), { min: 1 }) ?? 1_048_576,
+    idempotencyTtlSeconds: toInteger(extra.idempotency_ttl, at("idempotency_ttl"), { min: 1 }) ??
+      86_400,
+    retentionDays: toInteger(extra.retention_days, at("retention_days"), { min: 1 }) ?? 7,
+    homeTarget: toText(extra.home, at("home")) || undefined,
+    routes: staticRoutes(extra.routes, paths.config),
+  };
+  return {
+    paths,
+    configFileExists: yaml.exists,
+    webhook,
+    agent: agentSettings(agentYaml, env, paths.config),
+    env,
+  };
+}
+
+function agentSettings(
+  yaml: Record<string, unknown>,
+  env: Record<string, string | undefined>,
+  file: string,
+): Config["agent"] {
+  const at = (key: string) => ({ file, key: `agent.${key}` });
+  const provider = toText(yaml.provider, at("provider")) ?? "openai";
+  if (provider !== "openai" && provider !== "command") {
+    throw new ConfigError(
+      `agent.provider in ${file} must be "openai" or "command", not ${JSON.stringify(provider)}`,
+      { file },
+    );
+  }
+  const command = yaml.command;
+  if (
+    command !== undefined &&
+    (!Array.isArray(command) || command.length === 0 || command.some((a) => typeof a !== "string"))
+  ) {
+    throw new ConfigError(`agent.command in ${file} must be a list of strings (argv)`, { file });
+  }
+  if (provider === "command" && command === undefined) {
+    throw new ConfigError(`agent.provider is "command" in ${file} but agent.command is not set`, {
+      file,
+    });
+  }
+  const retry = objectAt(yaml, ["retry"], file);
+  return {
+    provider,
+    model: env.AGENT_MODEL || toText(yaml.model, at("model")) || "gpt-4o-mini",
+    baseUrl: env.OPENAI_BASE_URL || toUrl(yaml.base_url, at("base_url")),
+    apiKey: env.OPENAI_API_KEY || undefined,
+    command: command as string[] | undefined,
+    timeoutSeconds: toInteger(yaml.timeout_seconds, at("timeout_seconds"), { min: 1 }) ?? 300,
+    maxConcurrency: toInteger(yaml.max_concurrency, at("max_concurrency"), { min: 1 }) ?? 2,
+    retry: {
+      maxAttempts: toInteger(retry.max_attempts, at("retry.max_attempts"), { min: 1 }) ?? 5,
+      initialDelayMs: 1000 *
+        (toInteger(retry.initial_delay_seconds, at("retry.initial_delay_seconds"), { min: 0 }) ??
+          10),
+      maxDelayMs: 1000 *
+        (toInteger(retry.max_delay_seconds, at("retry.max_delay_seconds"), { min: 1 }) ?? 3600),
+    },
+  };
+}
+
+function staticRoutes(value: unknown, file: string): Map<string, Route> {
+  const routes = new Map<string, Route>();
+  if (value === undefined || value === null) return routes;
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new ConfigError(`platforms.webhook.extra.routes in ${file} must be a mapping`, { file });
+  }
+  for (const [name, record] of Object.entries(value)) {
+    const key = `platforms.webhook.extra.routes.${name}`;
+    if (!NAME_PATTERN.test(name)) {
+      throw new ConfigError(`${key} in ${file}: name must match ${NAME_PATTERN.source}`, { file });
+    }
+    if (record === null || typeof record !== "object" || Array.isArray(record)) {
+      throw new ConfigError(`${key} in ${file} must be a mapping of subscription fields`, { file });
+    }
+    const r = record as Record<string, unknown>;
+    for (const list of ["events", "skills"]) {
+      if (r[list] !== undefined && !isStringList(r[list])) {
+        throw new ConfigError(`${key}.${list} in ${file} must be a list of strings`, { file });
+      }
+    }
+    routes.set(name, { ...(r as Route), name, origin: "static" });
+  }
+  return routes;
+}
+
+/** Reads `.env` with `node:util` `parseEnv`; a missing file is empty. */
+async function readEnvFile(path: string): Promise<Record<string, string>> {
+  try {
+    return parseEnv(await Deno.readTextFile(path)) as Record<string, string>;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return {};
+    throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`, {
+      file: path,
+      cause: error,
+    });
+  }
+}
+
+async function readYamlFile(path: string): Promise<{ exists: boolean; data: unknown }> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return { exists: false, data: {} };
+    throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`, {
+      file: path,
+      cause: error,
+    });
+  }
+  try {
+    return { exists: true, data: parseYaml(text) ?? {} };
+  } catch (error) {
+    throw new ConfigError(`${path} is not valid YAML: ${(error as Error).message}`, {
+      file: path,
+      cause: error,
+    });
+  }
+}
+
+function objectAt(root: unknown, keys: string[], file: string): Record<string, unknown> {
+  let node = root;
+  for (const [i, key] of keys.entries()) {
+    if (node === undefined || node === null) return {};
+    if (typeof node !== "object" || Array.isArray(node)) {
+      throw new ConfigError(`${keys.slice(0, i).join(".") || "the top level"} in ${file} must be a mapping`, {
+        file,
+      });
+    }
+    node = (node as Record<string, unknown>)[key];
+  }
+  if (node === undefined || node === null) return {};
+  if (typeof node !== "object" || Array.isArray(node)) {
+    throw new ConfigError(`${keys.join(".")} in ${file} must be a mapping`, { file });
+  }
+  return node as Record<string, unknown>;
+}
+
+const TRUE_WORDS = new Set(["true", "1", "yes", "on"]);
+const FALSE_WORDS = new Set(["false", "0", "no", "off"]);
+
+/**
+ * Reads a boolean written as YAML boolean or one of true/false/1/0/yes/no/on/off.
+ * @throws ConfigError for anything else
+ */
+export function toBoolean(value: unknown, from: Source): boolean | undefined {
+  if (value === undefined || value === null || value === "") return undefined;
+  if (typeof value === "boolean") return value;
+  const word = String(value).trim().toLowerCase();
+  if (TRUE_WORDS.has(word)) return true;
+  if (FALSE_WORDS.has(word)) return false;
+  throw new ConfigError(
+    `${from.key} in ${from.file} must be true or false (or 1/0, yes/no, on/off), not ${
+      JSON.stringify(value)
+    }`,
+    { file: from.file },
+  );
+}
+
+function toInteger(
+  value: unknown,
+  from: Source,
+  range: { min?: number; max?: number },
+): number | undefined {
+  if (value === undefined || value === null || value === "") return undefined;
+  const text = String(value).trim();
+  const number = /^-?\d+$/.test(text) ? Number(text) : NaN;
+  const { min = -Infinity, max = Infinity } = range;
+  if (!Number.isSafeInteger(number) || number < min || number > max) {
+    const bounds = max === Infinity ? `at least ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(
+      `${from.key} in ${from.file} must be a whole number ${bounds}, not ${JSON.stringify(value)}`,
+      { file: from.file },
+    );
+  }
+  return number;
+}
+
+function toText(value: unknown, from: Source): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return String(value);
+  throw new ConfigError(`${from.key} in ${from.file} must be a string`, { file: from.file });
+}
+
+function toUrl(value: unknown, from: Source): string | undefined {
+  const text = toText(value, from);
+  if (!text) return undefined;
+  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) {
+    throw new ConfigError(
+      `${from.key} in ${from.file} must be an http(s) URL, not ${JSON.stringify(text)}`,
+      { file: from.file },
+    );
+  }
+  return text.replace(/\/+$/, "");
+}
+
+function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === "string");
+}
+
+const LOCAL_HOSTS = new Set(["0.0.0.0", "::", "[::]", "127.0.0.1", "::1", "[::1]", "localhost"]);
+
+/**
+ * The base of webhook URLs (CONTRACT §3): `public_url`, else `http://localhost:<port>` when the
+ * host is a wildcard or loopback address, else `http://<host>:<port>`.
+ * @param webhook the merged webhook settings
+ * @returns a URL without a trailing slash
+ */
+export function webhookBaseUrl(webhook: Pick<WebhookSettings, "publicUrl" | "host" | "port">) {
+  if (webhook.publicUrl) return webhook.publicUrl;
+  const host = LOCAL_HOSTS.has(webhook.host)
+    ? "localhost"
+    : webhook.host.includes(":")
+    ? `[${webhook.host}]`
+    : webhook.host;
+  return `http://${host}:${webhook.port}`;
+}
+
+/**
+ * The webhook URL of one subscription: base + `/webhooks/<name>`.
+ * @param webhook the merged webhook settings
+ * @param name a valid subscription name
+ */
+export function webhookUrl(
+  webhook: Pick<WebhookSettings, "publicUrl" | "host" | "port">,
+  name: string,
+): string {
+  return `${webhookBaseUrl(webhook)}/webhooks/${name}`;
+}
+
+/** The answer to every webhook command when the platform is disabled (CONTRACT §10). */
+export function platformDisabledMessage(paths: HomePaths): string {
+  return [
+    "Webhook platform is not enabled. Enable it in one of three ways:",
+    "  1. run the setup wizard:   agent gateway setup",
+    `  2. in ${paths.config}:`,
+    "       platforms:",
+    "         webhook:",
+    "           enabled: true",
+    `  3. in ${paths.envFile}:   WEBHOOK_ENABLED=true`,
+  ].join("\n");
+}

@@ -1,0 +1,74 @@
+/**
+ * Editing `config.yaml` without losing comments or unknown keys (CONTRACT §1), with the `yaml`
+ * package's document API, written atomically with mode 0600.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { isMap, parseDocument } from "yaml";
+import { ConfigError } from "./errors.ts";
+import { writeFileAtomic } from "./subscription_store.ts";
+
+/** The `config.yaml` written when the gateway starts in a home that has none. */
+export const DEFAULT_CONFIG_YAML = `# agent gateway configuration. See the README for every key.
+platforms:
+  webhook:
+    enabled: true
+    extra:
+      host: 127.0.0.1   # 0.0.0.0 to listen on all interfaces
+      port: 8644
+      # secret: ""      # global HMAC secret for static routes without their own
+      # public_url: https://hooks.example.com
+agent:
+  provider: openai      # or: command (with command: ["my-agent", "--print"])
+  model: gpt-4o-mini
+`;
+
+/** One change to `config.yaml`: the key path and its new value. */
+export type ConfigEdit = { path: (string | number)[]; value: unknown };
+
+/**
+ * Applies edits to `config.yaml`, keeping comments, ordering and unknown keys; creates the
+ * file (and its folder, 0700) when missing.
+ * @param file the path of `config.yaml`
+ * @param edits key paths and values, e.g. `{path: ["platforms","webhook","enabled"], value: true}`
+ * @throws ConfigError when the existing file is not valid YAML (it is left untouched)
+ */
+export async function editConfigFile(file: string, edits: ConfigEdit[]): Promise<void> {
+  let text = "";
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  const document = parseDocument(text);
+  if (document.errors.length > 0) {
+    throw new ConfigError(
+      `${file} is not valid YAML (${document.errors[0].message}); it was not changed`,
+      { file },
+    );
+  }
+  if (document.contents !== null && !isMap(document.contents)) {
+    throw new ConfigError(`${file} must hold a mapping at the top level; it was not changed`, {
+      file,
+    });
+  }
+  for (const edit of edits) document.setIn(edit.path, edit.value);
+  await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(file, document.toString());
+}
+
+/**
+ * Writes {@link DEFAULT_CONFIG_YAML} when the file does not exist yet.
+ * @returns true when the file was created
+ */
+export async function createDefaultConfig(file: string): Promise<boolean> {
+  await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    await Deno.writeTextFile(file, DEFAULT_CONFIG_YAML, { createNew: true, mode: 0o600 });
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.AlreadyExists) return false;
+    throw error;
+  }
+}

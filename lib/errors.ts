@@ -1,0 +1,99 @@
+/**
+ * The typed errors of the gateway. Each carries what its one handler needs: `main.ts` turns
+ * them into exit codes, `app.onError` into HTTP statuses, the worker into retry decisions.
+ *
+ * @module
+ */
+
+/** A command was called wrongly (bad flag, bad name). `main.ts` exits with {@link exitCode} 2. */
+export class UsageError extends Error {
+  /** Process exit code for this error. @default {2} */
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/**
+ * A configuration file or value is malformed (port `abc`, `enabled: maybe`, broken YAML or
+ * JSON). The message names the key and the file. Exit code 1.
+ */
+export class ConfigError extends Error {
+  /** Process exit code for this error. @default {1} */
+  readonly exitCode = 1;
+  /** The file that holds the bad value, when there is one. */
+  readonly file?: string;
+  constructor(message: string, options: { file?: string; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = "ConfigError";
+    this.file = options.file;
+  }
+}
+
+/** A named thing (subscription, event, skill) does not exist. Exit code 1, HTTP 404. */
+export class NotFoundError extends Error {
+  /** Process exit code for this error. @default {1} */
+  readonly exitCode = 1;
+  constructor(message: string) {
+    super(message);
+    this.name = "NotFoundError";
+  }
+}
+
+/**
+ * A delivery to a target failed.
+ *
+ * `permanent` failures (4xx other than 429, a missing token, no destination) are not retried;
+ * the others are, no sooner than `retryAfterSeconds` when the platform said so.
+ */
+export class TargetError extends Error {
+  /** True when retrying cannot help. */
+  readonly permanent: boolean;
+  /** Seconds the platform asked us to wait (HTTP `Retry-After`, Telegram `retry_after`). */
+  readonly retryAfterSeconds?: number;
+  /** HTTP status of the platform's answer, when there was one. */
+  readonly status?: number;
+  constructor(
+    message: string,
+    options: { permanent?: boolean; retryAfterSeconds?: number; status?: number; cause?: unknown } =
+      {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "TargetError";
+    this.permanent = options.permanent ?? false;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.status = options.status;
+  }
+}
+
+/**
+ * An agent run failed (LLM endpoint error, timeout, command exit code, empty answer).
+ * Same retry semantics as {@link TargetError}.
+ */
+export class AgentError extends Error {
+  /** True when retrying cannot help (bad request, unknown model, bad credentials). */
+  readonly permanent: boolean;
+  /** Seconds the endpoint asked us to wait (HTTP `Retry-After`). */
+  readonly retryAfterSeconds?: number;
+  constructor(
+    message: string,
+    options: { permanent?: boolean; retryAfterSeconds?: number; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "AgentError";
+    this.permanent = options.permanent ?? false;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/**
+ * The state database could not persist an event (disk full, locked past its deadline).
+ * The receiver answers 503 with `Retry-After`, never 202.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = "StoreUnavailableError";
+  }
+}

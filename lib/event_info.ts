@@ -1,0 +1,162 @@
+/**
+ * Who sent a webhook, what kind of event it is and which delivery it belongs to
+ * (CONTRACT.md §6): the inputs of the event filter, the deduplication key and the log lines.
+ *
+ * Every value here comes from the sender, so each candidate (header or payload field) is only
+ * used when it is a string of 1 to {@link MAX_ID_CHARS} characters without control characters;
+ * otherwise it is ignored as if absent and the next candidate is tried. An over-long delivery id
+ * is not truncated, because two different ids sharing a prefix would then be taken as duplicates;
+ * when no candidate is usable a fresh id is generated and no deduplication happens.
+ *
+ * Sources:
+ * GitHub https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers,
+ * GitLab https://docs.gitlab.com/user/project/integrations/webhook_events/,
+ * Stripe https://docs.stripe.com/api/events/object,
+ * Standard Webhooks https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md.
+ *
+ * @module
+ */
+
+/** Who sent a request, told by its headers. */
+export type EventSource = "github" | "gitlab" | "stripe" | "standard" | "other";
+
+/** What the gateway knows about one received event. */
+export interface EventInfo {
+  /** Event type: `issues`, `pipeline`, `payment_intent.succeeded`, or `unknown`. */
+  type: string;
+  /** The payload's string `action` (`opened`), when it has one. */
+  action?: string;
+  /** The sender's delivery id, or a generated one (see {@link generatedDeliveryId}). */
+  deliveryId: string;
+  /** True when the sender gave no usable id, so this delivery cannot be deduplicated. */
+  generatedDeliveryId: boolean;
+  /** Who sent it. */
+  source: EventSource;
+}
+
+/** Longest usable event type, action or delivery id, in characters. */
+export const MAX_ID_CHARS = 200;
+
+/** Delivery id headers, most specific first; Stripe's payload `id` comes after `svix-id`. */
+const ID_HEADERS_BEFORE_STRIPE = [
+  "X-GitHub-Delivery",
+  "X-Gitlab-Event-UUID",
+  "Idempotency-Key",
+  "webhook-id",
+  "svix-id",
+];
+const ID_HEADERS_AFTER_STRIPE = ["X-Shopify-Webhook-Id", "X-Request-ID"];
+const PAYLOAD_TYPE_FIELDS = ["type", "event_type", "event"];
+const CONTROL_CHAR = /\p{Cc}/u; // C0, DEL and C1
+
+/**
+ * Reads the event type, action, delivery id and source of a request (CONTRACT.md §6).
+ *
+ * Type: `X-GitHub-Event`; with `X-Gitlab-Event`, the payload's `object_kind`, else the header
+ * lowercased without ` Hook`, spaces made underscores (`Merge Request Hook` → `merge_request`,
+ * the spelling of `object_kind`); then the payload's `type`, `event_type` or `event` string;
+ * else `unknown`.
+ *
+ * @param headers The request headers.
+ * @param payload The parsed JSON payload (any JSON value).
+ * @param newId Makes a delivery id when the sender gave none (e.g. `crypto.randomUUID`).
+ * @returns The event's description; `generatedDeliveryId` tells whether `newId` was used.
+ */
+export function eventInfo(headers: Headers, payload: unknown, newId: () => string): EventInfo {
+  const fields = isRecord(payload) ? payload : {};
+  const type = eventType(headers, fields);
+  const action = usable(own(fields, "action"));
+  const given = deliveryId(headers, fields);
+  return {
+    type,
+    ...(action === undefined ? {} : { action }),
+    deliveryId: given ?? newId(),
+    generatedDeliveryId: given === undefined,
+    source: eventSource(headers),
+  };
+}
+
+/**
+ * Tells whether an event passes a subscription's `events` filter.
+ *
+ * @param filter The subscription's event names; absent or empty lets every event through.
+ * @param info The event's type and action.
+ * @returns True when a name equals the type (`issues`), or `<type>.<action>` (`issues.opened`)
+ *   for an event with an action. Case-sensitive, as the senders spell them.
+ */
+export function matchesEvents(
+  filter: readonly string[] | undefined,
+  info: Pick<EventInfo, "type" | "action">,
+): boolean {
+  if (filter === undefined || filter.length === 0) return true;
+  const label = eventLabel(info);
+  return filter.some((name) => name === info.type || name === label);
+}
+
+/**
+ * Names an event for log lines and answers.
+ *
+ * @param info The event's type and action.
+ * @returns `<type>.<action>` (`issues.opened`) when there is an action, else the type.
+ */
+export function eventLabel(info: Pick<EventInfo, "type" | "action">): string {
+  return info.action === undefined ? info.type : `${info.type}.${info.action}`;
+}
+
+function eventType(headers: Headers, fields: Record<string, unknown>): string {
+  const github = usable(headers.get("X-GitHub-Event"));
+  if (github !== undefined) return github;
+  const gitlab = headers.get("X-Gitlab-Event");
+  if (gitlab !== null) {
+    const kind = usable(own(fields, "object_kind")) ??
+      usable(gitlab.toLowerCase().replace(/ hook$/, "").trim().replaceAll(" ", "_"));
+    if (kind !== undefined) return kind;
+  }
+  for (const field of PAYLOAD_TYPE_FIELDS) {
+    const type = usable(own(fields, field));
+    if (type !== undefined) return type;
+  }
+  return "unknown";
+}
+
+function deliveryId(headers: Headers, fields: Record<string, unknown>): string | undefined {
+  for (const name of ID_HEADERS_BEFORE_STRIPE) {
+    const id = usable(headers.get(name));
+    if (id !== undefined) return id;
+  }
+  // A payload `id` is only an event id when Stripe signed it; elsewhere it names other things.
+  if (headers.has("Stripe-Signature")) {
+    const id = usable(own(fields, "id"));
+    if (id !== undefined) return id;
+  }
+  for (const name of ID_HEADERS_AFTER_STRIPE) {
+    const id = usable(headers.get(name));
+    if (id !== undefined) return id;
+  }
+  return undefined;
+}
+
+function eventSource(headers: Headers): EventSource {
+  if (headers.has("X-GitHub-Event")) return "github";
+  if (headers.has("X-Gitlab-Event")) return "gitlab";
+  if (headers.has("Stripe-Signature")) return "stripe";
+  if (headers.has("webhook-id") || headers.has("svix-id")) return "standard";
+  return "other";
+}
+
+/** The value when it is a short, printable, non-empty string; otherwise undefined. */
+function usable(value: unknown): string | undefined {
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_ID_CHARS) {
+    return undefined;
+  }
+  return CONTROL_CHAR.test(value) ? undefined : value;
+}
+
+/** An own field only: `constructor` or `__proto__` of a payload never reach the prototype. */
+function own(fields: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(fields, key) ? fields[key] : undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

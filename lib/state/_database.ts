@@ -1,0 +1,143 @@
+/**
+ * Opening the SQLite file: folder, pragmas, schema, prepared statements, transactions.
+ *
+ * @module
+ */
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { dirname } from "node:path";
+import { StoreUnavailableError } from "../errors.ts";
+import { errorMessage } from "./_group_commit.ts";
+import { SCHEMA_SQL, SCHEMA_VERSION } from "./_schema.ts";
+
+/** How the file is opened. */
+export interface DatabaseOptions {
+  /**
+   * `NORMAL` (default): in WAL mode a COMMIT survives a crash of the process (kill -9) but the
+   * last transactions may be lost on power loss or an OS crash. `FULL`: fsync on every COMMIT,
+   * survives power loss, costs throughput (one fsync per group commit).
+   */
+  synchronous?: "NORMAL" | "FULL";
+  /** How long a write waits for another connection's lock, in ms. @default {5000} */
+  busyTimeoutMs?: number;
+  /** Largest the database may grow, in bytes; past it writes fail as on a full disk. */
+  maxDatabaseBytes?: number;
+}
+
+const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source, mode, payload, " +
+  "prompt, route, received_at, status, attempts, next_attempt_at, response, parts_sent, " +
+  "last_error, updated_at";
+
+const CLOSE_ATTEMPT = "UPDATE attempts SET finished_at = ?, step = ?, error = ? " +
+  "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)";
+
+/** The statements the store runs often, prepared once. */
+const STATEMENTS = {
+  claimKey: "INSERT INTO idempotency_keys (subscription, delivery_id, event_id, expires_at) " +
+    "VALUES (?, ?, ?, ?) ON CONFLICT (subscription, delivery_id) DO UPDATE SET " +
+    "event_id = excluded.event_id, expires_at = excluded.expires_at " +
+    "WHERE idempotency_keys.expires_at <= ?",
+  putKey: "INSERT INTO idempotency_keys (subscription, delivery_id, event_id, expires_at) " +
+    "VALUES (?, ?, ?, ?) ON CONFLICT (subscription, delivery_id) DO UPDATE SET " +
+    "event_id = excluded.event_id, expires_at = excluded.expires_at",
+  keyEvent: "SELECT event_id FROM idempotency_keys WHERE subscription = ? AND delivery_id = ?",
+  seen: "SELECT 1 AS seen FROM idempotency_keys " +
+    "WHERE subscription = ? AND delivery_id = ? AND expires_at > ?",
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${
+    Array(18).fill("?").join(", ")
+  })`,
+  insertAttempt: "INSERT INTO attempts (event_id, attempt, started_at, finished_at, step, error) " +
+    "VALUES (?, ?, ?, ?, ?, ?)",
+  due: "SELECT * FROM events WHERE status = 'queued' AND next_attempt_at <= ? " +
+    "ORDER BY next_attempt_at, rowid LIMIT ?",
+  claim: "UPDATE events SET status = 'running', attempts = attempts + 1, " +
+    "next_attempt_at = NULL, updated_at = ? WHERE id = ?",
+  saveResponse: "UPDATE events SET response = ?, updated_at = ? WHERE id = ?",
+  agentDone: "UPDATE attempts SET step = 'delivery' " +
+    "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)",
+  savePartsSent: "UPDATE events SET parts_sent = ?, updated_at = ? WHERE id = ?",
+  setStatus: "UPDATE events SET status = ?, next_attempt_at = ?, last_error = ?, updated_at = ? " +
+    "WHERE id = ?",
+  delivered: "UPDATE events SET status = 'delivered', next_attempt_at = NULL, updated_at = ? " +
+    "WHERE id = ?",
+  closeAttempt: CLOSE_ATTEMPT,
+  nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
+  byId: "SELECT * FROM events WHERE id = ?",
+  byPrefix: "SELECT * FROM events WHERE id >= ? AND id < ? ORDER BY id LIMIT 3",
+  attempts: "SELECT * FROM attempts WHERE event_id = ? ORDER BY rowid",
+} as const;
+
+/** Prepared statements by name. */
+export type Statements = Record<keyof typeof STATEMENTS, StatementSync>;
+
+/** An open database with its statements and a transaction runner. */
+export interface Database {
+  db: DatabaseSync;
+  statements: Statements;
+  /**
+   * Runs `run` between BEGIN IMMEDIATE and COMMIT; rolls back and rethrows when it throws.
+   * IMMEDIATE takes the write lock up front, so a busy database fails here, within
+   * `busyTimeoutMs`, instead of half-way through.
+   */
+  transaction(run: () => void): void;
+}
+
+/**
+ * Opens (creating when missing) the database file and its folder (mode 0700).
+ * @param path the database file, or `:memory:`
+ * @param options pragmas
+ * @returns the open database
+ * @throws StoreUnavailableError when the folder or file cannot be created or opened
+ */
+export function openDatabase(path: string, options: DatabaseOptions): Database {
+  let db: DatabaseSync | undefined;
+  try {
+    if (path !== ":memory:") Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    db = new DatabaseSync(path);
+    db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec(`PRAGMA synchronous = ${options.synchronous === "FULL" ? "FULL" : "NORMAL"}`);
+    if (options.maxDatabaseBytes !== undefined) limitSize(db, options.maxDatabaseBytes);
+    createSchema(db);
+    const statements = Object.fromEntries(
+      Object.entries(STATEMENTS).map(([name, sql]) => [name, db!.prepare(sql)]),
+    ) as Statements;
+    const opened = db;
+    return { db, statements, transaction: (run) => transaction(opened, run) };
+  } catch (cause) {
+    try {
+      db?.close();
+    } catch { /* already failing: report the first error */ }
+    throw new StoreUnavailableError(
+      `Cannot open the state database ${path}: ${errorMessage(cause)}`,
+      { cause },
+    );
+  }
+}
+
+function createSchema(db: DatabaseSync): void {
+  const row = db.prepare("PRAGMA user_version").get() as { user_version: number };
+  if (row.user_version === SCHEMA_VERSION) return;
+  if (row.user_version > SCHEMA_VERSION) {
+    throw new Error(`schema version ${row.user_version} is newer than this program's`);
+  }
+  transaction(db, () => {
+    db.exec(SCHEMA_SQL);
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+  });
+}
+
+function limitSize(db: DatabaseSync, maxBytes: number): void {
+  const { page_size } = db.prepare("PRAGMA page_size").get() as { page_size: number };
+  db.exec(`PRAGMA max_page_count = ${Math.max(1, Math.floor(maxBytes / page_size))}`);
+}
+
+function transaction(db: DatabaseSync, run: () => void): void {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    run();
+    db.exec("COMMIT");
+  } catch (error) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw error;
+  }
+}

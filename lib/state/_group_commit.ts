@@ -1,0 +1,115 @@
+/**
+ * Group commit: writes asked for by concurrent requests are queued and run together in one
+ * SQLite transaction, and each caller's promise settles only after that transaction's COMMIT.
+ * One fsync (or one WAL append) then serves a whole batch, which is what lets a durable ingest
+ * path answer thousands of requests per second.
+ *
+ * @module
+ */
+import { StoreUnavailableError } from "../errors.ts";
+
+/** One write, run inside the batch transaction; its return value resolves the caller. */
+export type Operation<T> = () => T;
+
+interface Pending {
+  operation: Operation<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Counters for tests and diagnostics. */
+export interface GroupCommitStats {
+  /** Transactions committed. */
+  commits: number;
+  /** Operations committed (over all transactions). */
+  operations: number;
+  /** Transactions rolled back because a statement or the COMMIT failed. */
+  failures: number;
+}
+
+/** The queue: submit operations, flush them, close it. */
+export interface GroupCommit {
+  /**
+   * Queues an operation for the next batch.
+   * @param operation runs inside the transaction; must only do synchronous database work
+   * @returns its result, once the batch has committed
+   * @throws StoreUnavailableError when the batch could not be committed or the queue is closed
+   */
+  submit<T>(operation: Operation<T>): Promise<T>;
+  /** Runs the pending batch now (no-op when empty). */
+  flush(): void;
+  /** Flushes what is pending, then refuses new operations. */
+  close(): void;
+  /** Counters since creation. */
+  stats(): GroupCommitStats;
+}
+
+/**
+ * Creates a group-commit queue around a transaction runner.
+ * @param transaction runs a function between BEGIN and COMMIT (rolling back when it throws)
+ * @param options `maxBatch`: a batch is flushed at once when it reaches this many operations
+ *   (@default {512}); otherwise it is flushed on the next macrotask, so every request that
+ *   arrived in the same event-loop turn shares the transaction
+ * @returns the queue
+ */
+export function createGroupCommit(
+  transaction: (run: () => void) => void,
+  options: { maxBatch?: number } = {},
+): GroupCommit {
+  const maxBatch = options.maxBatch ?? 512;
+  const counters: GroupCommitStats = { commits: 0, operations: 0, failures: 0 };
+  let pending: Pending[] = [];
+  let timer: number | undefined;
+  let closed = false;
+
+  function flush(): void {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    const results: unknown[] = [];
+    try {
+      transaction(() => {
+        for (const item of batch) results.push(item.operation());
+      });
+    } catch (cause) {
+      counters.failures += 1;
+      const error = new StoreUnavailableError(
+        `Cannot persist ${batch.length} event(s): ${errorMessage(cause)}`,
+        { cause },
+      );
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    counters.commits += 1;
+    counters.operations += batch.length;
+    batch.forEach((item, index) => item.resolve(results[index]));
+  }
+
+  return {
+    submit<T>(operation: Operation<T>): Promise<T> {
+      if (closed) return Promise.reject(new StoreUnavailableError("The state store is closed"));
+      return new Promise<T>((resolve, reject) => {
+        pending.push({ operation, resolve: resolve as (value: unknown) => void, reject });
+        if (pending.length >= maxBatch) flush();
+        else if (timer === undefined) timer = setTimeout(flush, 0);
+      });
+    },
+    flush,
+    close() {
+      flush();
+      closed = true;
+    },
+    stats: () => ({ ...counters }),
+  };
+}
+
+/**
+ * The message of an error, or the string form of anything thrown.
+ * @param error what was thrown
+ * @returns a one-line message
+ */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

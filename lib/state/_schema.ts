@@ -1,0 +1,131 @@
+/**
+ * Tables of the state database, the mapping from rows to records, and event ids.
+ *
+ * @module
+ */
+import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
+
+/** Bumped when the tables change; stored in `PRAGMA user_version`. */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
+ * first" needs no index. Every index is paid for on the ingest path, so there are few:
+ * the partial indexes only hold queued/running rows, and idempotency keys are a
+ * WITHOUT ROWID table keyed by (subscription, delivery_id) so the duplicate check is one
+ * b-tree probe.
+ */
+export const SCHEMA_SQL = `
+CREATE TABLE IF NOT EXISTS events (
+  id TEXT NOT NULL UNIQUE,
+  subscription TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  delivery_id TEXT NOT NULL,
+  dedupe INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  route TEXT NOT NULL,
+  received_at INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  response TEXT,
+  parts_sent INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE status = 'queued';
+CREATE INDEX IF NOT EXISTS events_running ON events(status) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS events_subscription ON events(subscription);
+CREATE TABLE IF NOT EXISTS attempts (
+  event_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  step TEXT NOT NULL,
+  error TEXT
+);
+CREATE INDEX IF NOT EXISTS attempts_event ON attempts(event_id);
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  subscription TEXT NOT NULL,
+  delivery_id TEXT NOT NULL,
+  event_id TEXT,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (subscription, delivery_id)
+) WITHOUT ROWID;
+`;
+
+type Row = Record<string, unknown>;
+
+/**
+ * Turns an `events` row into a record.
+ * @param row the row as `node:sqlite` returns it
+ * @returns the stored event
+ */
+export function rowToEvent(row: Row): StoredEvent {
+  return {
+    id: String(row.id),
+    subscription: String(row.subscription),
+    eventType: String(row.event_type),
+    deliveryId: String(row.delivery_id),
+    dedupe: row.dedupe === 1,
+    source: String(row.source) as EventSource,
+    mode: row.mode === "direct" ? "direct" : "agent",
+    payload: String(row.payload),
+    prompt: String(row.prompt),
+    route: JSON.parse(String(row.route)) as RouteSnapshot,
+    receivedAtMs: Number(row.received_at),
+    status: String(row.status) as EventStatus,
+    attempts: Number(row.attempts),
+    nextAttemptAtMs: row.next_attempt_at === null ? null : Number(row.next_attempt_at),
+    response: row.response === null ? null : String(row.response),
+    partsSent: Number(row.parts_sent),
+    lastError: row.last_error === null ? null : String(row.last_error),
+    updatedAtMs: Number(row.updated_at),
+  };
+}
+
+/**
+ * Turns an `attempts` row into a record.
+ * @param row the row as `node:sqlite` returns it
+ * @returns the attempt
+ */
+export function rowToAttempt(row: Row): Attempt {
+  return {
+    eventId: String(row.event_id),
+    attempt: Number(row.attempt),
+    startedAtMs: Number(row.started_at),
+    finishedAtMs: row.finished_at === null ? null : Number(row.finished_at),
+    step: row.step === "delivery" ? "delivery" : "agent",
+    error: row.error === null ? null : String(row.error),
+  };
+}
+
+const RANDOM_SPACE = 36 ** 7;
+
+/**
+ * Makes a generator of event ids: `evt_` + 9 base-36 characters of milliseconds + 7 of
+ * randomness (20 characters). Ids made by one generator sort in creation order: within one
+ * millisecond the random part is incremented instead of redrawn (as ULIDs do).
+ * @param now clock in milliseconds since the epoch
+ * @param random a value in [0, 1)
+ * @returns a function that returns a fresh id on each call
+ */
+export function createIdGenerator(now: () => number, random: () => number): () => string {
+  let lastMs = -1;
+  let lastRandom = 0;
+  return () => {
+    const ms = Math.max(now(), lastMs);
+    if (ms === lastMs && lastRandom + 1 < RANDOM_SPACE) lastRandom += 1;
+    else lastRandom = Math.floor(random() * (RANDOM_SPACE / 2));
+    lastMs = ms;
+    return "evt_" + ms.toString(36).padStart(9, "0") + lastRandom.toString(36).padStart(7, "0");
+  };
+}
+
+/** A random value in [0, 1) from the platform's cryptographic generator. */
+export function cryptoRandom(): number {
+  return crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 32;
+}

@@ -1,0 +1,189 @@
+/**
+ * The durable state of the gateway (CONTRACT §1, §6, §8): accepted events, their delivery
+ * attempts, and idempotency keys, in one SQLite database (`state/gateway.db`, WAL mode).
+ *
+ * An agent-mode event is answered 202 only after {@link StateStore.accept} has committed it;
+ * concurrent accepts share one transaction (group commit). The worker then moves each event
+ * `queued → running → delivered | failed`.
+ *
+ * @module
+ */
+export { openStateStore } from "./_sqlite_store.ts";
+export type { SqliteStateStore, StateStoreOptions } from "./_sqlite_store.ts";
+export type { GroupCommitStats } from "./_group_commit.ts";
+
+/** Where an event is in its life: `queued → running → delivered | failed`. */
+export type EventStatus = "queued" | "running" | "delivered" | "failed";
+
+/** Which family of sender the event came from (decides the `origin` target). */
+export type EventSource = "github" | "gitlab" | "stripe" | "standard" | "other";
+
+/**
+ * The subscription's routing at accept time, so the worker does not depend on the subscription
+ * still existing (or being unchanged) when it runs.
+ */
+export interface RouteSnapshot {
+  /** Target name: `log`, `telegram`, `slack`, ... */
+  deliver: string;
+  /** Rendered `deliver_extra.chat_id`, when the subscription has one. */
+  chatId?: string;
+  /** Skill names added to the system prompt, in order. */
+  skills: string[];
+}
+
+/** An event as the receiver hands it to the store. */
+export interface NewEvent {
+  /** Subscription name. */
+  subscription: string;
+  /** Event type (CONTRACT §6), e.g. `issues` or `payment_intent.succeeded`. */
+  eventType: string;
+  /** Delivery id from the sender's headers, or a generated one. */
+  deliveryId: string;
+  /** False when the delivery id was generated: such events are never deduplicated. */
+  dedupe: boolean;
+  /** Sender family. */
+  source: EventSource;
+  /** `agent`: run the agent then deliver its answer; `direct`: deliver `prompt` as is. */
+  mode: "agent" | "direct";
+  /** The raw JSON text of the payload. */
+  payload: string;
+  /** The rendered prompt, or the message itself in direct mode. */
+  prompt: string;
+  /** Routing at accept time. */
+  route: RouteSnapshot;
+  /** When the request was received, in milliseconds since the epoch. */
+  receivedAtMs: number;
+}
+
+/** An event as stored, with its progress. */
+export interface StoredEvent extends NewEvent {
+  /** Short sortable id, e.g. `evt_0m3x8k2qa4f9z1c0b`. */
+  id: string;
+  status: EventStatus;
+  /** Attempts made in the current series (reset by a replay). */
+  attempts: number;
+  /** When a queued event is due, in milliseconds since the epoch; null otherwise. */
+  nextAttemptAtMs: number | null;
+  /** The agent's answer once it ran: a delivery retry does not run the agent again. */
+  response: string | null;
+  /** Message parts already delivered: a resumed delivery skips them. */
+  partsSent: number;
+  /** Error of the last failed attempt. */
+  lastError: string | null;
+  /** Last change, in milliseconds since the epoch. */
+  updatedAtMs: number;
+}
+
+/** One attempt at an event: the agent run and/or the delivery. */
+export interface Attempt {
+  eventId: string;
+  /** Attempt number in its series, from 1. */
+  attempt: number;
+  startedAtMs: number;
+  /** Null while the attempt is in progress (or was interrupted by a crash). */
+  finishedAtMs: number | null;
+  /** The step the attempt reached (and failed at, when `error` is set). */
+  step: "agent" | "delivery";
+  error: string | null;
+}
+
+/** What {@link StateStore.accept} did: stored the event, or found its delivery id already seen. */
+export type AcceptResult =
+  | { status: "accepted"; eventId: string }
+  | { status: "duplicate"; eventId: string | null };
+
+/** The state database, as the receiver, the worker and the CLI use it. */
+export interface StateStore {
+  /**
+   * Persists an agent-mode event and claims its idempotency key, in the next group commit.
+   * @param event the event
+   * @returns `accepted` once COMMIT returned, or `duplicate` (with the first event's id) when
+   *   `event.dedupe` and the key was claimed less than `idempotencyTtlSeconds` ago
+   * @throws StoreUnavailableError when the batch could not be committed (disk full, locked
+   *   past `busyTimeoutMs`, store closed): never `accepted` without COMMIT
+   */
+  accept(event: NewEvent): Promise<AcceptResult>;
+  /**
+   * Tells whether a delivery id was already handled (direct mode checks before delivering).
+   * @param subscription subscription name (keys are scoped per subscription)
+   * @param deliveryId delivery id
+   * @param nowMs current time; expired keys do not count
+   * @returns true when an unexpired key exists
+   */
+  hasSeen(subscription: string, deliveryId: string, nowMs: number): boolean;
+  /**
+   * Stores a direct-mode event after its delivery, as `delivered` or `failed`. A delivered
+   * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.
+   * @param event the event
+   * @param outcome how the delivery went
+   * @returns the event id
+   * @throws StoreUnavailableError when it could not be committed
+   */
+  recordDirect(
+    event: NewEvent,
+    outcome: { delivered: boolean; error?: string; partsSent: number },
+  ): Promise<string>;
+  /**
+   * Claims events that are queued and due: they become `running`, `attempts` grows by one and
+   * an attempt row is opened.
+   * @param nowMs current time
+   * @param limit most events to claim
+   * @returns the claimed events, earliest due first
+   */
+  claimDue(nowMs: number, limit: number): StoredEvent[];
+  /** Persists the agent's answer, so a delivery retry does not run the agent again. */
+  saveResponse(eventId: string, response: string): void;
+  /** Persists how many message parts were delivered, so none is sent twice after a crash. */
+  savePartsSent(eventId: string, partsSent: number): void;
+  /** Marks a running event delivered and closes its attempt. */
+  markDelivered(eventId: string, nowMs: number): void;
+  /** Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`. */
+  markRetry(
+    eventId: string,
+    error: string,
+    step: "agent" | "delivery",
+    nextAttemptAtMs: number,
+    nowMs: number,
+  ): void;
+  /** Closes the attempt with its error and marks the event `failed` (dead letter). */
+  markFailed(eventId: string, error: string, step: "agent" | "delivery", nowMs: number): void;
+  /**
+   * Puts events left `running` by a crash or restart back in the queue, due now.
+   * @returns how many were requeued
+   */
+  recoverInterrupted(nowMs: number): number;
+  /** When the earliest queued event is due (ms since the epoch), or null when none is queued. */
+  nextDueAtMs(): number | null;
+  /**
+   * Lists events, newest first.
+   * @param filter by subscription and/or status; `limit` @default {20}
+   * @returns the events
+   */
+  listEvents(filter: { subscription?: string; status?: EventStatus; limit?: number }): StoredEvent[];
+  /**
+   * Finds an event by id or by a prefix of its id.
+   * @returns the event, or null when nothing matches
+   * @throws NotFoundError when the prefix matches several events (the message lists some)
+   */
+  getEvent(eventId: string): StoredEvent | null;
+  /** Attempts of an event, oldest first (every series, replays included). */
+  attempts(eventId: string): Attempt[];
+  /**
+   * Starts a new attempt series: `queued`, due now, attempts 0, no response, no part sent.
+   * Idempotency keys are untouched.
+   * @param eventId id or unique prefix
+   * @param nowMs current time
+   * @returns the event as requeued
+   * @throws NotFoundError when no event matches
+   * @throws UsageError when the event is running right now
+   */
+  replay(eventId: string, nowMs: number): StoredEvent;
+  /**
+   * Deletes delivered and failed events received more than `retentionDays` ago (payloads and
+   * attempts included) and expired idempotency keys. Queued and running events are kept.
+   * @returns how many events and keys were deleted
+   */
+  prune(nowMs: number, options: { retentionDays: number }): { events: number; keys: number };
+  /** Commits the pending batch, then closes the database. Later calls reject or throw. */
+  close(): Promise<void>;
+}

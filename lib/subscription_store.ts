@@ -1,0 +1,157 @@
+/**
+ * The dynamic subscription file `webhook_subscriptions.json` (CONTRACT §1, §3): an object keyed
+ * by subscription name, written atomically (temp file + rename) with mode 0600, under an
+ * exclusive lock so that concurrent `subscribe` runs all persist.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { ConfigError } from "./errors.ts";
+import type { Subscription } from "./subscription.ts";
+
+/** The file's content: subscription records keyed by name. */
+export type SubscriptionRecords = Record<string, Subscription>;
+
+/**
+ * Reads the subscription file.
+ * @param path the file's path
+ * @returns the records; an empty object when the file does not exist
+ * @throws ConfigError naming the file when it is not a JSON object of records (never replaced)
+ */
+export async function readSubscriptions(path: string): Promise<SubscriptionRecords> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return {};
+    throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`, { file: path });
+  }
+  return parseSubscriptions(text, path);
+}
+
+/**
+ * Parses the subscription file's text.
+ * @throws ConfigError naming the file when the text is not a JSON object of objects
+ */
+export function parseSubscriptions(text: string, path: string): SubscriptionRecords {
+  let data: unknown;
+  try {
+    data = text.trim() === "" ? {} : JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(
+      `${path} is corrupt (${(error as Error).message}); fix or move it away, it was not changed`,
+      { file: path },
+    );
+  }
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    throw new ConfigError(`${path} is corrupt: expected a JSON object keyed by subscription name`, {
+      file: path,
+    });
+  }
+  for (const [name, record] of Object.entries(data)) {
+    if (record === null || typeof record !== "object" || Array.isArray(record)) {
+      throw new ConfigError(`${path} is corrupt: subscription "${name}" is not an object`, {
+        file: path,
+      });
+    }
+  }
+  return data as SubscriptionRecords;
+}
+
+/**
+ * Read-modify-write of the subscription file under an exclusive lock
+ * (`webhook_subscriptions.json.lock`, flock). The new content is written to a temp file with
+ * mode 0600 and renamed over the old one, so readers never see a half-written file.
+ * @param path the file's path; its folder is created (0700) when missing
+ * @param change receives the current records and returns the result to pass back; it may
+ *   mutate the records. Throwing from it leaves the file untouched.
+ * @returns what `change` returned
+ * @throws ConfigError when the current file is corrupt (it is left as it is)
+ */
+export async function updateSubscriptions<T>(
+  path: string,
+  change: (records: SubscriptionRecords) => T | Promise<T>,
+): Promise<T> {
+  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  using lock = await Deno.open(`${path}.lock`, { create: true, write: true, mode: 0o600 });
+  await lock.lock(true);
+  try {
+    const records = await readSubscriptions(path);
+    const result = await change(records);
+    await writeFileAtomic(path, JSON.stringify(records, null, 2) + "\n");
+    return result;
+  } finally {
+    await lock.unlock();
+  }
+}
+
+/**
+ * Writes a file atomically with mode 0600: temp file in the same folder, fsync, rename.
+ * An existing broader mode is narrowed because the new file replaces the old one.
+ * @param path destination
+ * @param text content
+ */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const temp = `${path}.${crypto.randomUUID()}.tmp`;
+  try {
+    using file = await Deno.open(temp, { create: true, write: true, truncate: true, mode: 0o600 });
+    await file.write(new TextEncoder().encode(text));
+    await file.sync();
+    await Deno.chmod(temp, 0o600);
+    await Deno.rename(temp, path);
+  } catch (error) {
+    await Deno.remove(temp).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * Keeps the parsed subscription file in memory and re-reads it when it changes, judged by
+ * inode, size and mtime (one `stat` per call). Used by the gateway on every request.
+ */
+export class SubscriptionFileCache {
+  #path: string;
+  #stamp = "";
+  #records: SubscriptionRecords = {};
+  #error: ConfigError | undefined;
+
+  /** @param path the subscription file */
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  /**
+   * The current records. A file that became corrupt keeps the last good records and sets
+   * {@link lastError}, so a bad edit never takes the running gateway down.
+   */
+  current(): SubscriptionRecords {
+    let stamp: string;
+    try {
+      const info = Deno.statSync(this.#path);
+      stamp = `${info.ino}:${info.size}:${info.mtime?.getTime()}`;
+    } catch {
+      stamp = "absent";
+    }
+    if (stamp === this.#stamp) return this.#records;
+    this.#stamp = stamp;
+    if (stamp === "absent") {
+      this.#records = {};
+      this.#error = undefined;
+      return this.#records;
+    }
+    try {
+      this.#records = parseSubscriptions(Deno.readTextFileSync(this.#path), this.#path);
+      this.#error = undefined;
+    } catch (error) {
+      this.#error = error instanceof ConfigError
+        ? error
+        : new ConfigError(`Cannot read ${this.#path}: ${(error as Error).message}`);
+    }
+    return this.#records;
+  }
+
+  /** The error of the last reload, if the file on disk is currently unreadable. */
+  get lastError(): ConfigError | undefined {
+    return this.#error;
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * The one HTTP helper every chat and code-hosting target uses: a JSON POST whose answer is
+ * turned into success, a wait-and-retry (HTTP 429), or a typed {@link TargetError}.
+ *
+ * Rate limits, as documented by each platform:
+ * - HTTP `Retry-After` (seconds): https://www.rfc-editor.org/rfc/rfc9110#field.retry-after
+ * - Telegram `parameters.retry_after`: https://core.telegram.org/bots/api#responseparameters
+ * - Discord `retry_after` (float seconds): https://discord.com/developers/docs/topics/rate-limits
+ * - Slack `ratelimited` + `Retry-After`: https://api.slack.com/apis/rate-limits
+ * - GitHub 403/429 with `x-ratelimit-remaining: 0`:
+ *   https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+ *
+ * @module
+ */
+
+import { TargetError } from "../errors.ts";
+import type { SendContext } from "./_target.ts";
+
+/** Wait assumed when a platform answers 429 without saying how long, in seconds. */
+const DEFAULT_RETRY_AFTER_SECONDS = 1;
+/** GitHub asks for at least a minute after a rate limit that names no reset time. */
+const GITHUB_RATE_LIMIT_SECONDS = 60;
+/** A platform answering 429 with a zero wait forever must not keep one delivery spinning. */
+const MAX_RATE_LIMIT_RETRIES = 5;
+/** A request with no answer after this long is abandoned (retryable). */
+const REQUEST_TIMEOUT_MS = 30_000;
+/** Platform error descriptions are cut here so a huge HTML error page cannot flood the log. */
+const MAX_DETAIL_CHARS = 300;
+
+/** A 2xx answer that still failed (Slack's `ok: false`), as read by the platform's module. */
+export type Failure =
+  | { kind: "rate_limited"; retryAfterSeconds?: number }
+  | { kind: "permanent" | "retryable"; detail: string };
+
+/** One JSON POST to a platform. */
+export interface PostJsonRequest {
+  /** Platform name for messages: `Telegram`, `Slack`, ... */
+  platform: string;
+  /** What is being done, for messages: `sendMessage to chat 123`. */
+  action: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  /** The token: removed from every message this helper builds (it can sit in the URL). */
+  secret: string;
+  /** Reads a 2xx answer; returns a failure when the platform reports one in the body. */
+  inspect?: (body: unknown) => Failure | undefined;
+}
+
+/**
+ * POSTs `request.body` as JSON and returns the parsed answer. Waits out HTTP 429 with
+ * `ctx.sleep` while `ctx.rateLimitBudget` allows, then gives up.
+ *
+ * @param ctx The send context: `fetch`, `sleep` and this delivery's 429 wait budget.
+ * @param request What to send and how to describe it.
+ * @returns The answer body, parsed as JSON when it is JSON, else its text.
+ * @throws {TargetError} retryable (with `retryAfterSeconds`) for 429 beyond the budget, 5xx,
+ *   408 and network errors; permanent for other 4xx, carrying the platform's description.
+ */
+export async function postJson(ctx: SendContext, request: PostJsonRequest): Promise<unknown> {
+  for (let attempt = 0;; attempt++) {
+    const { status, headers, body } = await exchange(ctx, request);
+    const failure = classify(status, headers, body, request);
+    if (failure === undefined) return body;
+    if (failure.kind !== "rate_limited") {
+      const where = status >= 200 && status < 300 ? "" : ` (HTTP ${status})`;
+      throw new TargetError(
+        `${request.platform} ${request.action} failed${where}: ${
+          redact(failure.detail, request.secret)
+        }`,
+        { permanent: failure.kind === "permanent", status },
+      );
+    }
+    const seconds = failure.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS;
+    const waitMs = Math.ceil(seconds * 1000);
+    if (attempt >= MAX_RATE_LIMIT_RETRIES || waitMs > ctx.rateLimitBudget.remainingMs) {
+      throw new TargetError(
+        `${request.platform} ${request.action} was rate limited: retry after ${seconds} s`,
+        { retryAfterSeconds: seconds, status },
+      );
+    }
+    ctx.rateLimitBudget.remainingMs -= waitMs;
+    await ctx.sleep(waitMs);
+  }
+}
+
+async function exchange(
+  ctx: SendContext,
+  request: PostJsonRequest,
+): Promise<{ status: number; headers: Headers; body: unknown }> {
+  let response: Response;
+  try {
+    response = await ctx.fetch(request.url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json; charset=utf-8", ...request.headers },
+      body: JSON.stringify(request.body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+  } catch (error) {
+    // Fetch errors quote the URL, and Telegram's URL holds the token: never pass them on as is.
+    const reason = error instanceof DOMException && error.name === "TimeoutError"
+      ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
+      : redact(error instanceof Error ? error.message : String(error), request.secret);
+    throw new TargetError(`${request.platform} ${request.action} failed: ${reason}`);
+  }
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // A proxy's HTML error page: keep the text as the description.
+  }
+  return { status: response.status, headers: response.headers, body };
+}
+
+function classify(
+  status: number,
+  headers: Headers,
+  body: unknown,
+  request: PostJsonRequest,
+): Failure | undefined {
+  if (status >= 200 && status < 300) return request.inspect?.(body);
+  if (status === 429) return { kind: "rate_limited", retryAfterSeconds: retryAfter(headers, body) };
+  if (status === 403 && headers.get("x-ratelimit-remaining") === "0") {
+    return {
+      kind: "rate_limited",
+      retryAfterSeconds: retryAfter(headers, body) ?? GITHUB_RATE_LIMIT_SECONDS,
+    };
+  }
+  const detail = describe(body) || `HTTP ${status}`;
+  if (status >= 500 || status === 408) return { kind: "retryable", detail };
+  return { kind: "permanent", detail };
+}
+
+/**
+ * The wait a platform asked for, in seconds: the body's `retry_after` (Discord, float) or
+ * `parameters.retry_after` (Telegram), else the numeric `Retry-After` header.
+ */
+export function retryAfter(headers: Headers, body: unknown): number | undefined {
+  const record = asRecord(body);
+  const candidates = [
+    asRecord(record?.parameters)?.retry_after,
+    record?.retry_after,
+    headers.get("retry-after"),
+  ];
+  for (const candidate of candidates) {
+    const seconds = typeof candidate === "string" ? Number(candidate.trim()) : candidate;
+    if (typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0) return seconds;
+  }
+  return undefined;
+}
+
+/** The platform's own words for an error: Telegram `description`, Slack `error`, ... */
+function describe(body: unknown): string {
+  const record = asRecord(body);
+  if (record === undefined) return typeof body === "string" ? cut(body.trim()) : "";
+  const parts: string[] = [];
+  for (const key of ["description", "message", "error", "error_description", "errors"]) {
+    const value = record[key];
+    if (value === undefined || value === null || value === "") continue;
+    parts.push(typeof value === "string" ? value : JSON.stringify(value));
+  }
+  if (record.code !== undefined) parts.push(`code ${JSON.stringify(record.code)}`);
+  return cut(parts.join("; "));
+}
+
+function cut(text: string): string {
+  return text.length > MAX_DETAIL_CHARS ? `${text.slice(0, MAX_DETAIL_CHARS)}…` : text;
+}
+
+/** Replaces every occurrence of `secret` in `text` (and its URL-encoded form) with `***`. */
+export function redact(text: string, secret: string): string {
+  if (secret === "") return text;
+  return text.split(secret).join("***").split(encodeURIComponent(secret)).join("***");
+}
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
+}

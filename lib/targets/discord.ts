@@ -1,0 +1,73 @@
+/**
+ * The `discord` target: `POST /channels/{channel.id}/messages` with a bot token. Mentions in the
+ * text are not resolved (`allowed_mentions.parse = []`), so a payload cannot ping `@everyone`.
+ * https://discord.com/developers/docs/resources/message#create-message
+ *
+ * @module
+ */
+
+import { TargetError } from "../errors.ts";
+import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
+import { postJson } from "./_http.ts";
+import type { Target } from "./_target.ts";
+
+/** Where a Discord message goes. */
+export interface DiscordDestination {
+  token: string;
+  baseUrl: string;
+  /** Channel (or thread) snowflake id. */
+  channelId: string;
+}
+
+/**
+ * Checks a Discord channel id (a snowflake: digits only).
+ * @throws {TargetError} permanent for anything else.
+ */
+export function parseDiscordChannel(value: string): string {
+  if (!/^\d+$/.test(value)) {
+    throw new TargetError(`a Discord channel id is a number (snowflake), got "${value}"`, {
+      permanent: true,
+    });
+  }
+  return value;
+}
+
+/**
+ * `User-Agent` of the form Discord requires: `DiscordBot ($url, $versionNumber)`.
+ * https://discord.com/developers/docs/reference#user-agent
+ */
+const DISCORD_USER_AGENT = "DiscordBot (agent-gateway, 0.1.0)";
+
+/** Discord bot, `DISCORD_BOT_TOKEN`, channel id or `DISCORD_HOME_CHANNEL`, 2,000 characters. */
+export const discord: Target<DiscordDestination> = {
+  name: "discord",
+  maxChars: 2000,
+  needs: "DISCORD_BOT_TOKEN",
+  destination: "channel id (--deliver-chat-id) or DISCORD_HOME_CHANNEL",
+  resolve(job, ctx) {
+    const token = requireToken(ctx.env, ["DISCORD_BOT_TOKEN"], "discord");
+    const channelId = parseDiscordChannel(
+      chatOrHome(job.chatId, { env: ctx.env, home: "DISCORD_HOME_CHANNEL", target: "discord" }),
+    );
+    const baseUrl = apiBase(ctx.env, "DISCORD_API_URL", "https://discord.com/api/v10");
+    return { label: channelId, destination: { token, baseUrl, channelId } };
+  },
+  async send({ token, baseUrl, channelId }, text, ctx) {
+    await postJson(ctx, {
+      platform: "Discord",
+      action: `message to channel ${channelId}`,
+      url: `${baseUrl}/channels/${channelId}/messages`,
+      headers: { Authorization: `Bot ${token}`, "User-Agent": DISCORD_USER_AGENT },
+      body: { content: text, allowed_mentions: { parse: [] } },
+      secret: token,
+    });
+  },
+  check(options) {
+    return checkTarget(options, {
+      target: "discord",
+      tokens: ["DISCORD_BOT_TOKEN"],
+      home: "DISCORD_HOME_CHANNEL",
+      parse: parseDiscordChannel,
+    });
+  },
+};

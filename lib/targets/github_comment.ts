@@ -1,0 +1,98 @@
+/**
+ * The `github_comment` target: a comment on the issue or pull request of the event (pull
+ * requests are issues for comments), through the REST API.
+ * https://docs.github.com/en/rest/issues/comments#create-an-issue-comment
+ *
+ * @module
+ */
+
+import { TargetError } from "../errors.ts";
+import { apiBase, checkTarget, requireToken } from "./_env.ts";
+import { postJson } from "./_http.ts";
+import { field, type Target } from "./_target.ts";
+
+/** An issue or pull request: `owner/repo` and its number. */
+export interface GitHubItem {
+  repo: string;
+  number: number;
+}
+
+/** Where a GitHub comment goes. */
+export interface GitHubDestination extends GitHubItem {
+  token: string;
+  baseUrl: string;
+}
+
+const TOKENS = ["GITHUB_TOKEN", "GH_TOKEN"] as const;
+
+/**
+ * Parses `owner/repo#123`.
+ * @throws {TargetError} permanent for anything else.
+ */
+export function parseGitHubItem(value: string): GitHubItem {
+  const match = /^([\w.-]+\/[\w.-]+)#([1-9]\d*)$/.exec(value.trim());
+  if (match === null) {
+    throw new TargetError(`a GitHub issue or pull request is written owner/repo#123, got "${value}"`, {
+      permanent: true,
+    });
+  }
+  return { repo: match[1], number: Number(match[2]) };
+}
+
+/**
+ * The issue or pull request a GitHub webhook payload is about: `repository.full_name` with
+ * `issue.number` (issues, issue comments), `pull_request.number` (pull requests, reviews) or
+ * `number`.
+ *
+ * @returns The item, or undefined for events that have none (`push`, `release`, ...).
+ */
+export function githubItem(payload: unknown): GitHubItem | undefined {
+  const repo = field(payload, "repository.full_name");
+  if (typeof repo !== "string") return undefined;
+  for (const path of ["issue.number", "pull_request.number", "number"]) {
+    const number = field(payload, path);
+    if (typeof number === "number" && Number.isInteger(number) && number > 0) {
+      return { repo, number };
+    }
+  }
+  return undefined;
+}
+
+/** GitHub comment, `GITHUB_TOKEN` or `GH_TOKEN`, item from payload or `owner/repo#123`. */
+export const githubComment: Target<GitHubDestination> = {
+  name: "github_comment",
+  maxChars: 65536,
+  needs: "GITHUB_TOKEN (or GH_TOKEN)",
+  destination:
+    "the issue or pull request of the payload, or --deliver-chat-id owner/repo#123",
+  resolve(job, ctx) {
+    const token = requireToken(ctx.env, TOKENS, "github_comment");
+    const item = job.chatId?.trim() ? parseGitHubItem(job.chatId) : githubItem(job.payload);
+    if (item === undefined) {
+      throw new TargetError(
+        `The github_comment target found no issue or pull request in the "${job.eventType}" payload (repository.full_name with issue.number, pull_request.number or number); set --deliver-chat-id owner/repo#123`,
+        { permanent: true },
+      );
+    }
+    const baseUrl = apiBase(ctx.env, "GITHUB_API_URL", "https://api.github.com");
+    return { label: `${item.repo}#${item.number}`, destination: { ...item, token, baseUrl } };
+  },
+  async send({ repo, number, token, baseUrl }, text, ctx) {
+    await postJson(ctx, {
+      platform: "GitHub",
+      action: `comment on ${repo}#${number}`,
+      url: `${baseUrl}/repos/${repo}/issues/${number}/comments`,
+      headers: {
+        Authorization: `Bearer ${token}`,
+        Accept: "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+        "User-Agent": "agent-gateway",
+      },
+      body: { body: text },
+      secret: token,
+    });
+  },
+  check(options) {
+    return checkTarget(options, { target: "github_comment", tokens: TOKENS, parse: parseGitHubItem });
+  },
+};

@@ -1,0 +1,31 @@
+/**
+ * The `log` target: the message goes to the gateway log (and, through the worker, the event
+ * record). Needs nothing, never fails, has no length limit.
+ *
+ * @module
+ */
+
+import type { Target } from "./_target.ts";
+
+/** Which event a logged message answers. */
+export interface LogDestination {
+  subscription: string;
+  event: string;
+}
+
+/** Writes `delivered to log` with the subscription, event type and text to `ctx.log`. */
+export const log: Target<LogDestination> = {
+  name: "log",
+  needs: "-",
+  destination: "the gateway log and the event record",
+  resolve(job) {
+    return {
+      label: "gateway log",
+      destination: { subscription: job.subscription, event: job.eventType },
+    };
+  },
+  send({ subscription, event }, text, ctx) {
+    ctx.log("delivered to log", { subscription, event, text });
+    return Promise.resolve();
+  },
+};

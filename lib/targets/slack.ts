@@ -1,0 +1,93 @@
+/**
+ * The `slack` target: Web API `chat.postMessage` with a bot token, optionally as a thread
+ * reply. Slack answers most failures with HTTP 200 and `ok: false`; its `error` code decides.
+ * https://api.slack.com/methods/chat.postMessage
+ *
+ * @module
+ */
+
+import { TargetError } from "../errors.ts";
+import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
+import { type Failure, postJson } from "./_http.ts";
+import type { Target } from "./_target.ts";
+
+/** Where a Slack message goes. */
+export interface SlackDestination {
+  token: string;
+  baseUrl: string;
+  /** Channel id (`C0123456789`) or name. */
+  channel: string;
+  /** Parent message timestamp when replying in a thread. */
+  threadTs?: string;
+}
+
+/** Slack error codes that a later attempt can get past; every other code is permanent. */
+const RETRYABLE_ERRORS = new Set([
+  "internal_error",
+  "fatal_error",
+  "service_unavailable",
+  "request_timeout",
+  "team_added_to_org",
+]);
+
+/**
+ * Parses `<channel>` or `<channel>:<thread_ts>`.
+ * @throws {TargetError} permanent for an empty channel or a thread that is not a timestamp.
+ */
+export function parseSlackChannel(value: string): { channel: string; threadTs?: string } {
+  const [channel, threadTs] = value.split(":", 2).map((part) => part.trim());
+  if (channel === "") throw new TargetError("a Slack channel is empty", { permanent: true });
+  if (threadTs === undefined) return { channel };
+  if (!/^\d+(\.\d+)?$/.test(threadTs)) {
+    throw new TargetError(`a Slack thread is a message timestamp (thread_ts), got "${threadTs}"`, {
+      permanent: true,
+    });
+  }
+  return { channel, threadTs };
+}
+
+/** Reads Slack's `ok` / `error` answer. */
+function inspect(body: unknown): Failure | undefined {
+  const answer = body as { ok?: unknown; error?: unknown } | null;
+  if (answer !== null && typeof answer === "object" && answer.ok === true) return undefined;
+  const code = typeof answer?.error === "string" ? answer.error : "unexpected answer";
+  if (code === "ratelimited") return { kind: "rate_limited" };
+  return { kind: RETRYABLE_ERRORS.has(code) ? "retryable" : "permanent", detail: code };
+}
+
+/** Slack bot, `SLACK_BOT_TOKEN`, channel or `SLACK_HOME_CHANNEL`, 4,000 characters. */
+export const slack: Target<SlackDestination> = {
+  name: "slack",
+  maxChars: 4000,
+  needs: "SLACK_BOT_TOKEN",
+  destination: "channel id (--deliver-chat-id) or SLACK_HOME_CHANNEL; <channel>:<thread_ts>",
+  resolve(job, ctx) {
+    const token = requireToken(ctx.env, ["SLACK_BOT_TOKEN"], "slack");
+    const chat = chatOrHome(job.chatId, { env: ctx.env, home: "SLACK_HOME_CHANNEL", target: "slack" });
+    const { channel, threadTs } = parseSlackChannel(chat);
+    const baseUrl = apiBase(ctx.env, "SLACK_API_URL", "https://slack.com/api");
+    return {
+      label: threadTs === undefined ? channel : `${channel}:${threadTs}`,
+      destination: { token, baseUrl, channel, threadTs },
+    };
+  },
+  async send({ token, baseUrl, channel, threadTs }, text, ctx) {
+    await postJson(ctx, {
+      platform: "Slack",
+      action: `chat.postMessage to ${channel}`,
+      url: `${baseUrl}/chat.postMessage`,
+      headers: { Authorization: `Bearer ${token}` },
+      body: { channel, text, ...(threadTs === undefined ? {} : { thread_ts: threadTs }) },
+      secret: token,
+      inspect,
+    });
+  },
+  check(options) {
+    return checkTarget(options, {
+      target: "slack",
+      tokens: ["SLACK_BOT_TOKEN"],
+      home: "SLACK_HOME_CHANNEL",
+      parse: parseSlackChannel,
+    });
+  },
+};

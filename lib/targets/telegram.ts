@@ -1,0 +1,82 @@
+/**
+ * The `telegram` target: Bot API `sendMessage`, plain text (no `parse_mode`, so an agent's
+ * Markdown can never make Telegram refuse the message), optionally into a forum topic.
+ * https://core.telegram.org/bots/api#sendmessage
+ *
+ * @module
+ */
+
+import { TargetError } from "../errors.ts";
+import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
+import { postJson } from "./_http.ts";
+import type { Target } from "./_target.ts";
+
+/** Where a Telegram message goes. */
+export interface TelegramDestination {
+  token: string;
+  baseUrl: string;
+  /** Numeric chat id (`-1001234567890`) or `@channelusername`. */
+  chatId: string;
+  /** Forum topic (`message_thread_id`). */
+  threadId?: number;
+}
+
+/**
+ * Parses `<chat>` or `<chat>:<thread>`.
+ * @throws {TargetError} permanent when the thread is not a positive integer.
+ */
+export function parseTelegramChat(value: string): { chatId: string; threadId?: number } {
+  const [chatId, thread] = value.split(":", 2).map((part) => part.trim());
+  if (chatId === "") {
+    throw new TargetError("a Telegram chat id is empty", { permanent: true });
+  }
+  if (thread === undefined) return { chatId };
+  if (!/^[1-9]\d*$/.test(thread)) {
+    throw new TargetError(`a Telegram topic must be a message thread id, got "${thread}"`, {
+      permanent: true,
+    });
+  }
+  return { chatId, threadId: Number(thread) };
+}
+
+/** Telegram Bot API, `TELEGRAM_BOT_TOKEN`, chat id or `TELEGRAM_HOME_CHANNEL`, 4,096 characters. */
+export const telegram: Target<TelegramDestination> = {
+  name: "telegram",
+  maxChars: 4096,
+  needs: "TELEGRAM_BOT_TOKEN",
+  destination:
+    "--deliver-chat-id or TELEGRAM_HOME_CHANNEL; <chat>:<thread> for a forum topic",
+  resolve(job, ctx) {
+    const token = requireToken(ctx.env, ["TELEGRAM_BOT_TOKEN"], "telegram");
+    const chat = chatOrHome(job.chatId, {
+      env: ctx.env,
+      home: "TELEGRAM_HOME_CHANNEL",
+      target: "telegram",
+    });
+    const { chatId, threadId } = parseTelegramChat(chat);
+    const baseUrl = apiBase(ctx.env, "TELEGRAM_API_URL", "https://api.telegram.org");
+    return {
+      label: threadId === undefined ? chatId : `${chatId}:${threadId}`,
+      destination: { token, baseUrl, chatId, threadId },
+    };
+  },
+  async send(destination, text, ctx) {
+    const { token, baseUrl, chatId, threadId } = destination;
+    await postJson(ctx, {
+      platform: "Telegram",
+      action: `sendMessage to chat ${chatId}`,
+      url: `${baseUrl}/bot${token}/sendMessage`,
+      headers: {},
+      body: { chat_id: chatId, text, ...(threadId === undefined ? {} : { message_thread_id: threadId }) },
+      secret: token,
+    });
+  },
+  check(options) {
+    return checkTarget(options, {
+      target: "telegram",
+      tokens: ["TELEGRAM_BOT_TOKEN"],
+      home: "TELEGRAM_HOME_CHANNEL",
+      parse: parseTelegramChat,
+    });
+  },
+};

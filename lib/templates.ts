@@ -1,0 +1,338 @@
+/**
+ * The prompt template engine of CONTRACT.md §7: `{dot.path}` placeholders rendered against a
+ * parsed JSON payload, used for `--prompt` and for `deliver_extra` string values.
+ *
+ * Grammar, decided where the contract is silent:
+ *
+ * - A placeholder is `{` path `}`. A path is one or more segments joined by single dots; a
+ *   segment is one or more of `A-Z a-z 0-9 _ - $ @` or a Unicode letter, mark or digit. Anything
+ *   else between braces (`{}`, `{ spaced }`, `{"json": 1}`, `{a..b}`, an unclosed `{`) is literal
+ *   text and is not reported as missing.
+ * - `{{` and `}}` are literal braces; a lone `}` is literal too.
+ * - In an object a segment is an own key (`Object.hasOwn`: `{constructor}` on `{}` is missing).
+ *   When no own key matches, the segment joined with the following ones is tried, so a key that
+ *   itself contains dots (`{"app.version": 2}`) is reachable as `{app.version}`; the shortest
+ *   existing key wins and there is no backtracking. In an array only a decimal index
+ *   (`0`, `12`, no sign, no leading zero) selects; `length` is missing. Strings, numbers and the
+ *   other scalars have no fields, so a string or number payload only renders the specials.
+ * - `\n` and `\t` (backslash then letter) become newline and tab; every other backslash is kept.
+ *   There is no escape for a literal backslash-n.
+ * - Substituted values are appended and never scanned again.
+ *
+ * The scanner is a single pass over the template with no regular expression on the payload, so a
+ * render costs time linear in the template plus the values it emits. JSON output is produced by a
+ * bounded printer that stops at the character limit, so a huge or deeply nested payload costs at
+ * most the limit, never a full `JSON.stringify` or a stack overflow.
+ *
+ * @module
+ */
+
+/** What the special placeholders resolve to. */
+export interface TemplateContext {
+  /** The event type (`issues`, `pipeline`, `payment_intent.succeeded`): `{__event__}`. */
+  event: string;
+  /** The subscription or static route name: `{__subscription__}`. */
+  subscription: string;
+  /** The delivery id (received or generated): `{__delivery_id__}`. */
+  deliveryId: string;
+}
+
+/** The rendered text and the placeholders that could not be resolved. */
+export interface RenderResult {
+  /** The rendered text; unresolved placeholders are left as written (`{issue.nope}`). */
+  text: string;
+  /** Paths (without braces) that were not found, in order of first appearance, without repeats. */
+  missing: string[];
+}
+
+/** Longest JSON text of an object or array value substituted for a placeholder, in characters. */
+export const MAX_VALUE_CHARS = 2_000;
+/** Longest JSON text of the whole payload (`{__raw__}`, the default prompt), in characters. */
+export const MAX_RAW_CHARS = 4_000;
+/** Appended to JSON text that was cut; it counts toward the limit. */
+export const CUT_MARKER = "…";
+
+const OPEN = 0x7b; // {
+const CLOSE = 0x7d; // }
+const DOT = 0x2e;
+const BACKSLASH = 0x5c;
+const LETTER_N = 0x6e;
+const LETTER_T = 0x74;
+const NOT_FOUND = Symbol("not found");
+const UNICODE_KEY_CHAR = /^[\p{L}\p{M}\p{N}]$/u;
+
+/** One flag per ASCII code: may it appear in a path segment? */
+const ASCII_KEY_CHAR = new Uint8Array(128).map((_, code) =>
+  /[A-Za-z0-9_$@-]/.test(String.fromCharCode(code)) ? 1 : 0
+);
+
+/**
+ * Renders a prompt template against a webhook payload (CONTRACT.md §7).
+ *
+ * @param template The template text, e.g. `New issue {issue.title} by {issue.user.login}`.
+ * @param payload The parsed JSON payload (any JSON value; usually an object).
+ * @param context What `{__event__}`, `{__subscription__}`, `{__delivery_id__}` and, when the
+ *   payload has no `event_type` field, `{event_type}` resolve to.
+ * @returns The text, and the paths that were not found (left literally in the text).
+ */
+export function renderTemplate(
+  template: string,
+  payload: unknown,
+  context: TemplateContext,
+): RenderResult {
+  const missing = new Set<string>();
+  let text = "";
+  let literalStart = 0; // literal text in [literalStart, i) is copied lazily, in one slice
+  let i = 0;
+  while (i < template.length) {
+    const code = template.charCodeAt(i);
+    const next = template.charCodeAt(i + 1);
+    if (code === BACKSLASH && (next === LETTER_N || next === LETTER_T)) {
+      text += template.slice(literalStart, i) + (next === LETTER_N ? "\n" : "\t");
+      literalStart = i += 2;
+    } else if ((code === OPEN && next === OPEN) || (code === CLOSE && next === CLOSE)) {
+      text += template.slice(literalStart, i + 1);
+      literalStart = i += 2;
+    } else if (code === OPEN) {
+      const end = scanPath(template, i + 1);
+      if (end < 0) {
+        i++;
+        continue;
+      }
+      // A path never contains `{`, `}` or `\`, so the scanner may resume after it.
+      if (template.charCodeAt(end) !== CLOSE) {
+        i = end;
+        continue;
+      }
+      const path = template.slice(i + 1, end);
+      const value = resolvePlaceholder(path, payload, context);
+      if (value === NOT_FOUND) {
+        missing.add(path); // stays in the pending literal text, braces included
+        i = end + 1;
+      } else {
+        text += template.slice(literalStart, i) + value;
+        literalStart = i = end + 1;
+      }
+    } else {
+      i++;
+    }
+  }
+  text += template.slice(literalStart);
+  return { text, missing: [...missing] };
+}
+
+/**
+ * The prompt used when a subscription has no `--prompt` (CONTRACT.md §7).
+ *
+ * The payload is printed as 2-space JSON cut at {@link MAX_RAW_CHARS} characters inside a
+ * fenced `json` block. When the JSON itself contains a run of three or more backticks the fence is
+ * made longer than that run (CommonMark), so a payload cannot close the block early.
+ *
+ * @param payload The parsed JSON payload.
+ * @param context The event type and subscription name shown in the first line.
+ * @returns `Webhook event '<type>' on subscription '<name>':` then a blank line and the block.
+ */
+export function defaultPrompt(payload: unknown, context: TemplateContext): string {
+  const json = boundedJson(payload, MAX_RAW_CHARS);
+  const fence = "`".repeat(Math.max(3, longestBacktickRun(json) + 1));
+  return `Webhook event '${context.event}' on subscription '${context.subscription}':\n\n` +
+    `${fence}json\n${json}\n${fence}`;
+}
+
+/**
+ * Formats one payload value for substitution into a template.
+ *
+ * @param value A parsed JSON value.
+ * @param maxChars Longest JSON text for an object or array, marker included (the engine uses
+ *   {@link MAX_VALUE_CHARS}); strings are never cut.
+ * @returns A string as-is; a number or boolean as JSON (`3`, `true`); `null` as `null`; an object
+ *   or array as 2-space indented JSON, cut with {@link CUT_MARKER} when longer than `maxChars`;
+ *   `undefined` (not a JSON value) as the empty string.
+ */
+export function formatValue(value: unknown, maxChars: number): string {
+  if (typeof value === "string") return value;
+  if (value === undefined) return "";
+  return boundedJson(value, maxChars);
+}
+
+/** Returns the end index of a well-formed path starting at `start`, or -1 when none starts there. */
+function scanPath(template: string, start: number): number {
+  let i = start;
+  let segmentLength = 0;
+  while (i < template.length) {
+    const code = template.charCodeAt(i);
+    if (code === DOT) {
+      if (segmentLength === 0) return -1;
+      segmentLength = 0;
+      i++;
+    } else if (code < 128) {
+      if (ASCII_KEY_CHAR[code] === 0) break;
+      segmentLength++;
+      i++;
+    } else {
+      const char = String.fromCodePoint(template.codePointAt(i)!);
+      if (!UNICODE_KEY_CHAR.test(char)) break;
+      segmentLength++;
+      i += char.length;
+    }
+  }
+  return segmentLength === 0 ? -1 : i;
+}
+
+function resolvePlaceholder(
+  path: string,
+  payload: unknown,
+  context: TemplateContext,
+): string | typeof NOT_FOUND {
+  switch (path) {
+    case "__raw__":
+      return boundedJson(payload, MAX_RAW_CHARS);
+    case "__event__":
+      return context.event;
+    case "__subscription__":
+      return context.subscription;
+    case "__delivery_id__":
+      return context.deliveryId;
+  }
+  const value = lookup(payload, path);
+  if (path === "event_type" && (value === NOT_FOUND || value === null)) return context.event;
+  return value === NOT_FOUND ? NOT_FOUND : formatValue(value, MAX_VALUE_CHARS);
+}
+
+/** Walks `path` through own keys and array indexes; {@link NOT_FOUND} when any step fails. */
+function lookup(root: unknown, path: string): unknown {
+  const segments = path.split(".");
+  let current = root;
+  for (let i = 0; i < segments.length; i++) {
+    if (Array.isArray(current)) {
+      const index = arrayIndex(segments[i]);
+      if (index < 0 || index >= current.length) return NOT_FOUND;
+      current = current[index];
+    } else if (typeof current === "object" && current !== null) {
+      let key = segments[i];
+      while (!Object.hasOwn(current, key)) {
+        if (++i >= segments.length) return NOT_FOUND;
+        key += "." + segments[i];
+      }
+      current = (current as Record<string, unknown>)[key];
+    } else {
+      return NOT_FOUND;
+    }
+  }
+  return current === undefined ? NOT_FOUND : current;
+}
+
+/** Parses a canonical decimal array index (`0`, `17`); -1 for anything else. */
+function arrayIndex(segment: string): number {
+  if (segment.length > 15 || (segment.length > 1 && segment.charCodeAt(0) === 0x30)) return -1;
+  let index = 0;
+  for (let i = 0; i < segment.length; i++) {
+    const digit = segment.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    index = index * 10 + digit;
+  }
+  return index;
+}
+
+/** Signals that the bounded printer reached its limit. */
+class Full extends Error {}
+
+/**
+ * `JSON.stringify(value, null, 2)`, stopping once `maxChars` characters are reached: the output
+ * is the same text, cut to at most `maxChars` characters ending in {@link CUT_MARKER}.
+ */
+function boundedJson(value: unknown, maxChars: number): string {
+  const parts: string[] = [];
+  let length = 0;
+  const emit = (text: string) => {
+    parts.push(text);
+    length += text.length;
+    if (length > maxChars) throw new Full();
+  };
+  try {
+    printJson(value, "", emit, () => maxChars - length);
+  } catch (error) {
+    if (!(error instanceof Full)) throw error;
+    return cut(parts.join(""), maxChars);
+  }
+  return parts.join("");
+}
+
+function printJson(
+  value: unknown,
+  indent: string,
+  emit: (text: string) => void,
+  room: () => number,
+): void {
+  if (typeof value === "string") {
+    // Escaping only lengthens a string, so a prefix a little past the room is enough.
+    emit(JSON.stringify(value.length > room() + 2 ? value.slice(0, room() + 2) : value));
+  } else if (typeof value === "number") {
+    emit(Number.isFinite(value) ? String(value) : "null");
+  } else if (typeof value === "boolean") {
+    emit(String(value));
+  } else if (Array.isArray(value)) {
+    printEntries(value.length === 0, "[", "]", indent, emit, (inner) => {
+      for (let i = 0; i < value.length; i++) {
+        emit(i === 0 ? `\n${inner}` : `,\n${inner}`);
+        const item = value[i];
+        printJson(item === undefined ? null : item, inner, emit, room);
+      }
+    });
+  } else if (typeof value === "object" && value !== null) {
+    const record = value as Record<string, unknown>;
+    printEntries(!hasPrintableKey(record), "{", "}", indent, emit, (inner) => {
+      let first = true;
+      // `for…in` stops early, unlike `Object.keys`, on an object with a million keys.
+      for (const key in record) {
+        if (!isPrintable(record, key)) continue;
+        emit(`${first ? "" : ","}\n${inner}${JSON.stringify(key)}: `);
+        first = false;
+        printJson(record[key], inner, emit, room);
+      }
+    });
+  } else {
+    emit("null");
+  }
+}
+
+function isPrintable(record: Record<string, unknown>, key: string): boolean {
+  return Object.hasOwn(record, key) && record[key] !== undefined;
+}
+
+function hasPrintableKey(record: Record<string, unknown>): boolean {
+  for (const key in record) if (isPrintable(record, key)) return true;
+  return false;
+}
+
+function printEntries(
+  empty: boolean,
+  open: string,
+  close: string,
+  indent: string,
+  emit: (text: string) => void,
+  body: (inner: string) => void,
+): void {
+  if (empty) return emit(open + close);
+  emit(open);
+  body(indent + "  ");
+  emit(`\n${indent}${close}`);
+}
+
+/** Cuts `text` to `maxChars` characters including the marker, never inside a surrogate pair. */
+function cut(text: string, maxChars: number): string {
+  let end = Math.max(0, maxChars - CUT_MARKER.length);
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return text.slice(0, end) + CUT_MARKER;
+}
+
+function longestBacktickRun(text: string): number {
+  let longest = 0;
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    run = text.charCodeAt(i) === 0x60 ? run + 1 : 0;
+    if (run > longest) longest = run;
+  }
+  return longest;
+}

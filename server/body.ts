@@ -1,0 +1,130 @@
+/**
+ * Reading and parsing request bodies safely: a size limit enforced on Content-Length and while
+ * reading (chunked bodies), strict UTF-8, a nesting-depth limit before `JSON.parse`, and
+ * GitHub's form mode (CONTRACT §4 "size" and "parse" steps).
+ *
+ * @module
+ */
+
+/** Why a body was refused; `status` is the HTTP answer. */
+export class BodyError extends Error {
+  readonly status: 400 | 413;
+  constructor(status: 400 | 413, message: string) {
+    super(message);
+    this.name = "BodyError";
+    this.status = status;
+  }
+}
+
+/**
+ * Reads the raw body, refusing it as soon as it is known to be larger than `maxBytes`.
+ * @param request the incoming request
+ * @param maxBytes the largest body accepted, in bytes
+ * @returns the body bytes (empty for no body)
+ * @throws BodyError 413 when too large (Content-Length or counted), 400 when the stream breaks
+ */
+export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    const length = Number(declared);
+    if (!/^\d+$/.test(declared.trim()) || !Number.isSafeInteger(length)) {
+      throw new BodyError(400, "invalid Content-Length");
+    }
+    if (length > maxBytes) throw tooLarge(maxBytes);
+  }
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = request.body.getReader();
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(maxBytes);
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    if (error instanceof BodyError) throw error;
+    throw new BodyError(400, "the request body could not be read");
+  }
+  if (chunks.length === 1) return chunks[0];
+  const body = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+function tooLarge(maxBytes: number): BodyError {
+  return new BodyError(413, `body larger than ${maxBytes} bytes`);
+}
+
+/** Deepest nesting of arrays and objects accepted in a JSON body. */
+export const MAX_JSON_DEPTH = 64;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/**
+ * Parses a verified body into a payload: JSON, or a form (`application/x-www-form-urlencoded`)
+ * whose `payload` field is JSON (GitHub's form mode) or whose fields become an object.
+ * @param body the raw bytes
+ * @param contentType the request's Content-Type, or null
+ * @returns the parsed payload
+ * @throws BodyError 400 for an empty body, invalid UTF-8, invalid JSON or nesting deeper than
+ *   {@link MAX_JSON_DEPTH}
+ */
+export function parsePayload(body: Uint8Array, contentType: string | null): unknown {
+  if (body.byteLength === 0) throw new BodyError(400, "empty body: expected a JSON payload");
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new BodyError(400, "body is not valid UTF-8");
+  }
+  const mediaType = contentType?.split(";")[0].trim().toLowerCase() ?? "";
+  if (mediaType === "application/x-www-form-urlencoded") {
+    const form = new URLSearchParams(text);
+    const payload = form.get("payload");
+    if (payload !== null) return parseJson(payload, "the form field payload");
+    return Object.fromEntries(form);
+  }
+  return parseJson(text, mediaType ? `body (${mediaType})` : "body");
+}
+
+function parseJson(text: string, what: string): unknown {
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    throw new BodyError(400, `${what} is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BodyError(400, `${what} is not valid JSON`);
+  }
+}
+
+/** Deepest bracket nesting outside strings, in one pass; stops counting past the limit. */
+function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > MAX_JSON_DEPTH) return deepest;
+      }
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return deepest;
+}

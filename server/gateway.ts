@@ -1,0 +1,148 @@
+/**
+ * Wires the running gateway: state database, worker, agent runner, targets, subscription
+ * reloading and the HTTP server. `gateway run` calls {@link startGateway}; in-process tests do
+ * too.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { createAgentRunner } from "../lib/agents/mod.ts";
+import type { Config } from "../lib/config.ts";
+import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
+import { systemPromptFor } from "../lib/skills.ts";
+import { openStateStore, type StateStore } from "../lib/state/mod.ts";
+import type { Route } from "../lib/subscription.ts";
+import { SubscriptionFileCache } from "../lib/subscription_store.ts";
+import { deliver, type TargetContext } from "../lib/targets/mod.ts";
+import { createWorker } from "../lib/worker.ts";
+import { createApp } from "./app.ts";
+import { createSignatureVerifier } from "./signatures/mod.ts";
+
+/** A running gateway. */
+export interface RunningGateway {
+  /** The address it listens on, e.g. `http://127.0.0.1:8644`. */
+  url: string;
+  /** The bound port (useful with port 0). */
+  port: number;
+  /** The state database (tests inspect it). */
+  store: StateStore;
+  /**
+   * Stops gracefully: no new connections, in-flight requests finish, running agent work gets
+   * up to `deadlineMs` and the rest stays queued for the next start.
+   */
+  stop(options?: { deadlineMs?: number }): Promise<void>;
+}
+
+/** What varies between the real process and tests. */
+export interface GatewayOptions {
+  fetch?: typeof fetch;
+  now?: () => number;
+  /** Called once listening, with the URL. */
+  onListen?: (url: string) => void;
+}
+
+/** How often expired events and idempotency keys are pruned, in milliseconds. */
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * Starts the gateway with a loaded configuration.
+ * @param config the merged configuration (the platform must be enabled)
+ * @param options clock, fetch and a listen callback
+ * @returns the running gateway
+ * @throws Deno.errors.AddrInUse when the port is taken; StoreUnavailableError when the state
+ *   database cannot be opened
+ */
+export async function startGateway(
+  config: Config,
+  options: GatewayOptions = {},
+): Promise<RunningGateway> {
+  const fetchFn = options.fetch ?? fetch;
+  const now = options.now ?? Date.now;
+  const { webhook, agent, paths } = config;
+  const store = openStateStore(paths.stateDb, {
+    idempotencyTtlSeconds: webhook.idempotencyTtlSeconds,
+  });
+  const workerLog = getLogger(["agent", "worker"]);
+  const targetLog = getLogger(["agent", "target"]);
+  const targets: TargetContext = {
+    env: config.env,
+    fetch: fetchFn,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    log: (message, properties) => targetLog.info(message, properties),
+    homeTarget: webhook.homeTarget,
+  };
+  const worker = createWorker({
+    store,
+    runAgent: createAgentRunner(agent, { fetch: fetchFn, env: config.env }),
+    deliver: (job, onPartSent) => deliver(job, targets, onPartSent),
+    systemPrompt: (skills) => systemPromptFor(paths.skills, skills),
+    now,
+    random: Math.random,
+    maxConcurrency: agent.maxConcurrency,
+    retry: agent.retry,
+    log: (level, message, properties) => workerLog[level](message, properties),
+  });
+
+  const subscriptions = new SubscriptionFileCache(paths.subscriptions);
+  const findRoute = (name: string): Route | undefined => {
+    const fixed = webhook.routes.get(name);
+    if (fixed) return fixed;
+    const records = subscriptions.current();
+    return Object.hasOwn(records, name) ? { ...records[name], name, origin: "dynamic" } : undefined;
+  };
+  const app = createApp({
+    findRoute,
+    maxBodyBytes: webhook.maxBodyBytes,
+    rateLimitPerMinute: webhook.rateLimitPerMinute,
+    globalSecret: webhook.secret,
+    verifier: createSignatureVerifier(),
+    rateLimiter: createMemoryRateLimiter(),
+    store,
+    onAccepted: () => worker.notify(),
+    deliverDirect: (job) => deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }),
+    now,
+    newId: () => crypto.randomUUID(),
+  });
+
+  const recovered = store.recoverInterrupted(now());
+  if (recovered > 0) workerLog.info("resuming {count} interrupted events", { count: recovered });
+  const prune = () => {
+    const pruned = store.prune(now(), { retentionDays: webhook.retentionDays });
+    if (pruned.events || pruned.keys) workerLog.info("pruned old events and keys", pruned);
+  };
+  prune();
+  const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
+  worker.start();
+
+  const listening = Promise.withResolvers<{ hostname: string; port: number }>();
+  let server: Deno.HttpServer;
+  try {
+    server = Deno.serve({
+      hostname: webhook.host,
+      port: webhook.port,
+      onListen: (address) => listening.resolve(address),
+      onError: () => new Response(JSON.stringify({ error: "internal error" }), { status: 500 }),
+    }, app.fetch);
+  } catch (error) {
+    clearInterval(pruneTimer);
+    await worker.stop({ deadlineMs: 0 });
+    await store.close();
+    throw error;
+  }
+  const address = await listening.promise;
+  const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
+  const url = `http://${host}:${address.port}`;
+  options.onListen?.(url);
+
+  return {
+    url,
+    port: address.port,
+    store,
+    async stop({ deadlineMs = 10_000 } = {}) {
+      clearInterval(pruneTimer);
+      await server.shutdown();
+      await worker.stop({ deadlineMs });
+      await store.close();
+    },
+  };
+}
