@@ -12,7 +12,7 @@ import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
 import { ConfigError } from "./errors.ts";
 import { homePaths, type HomePaths } from "./home.ts";
-import { NAME_PATTERN, type Route } from "./subscription.ts";
+import { NAME_PATTERN, type Route, type Subscription } from "./subscription.ts";
 
 /** The `platforms.webhook` section, after merging (CONTRACT §2). */
 export interface WebhookSettings {
@@ -180,7 +180,7 @@ function staticRoutes(value: unknown, file: string): Map<string, Route> {
         throw new ConfigError(`${key}.${list} in ${file} must be a list of strings`, { file });
       }
     }
-    routes.set(name, { ...(r as Route), name, origin: "static" });
+    routes.set(name, { ...(r as Subscription), name, origin: "static" });
   }
   return routes;
 }

@@ -19,10 +19,10 @@
  *   There is no escape for a literal backslash-n.
  * - Substituted values are appended and never scanned again.
  *
- * The scanner is a single pass over the template with no regular expression on the payload, so a
- * render costs time linear in the template plus the values it emits. JSON output is produced by a
- * bounded printer that stops at the character limit, so a huge or deeply nested payload costs at
- * most the limit, never a full `JSON.stringify` or a stack overflow.
+ * Rendering is one pass over the template (a quantifier-free character class finds the next
+ * `{`, `}` or `\`; paths are scanned by hand), linear in the template plus the values emitted.
+ * JSON is written by a bounded printer that stops at the character limit, so a huge or deeply
+ * nested payload costs at most the limit, never a full `JSON.stringify` or a stack overflow.
  *
  * @module
  */
@@ -73,7 +73,8 @@ const ASCII_KEY_CHAR = new Uint8Array(128).map((_, code) =>
  * @param payload The parsed JSON payload (any JSON value; usually an object).
  * @param context What `{__event__}`, `{__subscription__}`, `{__delivery_id__}` and, when the
  *   payload has no `event_type` field, `{event_type}` resolve to.
- * @returns The text, and the paths that were not found (left literally in the text).
+ * @returns The text, and the paths that were not found (left literally in the text). Never
+ *   throws, whatever the template and payload.
  */
 export function renderTemplate(
   template: string,
@@ -82,40 +83,34 @@ export function renderTemplate(
 ): RenderResult {
   const missing = new Set<string>();
   let text = "";
-  let literalStart = 0; // literal text in [literalStart, i) is copied lazily, in one slice
-  let i = 0;
-  while (i < template.length) {
+  let literalStart = 0; // literal text from here up to the current special is copied lazily
+  // One character class without a quantifier cannot backtrack, and skips long literal text far
+  // faster than a loop over `charCodeAt`. It is built per call: its `lastIndex` is state.
+  const special = /[{}\\]/g;
+  while (special.test(template)) {
+    const i = special.lastIndex - 1;
     const code = template.charCodeAt(i);
     const next = template.charCodeAt(i + 1);
-    if (code === BACKSLASH && (next === LETTER_N || next === LETTER_T)) {
+    if (code === BACKSLASH) {
+      if (next !== LETTER_N && next !== LETTER_T) continue;
       text += template.slice(literalStart, i) + (next === LETTER_N ? "\n" : "\t");
-      literalStart = i += 2;
-    } else if ((code === OPEN && next === OPEN) || (code === CLOSE && next === CLOSE)) {
+      literalStart = special.lastIndex = i + 2;
+    } else if (next === code) { // `{{` or `}}`
       text += template.slice(literalStart, i + 1);
-      literalStart = i += 2;
+      literalStart = special.lastIndex = i + 2;
     } else if (code === OPEN) {
       const end = scanPath(template, i + 1);
-      if (end < 0) {
-        i++;
-        continue;
-      }
-      // A path never contains `{`, `}` or `\`, so the scanner may resume after it.
-      if (template.charCodeAt(end) !== CLOSE) {
-        i = end;
-        continue;
-      }
+      if (end < 0 || template.charCodeAt(end) !== CLOSE) continue; // literal `{`
       const path = template.slice(i + 1, end);
       const value = resolvePlaceholder(path, payload, context);
       if (value === NOT_FOUND) {
-        missing.add(path); // stays in the pending literal text, braces included
-        i = end + 1;
+        missing.add(path); // left in the pending literal text, braces included
       } else {
         text += template.slice(literalStart, i) + value;
-        literalStart = i = end + 1;
+        literalStart = end + 1;
       }
-    } else {
-      i++;
-    }
+      special.lastIndex = end + 1;
+    } // else a lone `}`: literal
   }
   text += template.slice(literalStart);
   return { text, missing: [...missing] };
@@ -201,18 +196,19 @@ function resolvePlaceholder(
 
 /** Walks `path` through own keys and array indexes; {@link NOT_FOUND} when any step fails. */
 function lookup(root: unknown, path: string): unknown {
-  const segments = path.split(".");
   let current = root;
-  for (let i = 0; i < segments.length; i++) {
+  for (let start = 0, end = 0; end < path.length; start = end + 1) {
+    end = segmentEnd(path, start);
     if (Array.isArray(current)) {
-      const index = arrayIndex(segments[i]);
+      const index = arrayIndex(path, start, end);
       if (index < 0 || index >= current.length) return NOT_FOUND;
       current = current[index];
     } else if (typeof current === "object" && current !== null) {
-      let key = segments[i];
+      let key = path.slice(start, end);
       while (!Object.hasOwn(current, key)) {
-        if (++i >= segments.length) return NOT_FOUND;
-        key += "." + segments[i];
+        if (end === path.length) return NOT_FOUND;
+        end = segmentEnd(path, end + 1);
+        key = path.slice(start, end);
       }
       current = (current as Record<string, unknown>)[key];
     } else {
@@ -222,12 +218,17 @@ function lookup(root: unknown, path: string): unknown {
   return current === undefined ? NOT_FOUND : current;
 }
 
-/** Parses a canonical decimal array index (`0`, `17`); -1 for anything else. */
-function arrayIndex(segment: string): number {
-  if (segment.length > 15 || (segment.length > 1 && segment.charCodeAt(0) === 0x30)) return -1;
+function segmentEnd(path: string, start: number): number {
+  const dot = path.indexOf(".", start);
+  return dot < 0 ? path.length : dot;
+}
+
+/** Parses `path[start, end)` as a canonical decimal index (`0`, `17`); -1 for anything else. */
+function arrayIndex(path: string, start: number, end: number): number {
+  if (end - start > 15 || (end - start > 1 && path.charCodeAt(start) === 0x30)) return -1;
   let index = 0;
-  for (let i = 0; i < segment.length; i++) {
-    const digit = segment.charCodeAt(i) - 0x30;
+  for (let i = start; i < end; i++) {
+    const digit = path.charCodeAt(i) - 0x30;
     if (digit < 0 || digit > 9) return -1;
     index = index * 10 + digit;
   }
@@ -237,86 +238,63 @@ function arrayIndex(segment: string): number {
 /** Signals that the bounded printer reached its limit. */
 class Full extends Error {}
 
+/** Collects output and throws {@link Full} once it passes `maxChars` characters. */
+class BoundedWriter {
+  readonly parts: string[] = [];
+  length = 0;
+  constructor(readonly maxChars: number) {}
+  emit(text: string): void {
+    this.parts.push(text);
+    this.length += text.length;
+    if (this.length > this.maxChars) throw new Full();
+  }
+  /** JSON literal of `text`, or of a prefix long enough to fill the room left. */
+  quote(text: string): string {
+    // Escaping only lengthens text, so a prefix a little past the room fills it just as well.
+    const room = this.maxChars - this.length + 2;
+    return JSON.stringify(text.length > room ? text.slice(0, room) : text);
+  }
+}
+
 /**
  * `JSON.stringify(value, null, 2)`, stopping once `maxChars` characters are reached: the output
  * is the same text, cut to at most `maxChars` characters ending in {@link CUT_MARKER}.
  */
 function boundedJson(value: unknown, maxChars: number): string {
-  const parts: string[] = [];
-  let length = 0;
-  const emit = (text: string) => {
-    parts.push(text);
-    length += text.length;
-    if (length > maxChars) throw new Full();
-  };
+  const writer = new BoundedWriter(maxChars);
   try {
-    printJson(value, "", emit, () => maxChars - length);
+    printJson(value, "", writer);
   } catch (error) {
     if (!(error instanceof Full)) throw error;
-    return cut(parts.join(""), maxChars);
+    return cut(writer.parts.join(""), maxChars);
   }
-  return parts.join("");
+  return writer.parts.join("");
 }
 
-function printJson(
-  value: unknown,
-  indent: string,
-  emit: (text: string) => void,
-  room: () => number,
-): void {
-  if (typeof value === "string") {
-    // Escaping only lengthens a string, so a prefix a little past the room is enough.
-    emit(JSON.stringify(value.length > room() + 2 ? value.slice(0, room() + 2) : value));
-  } else if (typeof value === "number") {
-    emit(Number.isFinite(value) ? String(value) : "null");
-  } else if (typeof value === "boolean") {
-    emit(String(value));
-  } else if (Array.isArray(value)) {
-    printEntries(value.length === 0, "[", "]", indent, emit, (inner) => {
-      for (let i = 0; i < value.length; i++) {
-        emit(i === 0 ? `\n${inner}` : `,\n${inner}`);
-        const item = value[i];
-        printJson(item === undefined ? null : item, inner, emit, room);
-      }
-    });
-  } else if (typeof value === "object" && value !== null) {
-    const record = value as Record<string, unknown>;
-    printEntries(!hasPrintableKey(record), "{", "}", indent, emit, (inner) => {
-      let first = true;
-      // `for…in` stops early, unlike `Object.keys`, on an object with a million keys.
-      for (const key in record) {
-        if (!isPrintable(record, key)) continue;
-        emit(`${first ? "" : ","}\n${inner}${JSON.stringify(key)}: `);
-        first = false;
-        printJson(record[key], inner, emit, room);
-      }
-    });
+function printJson(value: unknown, indent: string, writer: BoundedWriter): void {
+  if (typeof value === "string") return writer.emit(writer.quote(value));
+  if (typeof value === "number") return writer.emit(Number.isFinite(value) ? `${value}` : "null");
+  if (typeof value === "boolean") return writer.emit(`${value}`);
+  if (typeof value !== "object" || value === null) return writer.emit("null");
+  const [open, close] = Array.isArray(value) ? ["[", "]"] : ["{", "}"];
+  const inner = indent + "  ";
+  let count = 0;
+  const entry = (label: string, item: unknown) => {
+    writer.emit(`${count++ === 0 ? open : ","}\n${inner}${label}`);
+    printJson(item, inner, writer);
+  };
+  if (Array.isArray(value)) {
+    for (const item of value) entry("", item ?? null);
   } else {
-    emit("null");
+    const record = value as Record<string, unknown>;
+    // `for…in` can stop early, unlike `Object.keys`, on an object with a million keys.
+    for (const key in record) {
+      if (Object.hasOwn(record, key) && record[key] !== undefined) {
+        entry(`${writer.quote(key)}: `, record[key]);
+      }
+    }
   }
-}
-
-function isPrintable(record: Record<string, unknown>, key: string): boolean {
-  return Object.hasOwn(record, key) && record[key] !== undefined;
-}
-
-function hasPrintableKey(record: Record<string, unknown>): boolean {
-  for (const key in record) if (isPrintable(record, key)) return true;
-  return false;
-}
-
-function printEntries(
-  empty: boolean,
-  open: string,
-  close: string,
-  indent: string,
-  emit: (text: string) => void,
-  body: (inner: string) => void,
-): void {
-  if (empty) return emit(open + close);
-  emit(open);
-  body(indent + "  ");
-  emit(`\n${indent}${close}`);
+  writer.emit(count === 0 ? open + close : `\n${indent}${close}`);
 }
 
 /** Cuts `text` to `maxChars` characters including the marker, never inside a surrogate pair. */

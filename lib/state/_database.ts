@@ -42,9 +42,7 @@ const STATEMENTS = {
   keyEvent: "SELECT event_id FROM idempotency_keys WHERE subscription = ? AND delivery_id = ?",
   seen: "SELECT 1 AS seen FROM idempotency_keys " +
     "WHERE subscription = ? AND delivery_id = ? AND expires_at > ?",
-  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${
-    Array(18).fill("?").join(", ")
-  })`,
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(18).fill("?").join(", ")})`,
   insertAttempt: "INSERT INTO attempts (event_id, attempt, started_at, finished_at, step, error) " +
     "VALUES (?, ?, ?, ?, ?, ?)",
   due: "SELECT * FROM events WHERE status = 'queued' AND next_attempt_at <= ? " +

@@ -159,7 +159,9 @@ export interface StateStore {
    * @param filter by subscription and/or status; `limit` @default {20}
    * @returns the events
    */
-  listEvents(filter: { subscription?: string; status?: EventStatus; limit?: number }): StoredEvent[];
+  listEvents(
+    filter: { subscription?: string; status?: EventStatus; limit?: number },
+  ): StoredEvent[];
   /**
    * Finds an event by id or by a prefix of its id.
    * @returns the event, or null when nothing matches

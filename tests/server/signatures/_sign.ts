@@ -14,9 +14,11 @@ export const NOW = 1_700_000_000;
 /** The current secret, in the `whsec_` form so that it suits every scheme. */
 export const SECRET = "whsec_" + Buffer.from("current secret of thirty-two by!").toString("base64");
 /** A previous secret, still in its grace period. */
-export const OLD_SECRET = "whsec_" + Buffer.from("previous secret, thirty-two byte").toString("base64");
+export const OLD_SECRET = "whsec_" +
+  Buffer.from("previous secret, thirty-two byte").toString("base64");
 /** A secret nobody was given. */
-export const OTHER_SECRET = "whsec_" + Buffer.from("someone else's secret, 32 bytes!").toString("base64");
+export const OTHER_SECRET = "whsec_" +
+  Buffer.from("someone else's secret, 32 bytes!").toString("base64");
 /** A JSON body of the kind the gateway receives. */
 export const BODY = JSON.stringify({ type: "push", action: "created", data: { n: 1, s: "é✓" } });
 
@@ -79,7 +81,11 @@ export const SENDERS: readonly Sender[] = [
       "webhook-id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
       "webhook-timestamp": String(o.timestamp),
       "webhook-signature": `v1,${
-        hmac(whsecKey(o.secret), `msg_2KWPBgLlAfxdpx2AI54pPJ85f4W.${o.timestamp}.${o.body}`, "base64")
+        hmac(
+          whsecKey(o.secret),
+          `msg_2KWPBgLlAfxdpx2AI54pPJ85f4W.${o.timestamp}.${o.body}`,
+          "base64",
+        )
       }`,
     }),
   },
@@ -104,7 +110,9 @@ export const SENDERS: readonly Sender[] = [
     timed: true,
     coversBody: true,
     sign: (o) => ({
-      "Stripe-Signature": `t=${o.timestamp},v1=${hmac(o.secret, `${o.timestamp}.${o.body}`, "hex")}`,
+      "Stripe-Signature": `t=${o.timestamp},v1=${
+        hmac(o.secret, `${o.timestamp}.${o.body}`, "hex")
+      }`,
     }),
   },
   {

@@ -21,7 +21,12 @@ Deno.test("verify() accepts every @octokit/webhooks-examples payload signed by @
   for (const event of examples) {
     const body = JSON.stringify(event.examples[0], null, 2);
     const headers = new Headers({ "X-Hub-Signature-256": await octokitSign(SECRET, body) });
-    const result = await verifier.verify({ headers, body: bytes(body), secrets: [SECRET], nowSeconds: NOW });
+    const result = await verifier.verify({
+      headers,
+      body: bytes(body),
+      secrets: [SECRET],
+      nowSeconds: NOW,
+    });
     assert.deepEqual(result, { ok: true, scheme: "github" }, event.name);
     checked++;
   }
@@ -44,9 +49,15 @@ Deno.test("verify() accepts a Stripe-Signature made by stripe's generateTestHead
 });
 
 Deno.test("verify() accepts a rolled Stripe header whose second v1 is the one that matches", async () => {
-  const [current, previous] = await Promise.all([OLD_SECRET, SECRET].map((secret) =>
-    stripe.webhooks.generateTestHeaderStringAsync({ payload: STRIPE_EVENT, secret, timestamp: NOW })
-  ));
+  const [current, previous] = await Promise.all(
+    [OLD_SECRET, SECRET].map((secret) =>
+      stripe.webhooks.generateTestHeaderStringAsync({
+        payload: STRIPE_EVENT,
+        secret,
+        timestamp: NOW,
+      })
+    ),
+  );
   const header = `${current},${previous.split(",")[1]},v0=${"0".repeat(64)}`;
   const result = await createSignatureVerifier().verify({
     headers: new Headers({ "Stripe-Signature": header }),

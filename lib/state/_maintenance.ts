@@ -1,0 +1,119 @@
+/**
+ * The store's less frequent operations: listing, replay, recovery after a crash, pruning.
+ * They prepare their statements on each call: they run once per command or per start.
+ *
+ * @module
+ */
+import type { DatabaseSync } from "node:sqlite";
+import { UsageError } from "../errors.ts";
+import { rowToEvent } from "./_schema.ts";
+import type { EventStatus, StoredEvent } from "./mod.ts";
+
+type Row = Record<string, unknown>;
+type Transaction = (run: () => void) => void;
+
+const INTERRUPTED = "interrupted: the gateway stopped during this attempt";
+
+/**
+ * Lists events, newest accepted first (rowid order, which needs no index).
+ * @param db the database
+ * @param filter subscription and/or status; `limit` @default {20}
+ * @returns the events
+ */
+export function listEvents(
+  db: DatabaseSync,
+  filter: { subscription?: string; status?: EventStatus; limit?: number },
+): StoredEvent[] {
+  const where: string[] = [];
+  const params: (string | number)[] = [];
+  if (filter.subscription !== undefined) {
+    where.push("subscription = ?");
+    params.push(filter.subscription);
+  }
+  if (filter.status !== undefined) {
+    where.push("status = ?");
+    params.push(filter.status);
+  }
+  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  params.push(Math.max(0, Math.floor(filter.limit ?? 20)));
+  const sql = `SELECT * FROM events ${clause} ORDER BY rowid DESC LIMIT ?`;
+  return (db.prepare(sql).all(...params) as Row[]).map(rowToEvent);
+}
+
+/**
+ * Requeues an event for a new attempt series.
+ * @param db the database
+ * @param event the event to replay
+ * @param nowMs current time: the event is due then
+ * @returns the event as stored afterwards
+ * @throws UsageError when the event is running
+ */
+export function replayEvent(db: DatabaseSync, event: StoredEvent, nowMs: number): StoredEvent {
+  // One statement checks and requeues, so a gateway claiming the event meanwhile wins cleanly.
+  const { changes } = db.prepare(
+    "UPDATE events SET status = 'queued', attempts = 0, next_attempt_at = ?, response = NULL, " +
+      "parts_sent = 0, last_error = NULL, updated_at = ? WHERE id = ? AND status != 'running'",
+  ).run(nowMs, nowMs, event.id);
+  if (Number(changes) === 0) {
+    throw new UsageError(`Cannot replay ${event.id}: it is running now; wait until it ends`);
+  }
+  return rowToEvent(db.prepare("SELECT * FROM events WHERE id = ?").get(event.id) as Row);
+}
+
+/**
+ * Requeues events left `running` by a crash, due now, and closes their open attempts with an
+ * "interrupted" error. The interrupted attempt still counts, so an event that crashes the
+ * gateway every time ends as `failed` instead of looping.
+ * @param db the database
+ * @param transaction the transaction runner
+ * @param nowMs current time
+ * @returns how many events were requeued
+ */
+export function recoverInterrupted(
+  db: DatabaseSync,
+  transaction: Transaction,
+  nowMs: number,
+): number {
+  let count = 0;
+  transaction(() => {
+    db.prepare(
+      "UPDATE attempts SET finished_at = ?, error = ? WHERE finished_at IS NULL " +
+        "AND event_id IN (SELECT id FROM events WHERE status = 'running')",
+    ).run(nowMs, INTERRUPTED);
+    count = Number(
+      db.prepare(
+        "UPDATE events SET status = 'queued', next_attempt_at = ?, updated_at = ? " +
+          "WHERE status = 'running'",
+      ).run(nowMs, nowMs).changes,
+    );
+  });
+  return count;
+}
+
+/**
+ * Deletes delivered and failed events received before the retention window (with their
+ * attempts), and expired idempotency keys. Queued and running events are kept: they are work.
+ * @param db the database
+ * @param transaction the transaction runner
+ * @param nowMs current time
+ * @param retentionDays how many days of finished events to keep
+ * @returns how many events and keys were deleted
+ */
+export function prune(
+  db: DatabaseSync,
+  transaction: Transaction,
+  nowMs: number,
+  retentionDays: number,
+): { events: number; keys: number } {
+  const cutoff = nowMs - retentionDays * 86_400_000;
+  const old = "SELECT id FROM events WHERE received_at < ? AND status IN ('delivered', 'failed')";
+  const result = { events: 0, keys: 0 };
+  transaction(() => {
+    db.prepare(`DELETE FROM attempts WHERE event_id IN (${old})`).run(cutoff);
+    const events = db.prepare(`DELETE FROM events WHERE id IN (${old})`).run(cutoff);
+    const keys = db.prepare("DELETE FROM idempotency_keys WHERE expires_at <= ?").run(nowMs);
+    result.events = Number(events.changes);
+    result.keys = Number(keys.changes);
+  });
+  return result;
+}

@@ -1,0 +1,254 @@
+/**
+ * The SQLite implementation of {@link StateStore}.
+ *
+ * @module
+ */
+import { NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
+import { type DatabaseOptions, openDatabase } from "./_database.ts";
+import { createGroupCommit, errorMessage, type GroupCommitStats } from "./_group_commit.ts";
+import { listEvents, prune, recoverInterrupted, replayEvent } from "./_maintenance.ts";
+import { createIdGenerator, cryptoRandom, rowToAttempt, rowToEvent } from "./_schema.ts";
+import type { AcceptResult, EventStatus, NewEvent, StateStore, StoredEvent } from "./mod.ts";
+
+/** Options of {@link openStateStore}. */
+export interface StateStoreOptions extends DatabaseOptions {
+  /** How long a delivery id is remembered, in seconds. @default {86400} */
+  idempotencyTtlSeconds?: number;
+  /** A batch is committed at once when it holds this many writes. @default {512} */
+  maxBatch?: number;
+  /** Event id generator. @default time-sortable `evt_` + 16 base-36 characters */
+  newId?: () => string;
+  /** Clock for what the store timestamps itself (direct-mode records). @default {Date.now} */
+  now?: () => number;
+}
+
+/** The SQLite store, with counters for tests and diagnostics. */
+export interface SqliteStateStore extends StateStore {
+  /** Group-commit counters: `commits` transactions holding `operations` writes. */
+  stats(): GroupCommitStats;
+}
+
+type Row = Record<string, unknown>;
+
+/**
+ * Opens the state database (`state/gateway.db`), creating its folder (mode 0700) and tables.
+ *
+ * Durability: the database is in WAL mode. With `synchronous: "NORMAL"` (default) a committed
+ * event survives a crash of the gateway process (kill -9) but not necessarily a power loss or
+ * an OS crash; `synchronous: "FULL"` survives those too, at the cost of one fsync per batch.
+ * @param path the database file (`:memory:` for a throwaway store)
+ * @param options see {@link StateStoreOptions}
+ * @returns the store; close it with `close()`
+ * @throws StoreUnavailableError when the folder or the file cannot be created or opened
+ */
+export function openStateStore(path: string, options: StateStoreOptions = {}): SqliteStateStore {
+  const { db, statements: s, transaction } = openDatabase(path, options);
+  const ttlMs = (options.idempotencyTtlSeconds ?? 86_400) * 1000;
+  const clock = options.now ?? Date.now;
+  const newId = options.newId ?? createIdGenerator(Date.now, cryptoRandom);
+  const commits = createGroupCommit(transaction, { maxBatch: options.maxBatch });
+  let closed = false;
+
+  /** Runs a synchronous call, reporting database failures as StoreUnavailableError. */
+  function use<T>(run: () => T): T {
+    if (closed) throw new StoreUnavailableError("The state store is closed");
+    try {
+      return run();
+    } catch (error) {
+      if (error instanceof NotFoundError || error instanceof UsageError) throw error;
+      if (error instanceof StoreUnavailableError) throw error;
+      throw new StoreUnavailableError(`State database error: ${errorMessage(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  function insertEvent(id: string, event: NewEvent, progress: Progress): void {
+    s.insertEvent.run(
+      id,
+      event.subscription,
+      event.eventType,
+      event.deliveryId,
+      event.dedupe ? 1 : 0,
+      event.source,
+      event.mode,
+      event.payload,
+      event.prompt,
+      JSON.stringify(event.route),
+      event.receivedAtMs,
+      progress.status,
+      progress.attempts,
+      progress.nextAttemptAtMs,
+      null,
+      progress.partsSent,
+      progress.lastError,
+      progress.updatedAtMs,
+    );
+  }
+
+  function acceptNow(event: NewEvent): AcceptResult {
+    const nowMs = event.receivedAtMs;
+    const id = newId();
+    if (event.dedupe) {
+      const { subscription, deliveryId } = event;
+      const claimed = s.claimKey.run(subscription, deliveryId, id, nowMs + ttlMs, nowMs);
+      if (Number(claimed.changes) === 0) {
+        const row = s.keyEvent.get(subscription, deliveryId) as Row | undefined;
+        return { status: "duplicate", eventId: (row?.event_id as string | null) ?? null };
+      }
+    }
+    insertEvent(id, event, {
+      status: "queued",
+      attempts: 0,
+      nextAttemptAtMs: nowMs,
+      partsSent: 0,
+      lastError: null,
+      updatedAtMs: nowMs,
+    });
+    return { status: "accepted", eventId: id };
+  }
+
+  function recordDirectNow(event: NewEvent, outcome: DirectOutcome): string {
+    const nowMs = clock();
+    const id = newId();
+    const lastError = outcome.delivered ? null : outcome.error ?? "delivery failed";
+    insertEvent(id, event, {
+      status: outcome.delivered ? "delivered" : "failed",
+      attempts: 1,
+      nextAttemptAtMs: null,
+      partsSent: outcome.partsSent,
+      lastError,
+      updatedAtMs: nowMs,
+    });
+    s.insertAttempt.run(id, 1, event.receivedAtMs, nowMs, "delivery", lastError);
+    if (outcome.delivered && event.dedupe) {
+      s.putKey.run(event.subscription, event.deliveryId, id, nowMs + ttlMs);
+    }
+    return id;
+  }
+
+  function findEvent(idOrPrefix: string): StoredEvent | null {
+    const exact = s.byId.get(idOrPrefix) as Row | undefined;
+    if (exact) return rowToEvent(exact);
+    if (idOrPrefix === "") return null;
+    const rows = s.byPrefix.all(idOrPrefix, idOrPrefix + "\uffff") as Row[];
+    if (rows.length > 1) {
+      const some = rows.map((row) => String(row.id)).join(", ");
+      throw new NotFoundError(`Event id prefix "${idOrPrefix}" is ambiguous: ${some}, ...`);
+    }
+    return rows.length === 1 ? rowToEvent(rows[0]) : null;
+  }
+
+  function mustFind(idOrPrefix: string): StoredEvent {
+    const event = findEvent(idOrPrefix);
+    if (!event) throw new NotFoundError(`No event "${idOrPrefix}"`);
+    return event;
+  }
+
+  function update(eventId: string, run: () => { changes: number | bigint }): void {
+    if (Number(run().changes) === 0) throw new NotFoundError(`No event "${eventId}"`);
+  }
+
+  function closeAttempt(
+    eventId: string,
+    status: { status: EventStatus; error: string; step: string; nextMs: number | null },
+    nowMs: number,
+  ): void {
+    use(() =>
+      transaction(() => {
+        update(
+          eventId,
+          () => s.setStatus.run(status.status, status.nextMs, status.error, nowMs, eventId),
+        );
+        s.closeAttempt.run(nowMs, status.step, status.error, eventId);
+      })
+    );
+  }
+
+  return {
+    accept: (event) => commits.submit(() => acceptNow(event)),
+    recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
+    hasSeen: (subscription, deliveryId, nowMs) =>
+      use(() => s.seen.get(subscription, deliveryId, nowMs) !== undefined),
+    claimDue(nowMs, limit) {
+      if (limit <= 0) return [];
+      const claimed: StoredEvent[] = [];
+      use(() =>
+        transaction(() => {
+          for (const row of s.due.all(nowMs, limit) as Row[]) {
+            const event = rowToEvent(row);
+            s.claim.run(nowMs, event.id);
+            const step = event.mode === "agent" && event.response === null ? "agent" : "delivery";
+            s.insertAttempt.run(event.id, event.attempts + 1, nowMs, null, step, null);
+            claimed.push({
+              ...event,
+              status: "running",
+              attempts: event.attempts + 1,
+              nextAttemptAtMs: null,
+              updatedAtMs: nowMs,
+            });
+          }
+        })
+      );
+      return claimed;
+    },
+    saveResponse: (eventId, response) =>
+      use(() =>
+        transaction(() => {
+          update(eventId, () => s.saveResponse.run(response, clock(), eventId));
+          s.agentDone.run(eventId);
+        })
+      ),
+    savePartsSent: (eventId, partsSent) =>
+      use(() => update(eventId, () => s.savePartsSent.run(partsSent, clock(), eventId))),
+    markDelivered: (eventId, nowMs) =>
+      use(() =>
+        transaction(() => {
+          update(eventId, () => s.delivered.run(nowMs, eventId));
+          s.closeAttempt.run(nowMs, "delivery", null, eventId);
+        })
+      ),
+    markRetry: (eventId, error, step, nextMs, nowMs) =>
+      closeAttempt(eventId, { status: "queued", error, step, nextMs }, nowMs),
+    markFailed: (eventId, error, step, nowMs) =>
+      closeAttempt(eventId, { status: "failed", error, step, nextMs: null }, nowMs),
+    recoverInterrupted: (nowMs) => use(() => recoverInterrupted(db, transaction, nowMs)),
+    nextDueAtMs: () =>
+      use(() => {
+        const row = s.nextDue.get() as Row | undefined;
+        return row?.due === null || row?.due === undefined ? null : Number(row.due);
+      }),
+    listEvents: (filter) => use(() => listEvents(db, filter)),
+    getEvent: (eventId) => use(() => findEvent(eventId)),
+    attempts: (eventId) =>
+      use(() => {
+        const id = findEvent(eventId)?.id ?? eventId;
+        return (s.attempts.all(id) as Row[]).map(rowToAttempt);
+      }),
+    replay: (eventId, nowMs) => use(() => replayEvent(db, mustFind(eventId), nowMs)),
+    prune: (nowMs, options) => use(() => prune(db, transaction, nowMs, options.retentionDays)),
+    stats: () => commits.stats(),
+    close() {
+      if (closed) return Promise.resolve();
+      commits.close();
+      closed = true;
+      db.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+interface Progress {
+  status: EventStatus;
+  attempts: number;
+  nextAttemptAtMs: number | null;
+  partsSent: number;
+  lastError: string | null;
+  updatedAtMs: number;
+}
+
+interface DirectOutcome {
+  delivered: boolean;
+  error?: string;
+  partsSent: number;
+}

@@ -1,0 +1,166 @@
+/**
+ * Delivery targets (CONTRACT §9): where an agent's answer or a direct-delivery message goes.
+ *
+ * `deliver()` resolves the destination first (a missing token or chat fails before anything is
+ * sent), splits the text to the platform's limit, then sends the parts in order and reports
+ * each one so a crash can resume where it stopped. `validateTarget()` is the subscribe-time
+ * check (CONTRACT §3).
+ *
+ * @example
+ * ```ts
+ * const receipt = await deliver(
+ *   { target: "telegram", chatId: "123", text: "Build failed", payload: {}, source: "github",
+ *     subscription: "ci", eventType: "workflow_run", eventId: "ev1", deliveryId: "d1" },
+ *   { env: Deno.env.toObject(), fetch, sleep, log: (m, p) => console.log(m, p) },
+ * );
+ * ```
+ *
+ * @module
+ */
+
+import { TargetError, UsageError } from "../errors.ts";
+import type { DeliveryJob, Resolved, SendContext, Target, TargetContext } from "./_target.ts";
+import { discord } from "./discord.ts";
+import { githubComment } from "./github_comment.ts";
+import { gitlabComment } from "./gitlab_comment.ts";
+import { log } from "./log.ts";
+import { origin } from "./origin.ts";
+import { slack } from "./slack.ts";
+import { splitMessage } from "./split.ts";
+import { telegram } from "./telegram.ts";
+
+export type { DeliveryJob, EventSource, TargetContext } from "./_target.ts";
+export { splitMessage };
+
+/** Every target, in the order messages list them. Adding a target is one line here. */
+const REGISTRY: readonly Target[] = [
+  log,
+  telegram,
+  discord,
+  slack,
+  githubComment,
+  gitlabComment,
+  origin,
+];
+
+/** Default bound on waiting out HTTP 429 answers inside one `deliver()` call, in ms. */
+const DEFAULT_MAX_RATE_LIMIT_WAIT_MS = 30_000;
+
+/** What `deliver()` did: the target that sent (for `origin`, the one it picked), parts, where. */
+export interface DeliveryReceipt {
+  /** The target that sent: `origin` reports the target it resolved to (`github_comment`, ...). */
+  target: string;
+  /** Number of parts the message was split into (including any sent before a resume). */
+  parts: number;
+  /** Where it went, without secrets: `123:7`, `octo/repo#12`, `gateway log`. */
+  destination: string;
+}
+
+/** The names of all targets: `log`, `telegram`, `discord`, `slack`, `github_comment`, ... */
+export const TARGET_NAMES: readonly string[] = REGISTRY.map((target) => target.name);
+
+/** Each target's needs, destination and per-message limit (UTF-16 code units), for README/CLI. */
+export const TARGETS: readonly { name: string; needs: string; destination: string; maxChars?: number }[] =
+  REGISTRY.map(({ name, needs, destination, maxChars }) => ({ name, needs, destination, maxChars }));
+
+function lookup(name: string): Target | undefined {
+  return REGISTRY.find((target) => target.name === name);
+}
+
+/** Resolves a job to the target that sends it and where, following one `origin` redirect. */
+function route(job: DeliveryJob, ctx: TargetContext): { target: Target; resolved: Resolved<unknown> } {
+  const target = lookup(job.target);
+  if (target === undefined) {
+    throw new TargetError(
+      `Unknown delivery target "${job.target}"; valid targets: ${TARGET_NAMES.join(", ")}`,
+      { permanent: true },
+    );
+  }
+  const resolution = target.resolve(job, ctx);
+  if (!("redirect" in resolution)) return { target, resolved: resolution };
+  const { target: name, chatId } = resolution.redirect;
+  const next = lookup(name);
+  if (next === undefined || next === target) {
+    throw new TargetError(
+      `deliver=${target.name} picked unknown target "${name}"; valid targets: ${
+        TARGET_NAMES.filter((known) => known !== target.name).join(", ")
+      }`,
+      { permanent: true },
+    );
+  }
+  const resolved = next.resolve({ ...job, target: name, chatId }, ctx);
+  if ("redirect" in resolved) {
+    throw new TargetError(`deliver=${target.name} cannot redirect twice`, { permanent: true });
+  }
+  return { target: next, resolved };
+}
+
+/**
+ * Delivers one message: resolves the destination, splits the text to the target's limit, sends
+ * the parts in order (skipping `job.partsAlreadySent`), and calls `onPartSent` after each.
+ *
+ * @param job What to send, where, and for which event.
+ * @param ctx Env (tokens, home channels, API URLs), `fetch`, `sleep`, the gateway log.
+ * @param onPartSent Called with the number of parts sent so far after each part, awaited, so
+ *   the caller can persist progress before the next part goes out.
+ * @returns The receipt: target that sent, number of parts, destination label.
+ * @throws {TargetError} permanent for an unknown target, missing token or destination, an empty
+ *   message or a platform 4xx; retryable (with `retryAfterSeconds` when known) for 429 beyond
+ *   `ctx.maxRateLimitWaitMs` (default 30,000 ms in total), 5xx and network errors.
+ */
+export async function deliver(
+  job: DeliveryJob,
+  ctx: TargetContext,
+  onPartSent?: (partsSent: number) => void | Promise<void>,
+): Promise<DeliveryReceipt> {
+  const { target, resolved } = route(job, ctx);
+  if (target.name !== "log" && job.text.trim() === "") {
+    throw new TargetError(`Cannot deliver an empty message to ${target.name}`, { permanent: true });
+  }
+  const parts = target.maxChars === undefined
+    ? [job.text]
+    : splitMessage(job.text, target.maxChars);
+  const sendCtx: SendContext = {
+    ...ctx,
+    rateLimitBudget: { remainingMs: ctx.maxRateLimitWaitMs ?? DEFAULT_MAX_RATE_LIMIT_WAIT_MS },
+  };
+  for (let index = job.partsAlreadySent ?? 0; index < parts.length; index++) {
+    await target.send(resolved.destination, parts[index], sendCtx);
+    await onPartSent?.(index + 1);
+  }
+  return { target: target.name, parts: parts.length, destination: resolved.label };
+}
+
+/**
+ * Checks a subscription's target when it is created (`agent webhook subscribe`, CONTRACT §3).
+ *
+ * @param options `target` (`--deliver`, empty means the default `log`), `chatId`
+ *   (`--deliver-chat-id`, may hold placeholders), `deliverOnly`, and the env the CLI sees.
+ * @returns Warnings that do not block, such as `TELEGRAM_BOT_TOKEN is not set; ...`.
+ * @throws {UsageError} For an unknown target (with the valid ones), `deliverOnly` with `log`
+ *   or no target, a chat target with neither a chat id nor its home channel variable, or a
+ *   literal chat id of the wrong shape.
+ */
+export function validateTarget(
+  options: {
+    target: string;
+    chatId?: string;
+    deliverOnly: boolean;
+    env: Record<string, string | undefined>;
+  },
+): string[] {
+  const name = options.target.trim() || "log";
+  if (options.deliverOnly && name === "log") {
+    const real = TARGET_NAMES.filter((known) => known !== "log").join(", ");
+    throw new UsageError(
+      `--deliver-only needs a real target (--deliver ${real}); log only writes the gateway log`,
+    );
+  }
+  const target = lookup(name);
+  if (target === undefined) {
+    throw new UsageError(
+      `Unknown delivery target "${name}". Valid targets: ${TARGET_NAMES.join(", ")}`,
+    );
+  }
+  return target.check?.({ chatId: options.chatId, env: options.env }) ?? [];
+}

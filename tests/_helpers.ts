@@ -1,0 +1,174 @@
+/**
+ * Shared test helpers: temporary home folders, a fake command context, and running `main.ts`
+ * as a subprocess (the real CLI and the real gateway).
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { CommandContext } from "../commands/_command.ts";
+
+/** The project root. */
+export const ROOT = new URL("..", import.meta.url).pathname;
+/** `main.ts`, for subprocess tests. */
+export const MAIN = join(ROOT, "main.ts");
+
+/** A temporary `AGENT_HOME` that removes itself. */
+export async function tempHome(
+  options: { config?: string; env?: string } = {},
+): Promise<{ home: string } & AsyncDisposable> {
+  const home = await Deno.makeTempDir({ prefix: "agent-home-" });
+  if (options.config !== undefined) await Deno.writeTextFile(join(home, "config.yaml"), options.config);
+  if (options.env !== undefined) await Deno.writeTextFile(join(home, ".env"), options.env);
+  return {
+    home,
+    [Symbol.asyncDispose]: () => Deno.remove(home, { recursive: true }).catch(() => {}),
+  };
+}
+
+/** A minimal config.yaml that enables the platform on `port`. */
+export function enabledConfig(port = 8644, extra = ""): string {
+  return `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${port}\n${extra}`;
+}
+
+/** A command context whose output is captured and whose input is scripted. */
+export function fakeContext(
+  env: Record<string, string | undefined>,
+  options: { input?: string[]; fetch?: typeof fetch; now?: () => number; terminal?: boolean } = {},
+): CommandContext & { out: string[]; err: string[]; output(): string } {
+  const out: string[] = [];
+  const err: string[] = [];
+  const input = [...(options.input ?? [])];
+  return {
+    env: { HOME: "/nonexistent", ...env },
+    out,
+    err,
+    output: () => out.join("\n"),
+    stdout: (text) => out.push(text),
+    stderr: (text) => err.push(text),
+    readLine: (question) => {
+      out.push(question);
+      return Promise.resolve(input.length ? input.shift()! : null);
+    },
+    isTerminal: options.terminal ?? false,
+    fetch: options.fetch ?? fetch,
+    now: options.now ?? Date.now,
+    shutdownSignal: new AbortController().signal,
+  };
+}
+
+/** What a finished subprocess printed. */
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for subprocesses: no inherited AGENT_/WEBHOOK_ variables, no colour. */
+export function cleanEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(Deno.env.toObject())) {
+    if (!/^(AGENT_|WEBHOOK_|OPENAI_|TELEGRAM_|DISCORD_|SLACK_|GITHUB_|GH_|GITLAB_)/.test(key)) {
+      env[key] = value;
+    }
+  }
+  return { ...env, NO_COLOR: "1", RUST_BACKTRACE: "0", ...extra };
+}
+
+/**
+ * Runs `deno run -A main.ts <args>` to completion.
+ * @param args CLI arguments
+ * @param env extra environment (AGENT_HOME at least)
+ */
+export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--quiet", MAIN, ...args],
+    env: cleanEnv(env),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+/** A gateway process started with `main.ts gateway run`. */
+export interface GatewayProcess extends AsyncDisposable {
+  url: string;
+  child: Deno.ChildProcess;
+  /** Everything printed so far. */
+  output(): string;
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: Deno.Signal): Promise<number>;
+}
+
+/**
+ * Starts `main.ts gateway run` and waits for its "listening on" line.
+ * @param env AGENT_HOME and the rest; WEBHOOK_PORT defaults to 0 (a free port)
+ * @throws Error with the process output when it does not start within 30 s
+ */
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<GatewayProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--quiet", MAIN, "gateway", "run", ...args],
+    env: cleanEnv({ WEBHOOK_PORT: "0", ...env }),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const decoder = new TextDecoder();
+  const listening = Promise.withResolvers<string>();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk, { stream: true });
+      const match = text.match(/listening on (http:\/\/\S+)/);
+      if (match) listening.resolve(match[1]);
+    }
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const timer = setTimeout(() => listening.reject(new Error(`gateway did not start:\n${text}`)), 30_000);
+  child.status.then((s) => listening.reject(new Error(`gateway exited ${s.code}:\n${text}`)));
+  let stopped: Promise<number> | undefined;
+  const stop = (signal: Deno.Signal = "SIGTERM") => {
+    stopped ??= (async () => {
+      try {
+        child.kill(signal);
+      } catch { /* already exited */ }
+      const status = await child.status;
+      await pumps;
+      return status.code;
+    })();
+    return stopped;
+  };
+  try {
+    const url = await listening.promise;
+    return { url, child, output: () => text, stop, [Symbol.asyncDispose]: async () => void await stop() };
+  } catch (error) {
+    await stop("SIGKILL");
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  { timeoutMs = 10_000, what = "condition" } = {},
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  while (true) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,112 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { loadConfig, webhookUrl } from "../../lib/config.ts";
+import { ConfigError } from "../../lib/errors.ts";
+import { tempHome } from "../_helpers.ts";
+
+Deno.test("loadConfig() gives the defaults in an empty home: disabled, 127.0.0.1:8644", async () => {
+  await using h = await tempHome();
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.configFileExists, false);
+  assert.equal(config.webhook.enabled, false);
+  assert.equal(config.webhook.host, "127.0.0.1");
+  assert.equal(config.webhook.port, 8644);
+  assert.equal(config.webhook.rateLimitPerMinute, 60);
+  assert.equal(config.webhook.maxBodyBytes, 1_048_576);
+  assert.equal(config.webhook.idempotencyTtlSeconds, 86_400);
+  assert.equal(config.paths.subscriptions, join(h.home, "webhook_subscriptions.json"));
+});
+
+Deno.test("loadConfig() puts the home in ~/.agent when AGENT_HOME is not set", async () => {
+  const config = await loadConfig({ HOME: "/nonexistent-home" });
+  assert.equal(config.paths.home, "/nonexistent-home/.agent");
+});
+
+Deno.test("loadConfig() merges key by key: process env > .env > config.yaml", async () => {
+  await using h = await tempHome({
+    config: `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 0.0.0.0\n      port: 9000\n      secret: from-yaml\n`,
+    env: "WEBHOOK_PORT=9100\nWEBHOOK_SECRET=from-dotenv\nTELEGRAM_BOT_TOKEN=t1\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home, WEBHOOK_SECRET: "from-process" });
+  assert.equal(config.webhook.enabled, true);
+  assert.equal(config.webhook.host, "0.0.0.0");
+  assert.equal(config.webhook.port, 9100);
+  assert.equal(config.webhook.secret, "from-process");
+  assert.equal(config.env.TELEGRAM_BOT_TOKEN, "t1");
+});
+
+Deno.test("loadConfig() lets WEBHOOK_ENABLED=false disable a platform config.yaml enables", async () => {
+  await using h = await tempHome({ config: `platforms:\n  webhook:\n    enabled: true\n` });
+  for (const word of ["false", "0", "no", "off", "OFF"]) {
+    const config = await loadConfig({ AGENT_HOME: h.home, WEBHOOK_ENABLED: word });
+    assert.equal(config.webhook.enabled, false, word);
+  }
+  const on = await loadConfig({ AGENT_HOME: h.home, WEBHOOK_ENABLED: "yes" });
+  assert.equal(on.webhook.enabled, true);
+});
+
+Deno.test("loadConfig() names the key and the file of a malformed value", async () => {
+  await using h = await tempHome({
+    config: `platforms:\n  webhook:\n    enabled: maybe\n`,
+    env: "WEBHOOK_PORT=abc\n",
+  });
+  await assert.rejects(
+    () => loadConfig({ AGENT_HOME: h.home, WEBHOOK_ENABLED: "true" }),
+    (error: ConfigError) =>
+      error instanceof ConfigError && error.message.includes("WEBHOOK_PORT") &&
+      error.message.includes(join(h.home, ".env")) && error.message.includes('"abc"'),
+  );
+  await assert.rejects(
+    () => loadConfig({ AGENT_HOME: h.home, WEBHOOK_PORT: "8000" }),
+    /platforms\.webhook\.enabled in .*config\.yaml must be true or false.*"maybe"/,
+  );
+  await assert.rejects(
+    () => loadConfig({ AGENT_HOME: h.home, WEBHOOK_PORT: "70000", WEBHOOK_ENABLED: "1" }),
+    /WEBHOOK_PORT in the process environment must be a whole number from 0 to 65535/,
+  );
+});
+
+Deno.test("loadConfig() refuses broken YAML with the file's name", async () => {
+  await using h = await tempHome({ config: "platforms: [unclosed\n" });
+  await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), /config\.yaml is not valid YAML/);
+});
+
+Deno.test("loadConfig() reads static routes and refuses a bad route name", async () => {
+  await using h = await tempHome({
+    config:
+      `platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        ci-alerts: {events: [pipeline], prompt: "x", deliver: slack}\n`,
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  const route = config.webhook.routes.get("ci-alerts");
+  assert.deepEqual(route?.events, ["pipeline"]);
+  assert.equal(route?.origin, "static");
+
+  await Deno.writeTextFile(
+    join(h.home, "config.yaml"),
+    `platforms:\n  webhook:\n    extra:\n      routes:\n        Bad Name: {}\n`,
+  );
+  await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), /Bad Name.*must match/);
+});
+
+Deno.test("loadConfig() reads the agent section with env overrides", async () => {
+  await using h = await tempHome({
+    config: `agent:\n  provider: command\n  command: ["my-agent", "--print"]\n  timeout_seconds: 30\n`,
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home, AGENT_MODEL: "m1" });
+  assert.equal(config.agent.provider, "command");
+  assert.deepEqual(config.agent.command, ["my-agent", "--print"]);
+  assert.equal(config.agent.timeoutSeconds, 30);
+  assert.equal(config.agent.model, "m1");
+  assert.equal(config.agent.maxConcurrency, 2);
+  assert.equal(config.agent.retry.maxAttempts, 5);
+});
+
+Deno.test("webhookUrl() uses public_url, else localhost for wildcard and loopback hosts", () => {
+  assert.equal(webhookUrl({ host: "0.0.0.0", port: 8644 }, "gh"), "http://localhost:8644/webhooks/gh");
+  assert.equal(webhookUrl({ host: "127.0.0.1", port: 1 }, "gh"), "http://localhost:1/webhooks/gh");
+  assert.equal(webhookUrl({ host: "10.0.0.5", port: 80 }, "gh"), "http://10.0.0.5:80/webhooks/gh");
+  assert.equal(
+    webhookUrl({ host: "0.0.0.0", port: 1, publicUrl: "https://hooks.example.com" }, "gh"),
+    "https://hooks.example.com/webhooks/gh",
+  );
+});

@@ -1,0 +1,217 @@
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { join } from "node:path";
+import { StoreUnavailableError } from "../../../lib/errors.ts";
+import { openStateStore } from "../../../lib/state/mod.ts";
+import { newEvent, tempHome, withStore } from "./_fixtures.ts";
+
+Deno.test("accept() persists an event that is still there after close and reopen", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath);
+    const event = newEvent({ route: { deliver: "telegram", chatId: "42", skills: ["a", "b"] } });
+    const result = await store.accept(event);
+    assert.equal(result.status, "accepted");
+    await store.close();
+
+    const reopened = openStateStore(home.dbPath);
+    const stored = reopened.getEvent(result.eventId!);
+    await reopened.close();
+    assert.ok(stored);
+    assert.equal(stored.status, "queued");
+    assert.equal(stored.attempts, 0);
+    assert.equal(stored.nextAttemptAtMs, event.receivedAtMs);
+    assert.deepEqual(stored.route, event.route);
+    assert.equal(stored.payload, event.payload);
+    assert.equal(stored.prompt, event.prompt);
+    assert.equal(stored.dedupe, true);
+    assert.equal(stored.source, "github");
+  } finally {
+    await home.cleanup();
+  }
+});
+
+Deno.test("openStateStore() creates the state folder with mode 0700", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath);
+    await store.close();
+    const info = await Deno.stat(join(home.dir, "state"));
+    assert.equal(info.mode! & 0o777, 0o700);
+  } finally {
+    await home.cleanup();
+  }
+});
+
+Deno.test("accept() makes event ids of 20 characters that sort in acceptance order", async () => {
+  await withStore({}, async (store) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const result = await store.accept(newEvent());
+      assert.equal(result.status, "accepted");
+      ids.push(result.eventId!);
+    }
+    assert.ok(ids.every((id) => /^evt_[0-9a-z]{16}$/.test(id)), ids[0]);
+    assert.deepEqual([...ids].sort(), ids);
+  });
+});
+
+Deno.test("accept() answers duplicate with the first event id for a delivery id seen before", async () => {
+  await withStore({}, async (store) => {
+    const first = await store.accept(newEvent({ deliveryId: "d-1" }));
+    const again = await store.accept(newEvent({ deliveryId: "d-1", receivedAtMs: 1_700_000_001_000 }));
+    assert.equal(first.status, "accepted");
+    assert.deepEqual(again, { status: "duplicate", eventId: first.eventId });
+    assert.equal(store.listEvents({}).length, 1);
+  });
+});
+
+Deno.test("accept() scopes delivery ids per subscription", async () => {
+  await withStore({}, async (store) => {
+    const a = await store.accept(newEvent({ subscription: "a", deliveryId: "same" }));
+    const b = await store.accept(newEvent({ subscription: "b", deliveryId: "same" }));
+    assert.equal(a.status, "accepted");
+    assert.equal(b.status, "accepted");
+  });
+});
+
+Deno.test("accept() catches two copies of one delivery id inside the same batch", async () => {
+  await withStore({}, async (store) => {
+    const results = await Promise.all([
+      store.accept(newEvent({ deliveryId: "twin" })),
+      store.accept(newEvent({ deliveryId: "twin" })),
+    ]);
+    assert.equal(store.stats().commits, 1);
+    assert.equal(results[0].status, "accepted");
+    assert.deepEqual(results[1], { status: "duplicate", eventId: results[0].eventId });
+  });
+});
+
+Deno.test("accept() accepts a delivery id again once its key is older than the TTL", async () => {
+  await withStore({ idempotencyTtlSeconds: 60 }, async (store) => {
+    const t0 = 1_700_000_000_000;
+    await store.accept(newEvent({ deliveryId: "d", receivedAtMs: t0 }));
+    const inside = await store.accept(newEvent({ deliveryId: "d", receivedAtMs: t0 + 59_999 }));
+    const after = await store.accept(newEvent({ deliveryId: "d", receivedAtMs: t0 + 60_000 }));
+    assert.equal(inside.status, "duplicate");
+    assert.equal(after.status, "accepted");
+    const later = await store.accept(newEvent({ deliveryId: "d", receivedAtMs: t0 + 61_000 }));
+    assert.deepEqual(later, { status: "duplicate", eventId: after.eventId });
+  });
+});
+
+Deno.test("accept() never deduplicates events whose delivery id was generated", async () => {
+  await withStore({}, async (store) => {
+    const one = await store.accept(newEvent({ deliveryId: "gen", dedupe: false }));
+    const two = await store.accept(newEvent({ deliveryId: "gen", dedupe: false }));
+    assert.equal(one.status, "accepted");
+    assert.equal(two.status, "accepted");
+    assert.equal(store.hasSeen("gh", "gen", 1_700_000_000_000), false);
+  });
+});
+
+Deno.test("accept() commits 1,000 concurrent events in a few transactions", async () => {
+  await withStore({ maxBatch: 512 }, async (store) => {
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => store.accept(newEvent({ deliveryId: `d-${i}` }))),
+    );
+    assert.ok(results.every((result) => result.status === "accepted"));
+    const { commits, operations } = store.stats();
+    assert.equal(operations, 1000);
+    assert.ok(commits <= 3, `expected at most 3 commits, got ${commits}`);
+    assert.equal(store.listEvents({ limit: 5000 }).length, 1000);
+  });
+});
+
+Deno.test("accept() rejects with StoreUnavailableError while another connection holds the write lock", async () => {
+  await withStore({ busyTimeoutMs: 30 }, async (store, dbPath) => {
+    const other = new DatabaseSync(dbPath);
+    other.exec("BEGIN IMMEDIATE");
+    const started = performance.now();
+    await assert.rejects(store.accept(newEvent()), StoreUnavailableError);
+    assert.ok(performance.now() - started < 2000, "accept must give up after busyTimeoutMs");
+    other.exec("ROLLBACK");
+    other.close();
+    assert.equal((await store.accept(newEvent())).status, "accepted");
+    assert.equal(store.listEvents({}).length, 1, "the rejected event was not stored");
+  });
+});
+
+Deno.test("accept() rejects with StoreUnavailableError when the database is full", async () => {
+  await withStore({ maxDatabaseBytes: 256 * 1024 }, async (store) => {
+    const big = JSON.stringify({ blob: "x".repeat(64 * 1024) });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 8 }, () => store.accept(newEvent({ payload: big }))),
+    );
+    const rejected = outcomes.filter((outcome) => outcome.status === "rejected");
+    assert.ok(rejected.length > 0, "some batch must fail");
+    for (const outcome of rejected) {
+      assert.ok(outcome.reason instanceof StoreUnavailableError, String(outcome.reason));
+    }
+    const accepted = outcomes.filter((outcome) => outcome.status === "fulfilled").length;
+    assert.equal(store.listEvents({ limit: 100 }).length, accepted);
+  });
+});
+
+Deno.test("accept() rejects with StoreUnavailableError once the store is closed", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath);
+    await store.close();
+    await assert.rejects(store.accept(newEvent()), StoreUnavailableError);
+    assert.throws(() => store.claimDue(Date.now(), 1), StoreUnavailableError);
+  } finally {
+    await home.cleanup();
+  }
+});
+
+Deno.test("close() commits the batch that is still pending", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath);
+    const pending = store.accept(newEvent({ deliveryId: "last" }));
+    await store.close();
+    const result = await pending;
+    assert.equal(result.status, "accepted");
+    const reopened = openStateStore(home.dbPath);
+    assert.ok(reopened.getEvent(result.eventId!));
+    await reopened.close();
+  } finally {
+    await home.cleanup();
+  }
+});
+
+Deno.test({
+  name: "openStateStore() throws StoreUnavailableError when the state folder is read-only",
+  // root ignores file modes, so the folder cannot be made read-only for it.
+  ignore: Deno.uid() === 0,
+  fn: async () => {
+    const home = await tempHome();
+    try {
+      await Deno.chmod(home.dir, 0o500);
+      assert.throws(() => openStateStore(home.dbPath), StoreUnavailableError);
+    } finally {
+      await Deno.chmod(home.dir, 0o700);
+      await home.cleanup();
+    }
+  },
+});
+
+Deno.test("hasSeen() and recordDirect() leave a failed direct delivery retryable", async () => {
+  const now = 1_700_000_000_000;
+  await withStore({ now: () => now, idempotencyTtlSeconds: 60 }, async (store) => {
+    const event = newEvent({ mode: "direct", deliveryId: "dd", receivedAtMs: now });
+    assert.equal(store.hasSeen("gh", "dd", now), false);
+    const failedId = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
+    assert.equal(store.hasSeen("gh", "dd", now), false);
+    const deliveredId = await store.recordDirect(event, { delivered: true, partsSent: 1 });
+    assert.equal(store.hasSeen("gh", "dd", now), true);
+    assert.equal(store.hasSeen("other", "dd", now), false);
+    assert.equal(store.hasSeen("gh", "dd", now + 60_000), false, "expired after the TTL");
+    assert.equal(store.getEvent(failedId)?.status, "failed");
+    assert.equal(store.getEvent(failedId)?.lastError, "502");
+    assert.equal(store.getEvent(deliveredId)?.status, "delivered");
+    assert.equal(store.getEvent(deliveredId)?.partsSent, 1);
+    assert.deepEqual(store.attempts(failedId).map((a) => [a.step, a.error]), [["delivery", "502"]]);
+  });
+});

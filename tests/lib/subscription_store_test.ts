@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  readSubscriptions,
+  SubscriptionFileCache,
+  updateSubscriptions,
+} from "../../lib/subscription_store.ts";
+import { ConfigError } from "../../lib/errors.ts";
+import { tempHome } from "../_helpers.ts";
+
+Deno.test("updateSubscriptions() writes the file with mode 0600 and reads it back", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  await updateSubscriptions(path, (records) => {
+    records.gh = { secret: "s", events: ["issues"] };
+  });
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+  assert.deepEqual(await readSubscriptions(path), { gh: { secret: "s", events: ["issues"] } });
+});
+
+Deno.test("updateSubscriptions() narrows an existing broader mode to 0600", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(path, "{}", { mode: 0o644 });
+  await Deno.chmod(path, 0o644);
+  await updateSubscriptions(path, () => {});
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+});
+
+Deno.test("updateSubscriptions() refuses a corrupt file and leaves it as it was", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(path, '{"gh": {"secret": "s"');
+  await assert.rejects(
+    () => updateSubscriptions(path, (records) => void (records.x = {})),
+    (error: Error) => error instanceof ConfigError && error.message.includes(path),
+  );
+  assert.equal(await Deno.readTextFile(path), '{"gh": {"secret": "s"');
+});
+
+Deno.test("updateSubscriptions() keeps the old file when the change throws", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  await updateSubscriptions(path, (records) => void (records.a = {}));
+  await assert.rejects(() =>
+    updateSubscriptions(path, (records) => {
+      records.b = {};
+      throw new Error("no");
+    })
+  );
+  assert.deepEqual(Object.keys(await readSubscriptions(path)), ["a"]);
+});
+
+Deno.test("SubscriptionFileCache re-reads the file only when it changes", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  const cache = new SubscriptionFileCache(path);
+  assert.deepEqual(cache.current(), {});
+  await updateSubscriptions(path, (records) => void (records.a = { secret: "1" }));
+  const first = cache.current();
+  assert.deepEqual(Object.keys(first), ["a"]);
+  assert.equal(cache.current(), first, "unchanged file gives the same object");
+  await updateSubscriptions(path, (records) => void (records.b = { secret: "2" }));
+  assert.deepEqual(Object.keys(cache.current()), ["a", "b"]);
+});
+
+Deno.test("SubscriptionFileCache keeps the last good records when the file turns corrupt", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  const cache = new SubscriptionFileCache(path);
+  await updateSubscriptions(path, (records) => void (records.a = { secret: "1" }));
+  assert.deepEqual(Object.keys(cache.current()), ["a"]);
+  await Deno.writeTextFile(path, "{not json");
+  assert.deepEqual(Object.keys(cache.current()), ["a"]);
+  assert.match(cache.lastError!.message, /corrupt/);
+});

@@ -1,0 +1,74 @@
+/**
+ * Helpers for target tests: a delivery context with real `fetch` and a recording `sleep` and
+ * `log`, a job builder, and GitHub example payloads from `@octokit/webhooks-examples`.
+ *
+ * @module
+ */
+
+import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import type { DeliveryJob, TargetContext } from "../../../lib/targets/mod.ts";
+
+/** A {@link TargetContext} that records its waits (ms) and log lines instead of acting. */
+export interface RecordingContext extends TargetContext {
+  waits: number[];
+  logs: { message: string; properties: Record<string, unknown> }[];
+}
+
+/** A context over real `fetch` whose `sleep` returns at once and records the wait. */
+export function recordingContext(
+  env: Record<string, string | undefined>,
+  options: { homeTarget?: string; maxRateLimitWaitMs?: number } = {},
+): RecordingContext {
+  const waits: number[] = [];
+  const logs: RecordingContext["logs"] = [];
+  return {
+    env,
+    fetch,
+    sleep: (ms) => {
+      waits.push(ms);
+      return Promise.resolve();
+    },
+    log: (message, properties) => logs.push({ message, properties }),
+    waits,
+    logs,
+    ...options,
+  };
+}
+
+/** A job for `target` with neutral event fields; `overrides` replace any of them. */
+export function job(target: string, overrides: Partial<DeliveryJob> = {}): DeliveryJob {
+  return {
+    target,
+    text: "Build 42 failed on main",
+    payload: {},
+    source: "other",
+    subscription: "ci-alerts",
+    eventType: "pipeline",
+    eventId: "ev_1",
+    deliveryId: "d_1",
+    ...overrides,
+  };
+}
+
+/**
+ * The first `@octokit/webhooks-examples` payload of `event` with `action`.
+ * @throws Error when the package has no such example.
+ */
+export function githubExample(event: string, action: string): Record<string, unknown> {
+  const definition = (examples as { name: string; examples: Record<string, unknown>[] }[])
+    .find((entry) => entry.name === event);
+  const example = definition?.examples.find((payload) => payload.action === action);
+  if (example === undefined) throw new Error(`no ${event}.${action} example`);
+  return structuredClone(example);
+}
+
+/** A text of `paragraphs` paragraphs of numbered sentences, about 300 characters each. */
+export function longText(paragraphs: number): string {
+  return Array.from(
+    { length: paragraphs },
+    (_, p) =>
+      Array.from({ length: 6 }, (_, s) => `Paragraph ${p} sentence ${s} says something.`).join(
+        " ",
+      ),
+  ).join("\n\n");
+}

@@ -1,0 +1,228 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createHmac } from "node:crypto";
+import { sign } from "@octokit/webhooks-methods";
+import { TargetError } from "../../lib/errors.ts";
+import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
+import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
+import type { Route } from "../../lib/subscription.ts";
+import type { DeliveryJob } from "../../lib/targets/mod.ts";
+import { createApp, type IngestDeps } from "../../server/app.ts";
+import { createSignatureVerifier } from "../../server/signatures/mod.ts";
+
+const SECRET = "test-secret-0123456789";
+const NOW = Date.parse("2026-11-21T12:00:00Z");
+
+interface Harness extends AsyncDisposable {
+  request(path: string, init?: RequestInit): Promise<Response>;
+  store: StateStore;
+  delivered: DeliveryJob[];
+  accepted: number;
+  routes: Map<string, Route>;
+  failDelivery: boolean;
+}
+
+async function harness(overrides: Partial<IngestDeps> = {}): Promise<Harness> {
+  const dir = await Deno.makeTempDir({ prefix: "agent-app-" });
+  const store = openStateStore(join(dir, "gateway.db"));
+  const routes = new Map<string, Route>([
+    ["gh", { name: "gh", origin: "dynamic", secret: SECRET, prompt: "Issue {issue.title}" }],
+    ["filtered", { name: "filtered", origin: "dynamic", secret: SECRET, events: ["push"] }],
+    ["nosecret", { name: "nosecret", origin: "dynamic" }],
+    ["static-global", { name: "static-global", origin: "static" }],
+    ["direct", {
+      name: "direct",
+      origin: "dynamic",
+      secret: SECRET,
+      deliver: "telegram",
+      deliver_only: true,
+      prompt: "Hello {issue.title}",
+    }],
+    ["limited", { name: "limited", origin: "dynamic", secret: SECRET, rate_limit: 2 }],
+  ]);
+  const h: Harness = {
+    store,
+    delivered: [],
+    accepted: 0,
+    routes,
+    failDelivery: false,
+    request: (path, init) => Promise.resolve(app.request(path, init)),
+    async [Symbol.asyncDispose]() {
+      await store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+  const app = createApp({
+    findRoute: (name) => routes.get(name),
+    maxBodyBytes: 4096,
+    rateLimitPerMinute: 60,
+    globalSecret: "global-secret-value",
+    verifier: createSignatureVerifier(),
+    rateLimiter: createMemoryRateLimiter(),
+    store,
+    onAccepted: () => void h.accepted++,
+    deliverDirect: (job) => {
+      if (h.failDelivery) return Promise.reject(new TargetError("telegram said no: token xyz"));
+      h.delivered.push(job);
+      return Promise.resolve({ target: job.target, parts: 1, destination: "chat" });
+    },
+    now: () => NOW,
+    newId: () => crypto.randomUUID(),
+    ...overrides,
+  });
+  return h;
+}
+
+async function github(
+  body: string,
+  options: { event?: string; delivery?: string; secret?: string } = {},
+): Promise<RequestInit> {
+  return {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": options.event ?? "issues",
+      "x-github-delivery": options.delivery ?? crypto.randomUUID(),
+      // octokit refuses to sign an empty body; node:crypto computes the same HMAC for it.
+      "x-hub-signature-256": body === ""
+        ? `sha256=${createHmac("sha256", options.secret ?? SECRET).update("").digest("hex")}`
+        : await sign(options.secret ?? SECRET, body),
+    },
+    body,
+  };
+}
+
+async function json(response: Response) {
+  return { status: response.status, body: await response.json() };
+}
+
+const ISSUE = JSON.stringify({ action: "opened", issue: { title: "Crash" } });
+
+Deno.test("GET /health answers ok without authentication", async () => {
+  await using h = await harness();
+  assert.deepEqual(await json(await h.request("/health")), {
+    status: 200,
+    body: { status: "ok", platform: "webhook" },
+  });
+});
+
+Deno.test("POST persists a signed GitHub event and answers 202 with its event id", async () => {
+  await using h = await harness();
+  const response = await h.request("/webhooks/gh", await github(ISSUE, { delivery: "d-1" }));
+  const { status, body } = await json(response);
+  assert.equal(status, 202);
+  assert.equal(body.status, "accepted");
+  assert.equal(body.event, "issues.opened");
+  assert.equal(body.delivery_id, "d-1");
+  const stored = h.store.getEvent(body.event_id);
+  assert.equal(stored?.prompt, "Issue Crash");
+  assert.equal(stored?.status, "queued");
+  assert.equal(h.accepted, 1);
+});
+
+Deno.test("a repeated delivery id is answered duplicate and stored once", async () => {
+  await using h = await harness();
+  await (await h.request("/webhooks/gh", await github(ISSUE, { delivery: "same" }))).body?.cancel();
+  const second = await json(await h.request("/webhooks/gh", await github(ISSUE, { delivery: "same" })));
+  assert.deepEqual(second, { status: 200, body: { status: "duplicate", delivery_id: "same" } });
+  assert.equal(h.store.listEvents({}).length, 1);
+});
+
+Deno.test("each step of the pipeline answers with its own status, in order", async () => {
+  await using h = await harness();
+  const cases: [string, RequestInit | Promise<RequestInit>, number, RegExp | object][] = [
+    ["/webhooks/gh", { method: "GET" }, 405, /not allowed/],
+    ["/webhooks/missing", github(ISSUE), 404, { error: "unknown subscription: missing" }],
+    ["/webhooks/GH", github(ISSUE), 404, /unknown subscription/],
+    ["/webhooks/gh", github("x".repeat(5000)), 413, /larger than 4096/],
+    ["/webhooks/nosecret", github(ISSUE), 403, /no secret/],
+    ["/webhooks/gh", { method: "POST", body: ISSUE }, 401, { error: "missing signature" }],
+    ["/webhooks/gh", github(ISSUE, { secret: "wrong-secret" }), 401, { error: "invalid signature" }],
+    ["/webhooks/gh", github("{not json"), 400, /not valid JSON/],
+    ["/webhooks/gh", github(""), 400, /empty body/],
+    ["/webhooks/gh", github(ISSUE, { event: "ping" }), 200, { status: "pong" }],
+    ["/webhooks/filtered", github(ISSUE), 200, { status: "ignored", event: "issues.opened" }],
+  ];
+  for (const [path, init, status, expected] of cases) {
+    const response = await h.request(path, await init);
+    const body = await response.json();
+    assert.equal(response.status, status, `${path} ${JSON.stringify(body)}`);
+    if (expected instanceof RegExp) assert.match(JSON.stringify(body), expected);
+    else assert.deepEqual(body, expected);
+    if (status === 405) assert.equal(response.headers.get("allow"), "POST");
+  }
+  assert.equal(h.store.listEvents({}).length, 0, "nothing was dispatched");
+});
+
+Deno.test("a static route without a secret of its own uses the global secret", async () => {
+  await using h = await harness();
+  const ok = await h.request("/webhooks/static-global", await github(ISSUE, { secret: "global-secret-value" }));
+  assert.equal(ok.status, 202);
+  await ok.body?.cancel();
+});
+
+Deno.test("a chunked body over the limit is refused with 413 while it is read", async () => {
+  await using h = await harness();
+  const chunks = [new Uint8Array(3000), new Uint8Array(3000)];
+  const body = new ReadableStream({
+    pull(controller) {
+      const chunk = chunks.shift();
+      if (chunk) controller.enqueue(chunk);
+      else controller.close();
+    },
+  });
+  const response = await h.request("/webhooks/gh", { method: "POST", body, duplex: "half" } as RequestInit);
+  assert.equal(response.status, 413);
+  await response.body?.cancel();
+});
+
+Deno.test("over the subscription's rate limit the answer is 429 with Retry-After", async () => {
+  await using h = await harness();
+  const statuses = [];
+  for (let i = 0; i < 3; i++) {
+    const response = await h.request("/webhooks/limited", await github(ISSUE));
+    statuses.push(response.status);
+    if (response.status === 429) assert.equal(response.headers.get("retry-after"), "30");
+    await response.body?.cancel();
+  }
+  assert.deepEqual(statuses, [202, 202, 429]);
+});
+
+Deno.test("direct delivery answers 200 and records the delivery id only after success", async () => {
+  await using h = await harness();
+  h.failDelivery = true;
+  const failed = await json(await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })));
+  assert.equal(failed.status, 502);
+  assert.equal(failed.body.error, "delivery failed");
+  assert.doesNotMatch(JSON.stringify(failed.body), /xyz/, "target error details are not echoed");
+
+  h.failDelivery = false;
+  const retried = await json(await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })));
+  assert.equal(retried.status, 200);
+  assert.equal(retried.body.status, "delivered");
+  assert.equal(h.delivered[0].text, "Hello Crash");
+  assert.equal(h.delivered[0].target, "telegram");
+
+  const again = await json(await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })));
+  assert.equal(again.body.status, "duplicate");
+  assert.equal(h.delivered.length, 1);
+});
+
+Deno.test("a GitHub form-mode body is parsed from its payload field", async () => {
+  await using h = await harness();
+  const body = new URLSearchParams({ payload: ISSUE }).toString();
+  const init = await github(body);
+  (init.headers as Record<string, string>)["content-type"] = "application/x-www-form-urlencoded";
+  const { status, body: answer } = await json(await h.request("/webhooks/gh", init));
+  assert.equal(status, 202);
+  assert.equal(h.store.getEvent(answer.event_id)?.prompt, "Issue Crash");
+});
+
+Deno.test("a store that cannot persist makes the answer 503 with Retry-After, never 202", async () => {
+  await using h = await harness();
+  await h.store.close();
+  const response = await h.request("/webhooks/gh", await github(ISSUE));
+  assert.equal(response.status, 503);
+  assert.ok(response.headers.get("retry-after"));
+  await response.body?.cancel();
+});

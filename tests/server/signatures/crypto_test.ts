@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import {
+  decodeBase64,
+  decodeHex,
+  hmacMatches,
+  KeyCache,
+  tokenMatches,
+} from "../../../server/signatures/_crypto.ts";
+import { bytes, hmac } from "./_sign.ts";
+
+Deno.test("decodeHex() decodes either case and refuses odd lengths and non-hex characters", () => {
+  assert.deepEqual(decodeHex("00ff7Fa0"), new Uint8Array([0x00, 0xff, 0x7f, 0xa0]));
+  assert.deepEqual(decodeHex(""), new Uint8Array(0));
+  for (const bad of ["0", "0g", "0x00", " 00", "00 ", "+1", "é0"]) {
+    assert.equal(decodeHex(bad), null, bad);
+  }
+});
+
+Deno.test("decodeBase64() agrees with Buffer on every length, padded and unpadded", () => {
+  for (let length = 0; length <= 40; length++) {
+    const data = new Uint8Array(length).map((_, i) => (i * 73 + length) & 0xff);
+    const encoded = Buffer.from(data).toString("base64");
+    assert.deepEqual(decodeBase64(encoded), data, encoded);
+    assert.deepEqual(decodeBase64(encoded.replace(/=+$/, "")), data, encoded);
+  }
+});
+
+Deno.test("decodeBase64() refuses whitespace, the URL-safe alphabet, bad padding and stray bits", () => {
+  for (const bad of ["YW Jj", "YWJj\n", "a-_b", "a", "YQ=", "YQ===", "=YWJ", "YR==", "YWJ=Yw=="]) {
+    assert.equal(decodeBase64(bad), null, JSON.stringify(bad));
+  }
+});
+
+Deno.test("KeyCache keeps at most maxEntries keys and drops the least recently used", async () => {
+  const cache = new KeyCache(2);
+  const a = cache.get("a", "utf8");
+  cache.get("b", "utf8");
+  assert.equal(cache.get("a", "utf8"), a);
+  cache.get("c", "utf8");
+  assert.equal(cache.size, 2);
+  assert.equal(cache.get("a", "utf8"), a, "a was used last, so b was dropped");
+  assert.notEqual(await cache.get("b", "utf8"), null);
+  assert.equal(cache.size, 2);
+});
+
+Deno.test("KeyCache keeps one key per secret and derivation, and null for unusable secrets", async () => {
+  const cache = new KeyCache();
+  assert.notEqual(cache.get("whsec_AAAA", "utf8"), cache.get("whsec_AAAA", "standard"));
+  assert.equal(await cache.get("", "utf8"), null);
+  assert.equal(await cache.get("whsec_not base64!", "standard"), null);
+  assert.equal(await cache.get("whsec_", "standard"), null);
+  assert.equal(cache.size, 5);
+});
+
+Deno.test("hmacMatches() skips signatures that are not 32 bytes long", async () => {
+  const cache = new KeyCache();
+  const good = new Uint8Array(Buffer.from(hmac("k", "data", "hex"), "hex"));
+  const base = { secrets: ["k"], material: "utf8" as const, data: bytes("data") };
+  assert.equal(await hmacMatches(cache, { ...base, signatures: [good] }), true);
+  assert.equal(await hmacMatches(cache, { ...base, signatures: [good.slice(0, 31)] }), false);
+  assert.equal(await hmacMatches(cache, { ...base, signatures: [] }), false);
+});
+
+Deno.test("tokenMatches() accepts only the exact secret", async () => {
+  const cache = new KeyCache();
+  assert.equal(await tokenMatches(cache, ["old", "s3cret"], "s3cret"), true);
+  for (const token of ["s3cre", "s3cret ", "S3cret", ""]) {
+    assert.equal(await tokenMatches(cache, ["s3cret"], token), false, token);
+  }
+});
