@@ -6,6 +6,7 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.ts";
+import { type Checkpointer, startCheckpointer } from "./_checkpointer.ts";
 import { errorMessage } from "./_group_commit.ts";
 import { SCHEMA_SQL, SCHEMA_VERSION } from "./_schema.ts";
 
@@ -77,6 +78,10 @@ export interface Database {
    * `busyTimeoutMs`, instead of half-way through.
    */
   transaction(run: () => void): void;
+  /** What a group commit waits for before it begins (the checkpointer's gate), if anything. */
+  beforeBatch(): Promise<void> | undefined;
+  /** Stops the checkpoint thread, then closes the connection. */
+  close(): Promise<void>;
 }
 
 /**
@@ -100,7 +105,20 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
       Object.entries(STATEMENTS).map(([name, sql]) => [name, db!.prepare(sql)]),
     ) as Statements;
     const opened = db;
-    return { db, statements, transaction: (run) => transaction(opened, run) };
+    const checkpointer = path === ":memory:" ? undefined : backgroundCheckpoints(opened, path);
+    return {
+      db,
+      statements,
+      transaction(run) {
+        transaction(opened, run);
+        checkpointer?.afterCommit();
+      },
+      beforeBatch: () => checkpointer?.beforeCommit(),
+      async close() {
+        await checkpointer?.close();
+        opened.close();
+      },
+    };
   } catch (cause) {
     try {
       db?.close();
@@ -110,6 +128,19 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
       { cause },
     );
   }
+}
+
+/** Moves WAL checkpoints off the event loop; SQLite's own stay on when that is not possible. */
+function backgroundCheckpoints(db: DatabaseSync, path: string): Checkpointer | undefined {
+  const { synchronous } = db.prepare("PRAGMA synchronous").get() as { synchronous: number };
+  const checkpointer = startCheckpointer(path, {
+    synchronous: synchronous >= 2 ? "FULL" : "NORMAL",
+    onFailure: () => {
+      if (db.isOpen) db.exec("PRAGMA wal_autocheckpoint = 1000");
+    },
+  });
+  if (checkpointer) db.exec("PRAGMA wal_autocheckpoint = 0");
+  return checkpointer;
 }
 
 function createSchema(db: DatabaseSync): void {

@@ -37,7 +37,7 @@ export interface GroupCommit {
    * @throws StoreUnavailableError when the batch could not be committed or the queue is closed
    */
   submit<T>(operation: Operation<T>): Promise<T>;
-  /** Runs the pending batch now (no-op when empty). */
+  /** Commits what is pending now, without waiting for `beforeBatch` (no-op when empty). */
   flush(): void;
   /** Flushes what is pending, then refuses new operations. */
   close(): void;
@@ -48,28 +48,25 @@ export interface GroupCommit {
 /**
  * Creates a group-commit queue around a transaction runner.
  * @param transaction runs a function between BEGIN and COMMIT (rolling back when it throws)
- * @param options `maxBatch`: a batch is flushed at once when it reaches this many operations
- *   (@default {512}); otherwise it is flushed by `setImmediate`, after the event loop has
+ * @param options `maxBatch`: a batch is committed at once when it reaches this many operations
+ *   (@default {512}); otherwise it is committed from `setImmediate`, after the event loop has
  *   handled the I/O already waiting, so every request read in the same turn shares the
- *   transaction without a timer's millisecond of added latency
+ *   transaction without a timer's millisecond of added latency. `beforeBatch`: may return a
+ *   promise the batch waits for (the WAL checkpointer's gate); operations keep queueing meanwhile
  * @returns the queue
  */
 export function createGroupCommit(
   transaction: (run: () => void) => void,
-  options: { maxBatch?: number } = {},
+  options: { maxBatch?: number; beforeBatch?: () => Promise<void> | undefined } = {},
 ): GroupCommit {
   const maxBatch = options.maxBatch ?? 512;
   const counters: GroupCommitStats = { commits: 0, operations: 0, failures: 0 };
-  let pending: Pending[] = [];
+  const pending: Pending[] = [];
   let timer: ReturnType<typeof setImmediate> | undefined;
+  let gated = false;
   let closed = false;
 
-  function flush(): void {
-    if (timer !== undefined) clearImmediate(timer);
-    timer = undefined;
-    if (pending.length === 0) return;
-    const batch = pending;
-    pending = [];
+  function commit(batch: Pending[]): void {
     const results: unknown[] = [];
     try {
       transaction(() => {
@@ -89,13 +86,31 @@ export function createGroupCommit(
     batch.forEach((item, index) => item.resolve(results[index]));
   }
 
+  function flush(): void {
+    if (timer !== undefined) clearImmediate(timer);
+    timer = undefined;
+    while (pending.length > 0) commit(pending.splice(0, maxBatch));
+  }
+
+  function run(): void {
+    timer = undefined;
+    if (pending.length === 0 || gated) return;
+    const gate = options.beforeBatch?.();
+    if (!gate) return flush();
+    gated = true;
+    gate.then(() => {
+      gated = false;
+      flush();
+    });
+  }
+
   return {
     submit<T>(operation: Operation<T>): Promise<T> {
       if (closed) return Promise.reject(new StoreUnavailableError("The state store is closed"));
       return new Promise<T>((resolve, reject) => {
         pending.push({ operation, resolve: resolve as (value: unknown) => void, reject });
-        if (pending.length >= maxBatch) flush();
-        else if (timer === undefined) timer = setImmediate(flush);
+        if (pending.length >= maxBatch) run();
+        else if (timer === undefined) timer = setImmediate(run);
       });
     },
     flush,

@@ -42,11 +42,15 @@ type Row = Record<string, unknown>;
  * @throws StoreUnavailableError when the folder or the file cannot be created or opened
  */
 export function openStateStore(path: string, options: StateStoreOptions = {}): SqliteStateStore {
-  const { db, statements: s, transaction } = openDatabase(path, options);
+  const database = openDatabase(path, options);
+  const { db, statements: s, transaction } = database;
   const ttlMs = (options.idempotencyTtlSeconds ?? 86_400) * 1000;
   const clock = options.now ?? Date.now;
   const newId = options.newId ?? createIdGenerator(Date.now, cryptoRandom);
-  const commits = createGroupCommit(transaction, { maxBatch: options.maxBatch });
+  const commits = createGroupCommit(transaction, {
+    maxBatch: options.maxBatch,
+    beforeBatch: database.beforeBatch,
+  });
   let closed = false;
 
   /** Runs a synchronous call, reporting database failures as StoreUnavailableError. */
@@ -228,12 +232,11 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     replay: (eventId, nowMs) => use(() => replayEvent(db, mustFind(eventId), nowMs)),
     prune: (nowMs, options) => use(() => prune(db, transaction, nowMs, options.retentionDays)),
     stats: () => commits.stats(),
-    close() {
-      if (closed) return Promise.resolve();
+    async close() {
+      if (closed) return;
       commits.close();
       closed = true;
-      db.close();
-      return Promise.resolve();
+      await database.close();
     },
   };
 }

@@ -8,7 +8,8 @@
 
 import { TargetError, UsageError } from "../errors.ts";
 
-type Env = Record<string, string | undefined>;
+/** Process env merged with `.env`. */
+export type Env = Record<string, string | undefined>;
 
 /** The first of `names` that is set and not blank, trimmed. */
 export function envValue(env: Env, names: readonly string[]): string | undefined {
@@ -58,6 +59,7 @@ export function chatOrHome(
 
 /** What {@link checkTarget} needs to know about a target. */
 export interface CheckRules {
+  /** The `--deliver` value, for messages. */
   target: string;
   /** Token variables, any one of which is enough. */
   tokens: readonly string[];

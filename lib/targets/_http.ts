@@ -38,8 +38,11 @@ export interface PostJsonRequest {
   platform: string;
   /** What is being done, for messages: `sendMessage to chat 123`. */
   action: string;
+  /** Full endpoint URL. */
   url: string;
+  /** Headers added to `Content-Type: application/json` (auth, API version). */
   headers: Record<string, string>;
+  /** Serialised as JSON. */
   body: unknown;
   /** The token: removed from every message this helper builds (it can sit in the URL). */
   secret: string;
@@ -100,7 +103,7 @@ async function exchange(
     // Fetch errors quote the URL, and Telegram's URL holds the token: never pass them on as is.
     const reason = error instanceof DOMException && error.name === "TimeoutError"
       ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
-      : redact(error instanceof Error ? error.message : String(error), request.secret);
+      : redact(errorText(error), request.secret);
     throw new TargetError(`${request.platform} ${request.action} failed: ${reason}`);
   }
   const text = await response.text();
@@ -111,6 +114,16 @@ async function exchange(
     // A proxy's HTML error page: keep the text as the description.
   }
   return { status: response.status, headers: response.headers, body };
+}
+
+/** An error's message with its causes (`fetch failed: ... Connection refused`). */
+function errorText(error: unknown): string {
+  const messages: string[] = [];
+  for (let current = error; current !== undefined && messages.length < 4;) {
+    messages.push(current instanceof Error ? current.message : String(current));
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return messages.join(": ");
 }
 
 function classify(

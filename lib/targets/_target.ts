@@ -65,6 +65,7 @@ export interface Resolved<D> {
 
 /** `origin` does not send itself: it names the target (and chat id) that should. */
 export interface Redirect {
+  /** The target to use instead, and the chat id to give it (undefined: its own default). */
   redirect: { target: string; chatId?: string };
 }
 

@@ -13,7 +13,9 @@ import type { Target } from "./_target.ts";
 
 /** Where a Discord message goes. */
 export interface DiscordDestination {
+  /** The bot or API token (never shown in messages). */
   token: string;
+  /** API base URL without a trailing `/`. */
   baseUrl: string;
   /** Channel (or thread) snowflake id. */
   channelId: string;

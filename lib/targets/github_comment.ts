@@ -13,13 +13,17 @@ import { field, type Target } from "./_target.ts";
 
 /** An issue or pull request: `owner/repo` and its number. */
 export interface GitHubItem {
+  /** `owner/repo`. */
   repo: string;
+  /** Issue or pull request number. */
   number: number;
 }
 
 /** Where a GitHub comment goes. */
 export interface GitHubDestination extends GitHubItem {
+  /** The bot or API token (never shown in messages). */
   token: string;
+  /** API base URL without a trailing `/`. */
   baseUrl: string;
 }
 
@@ -32,9 +36,12 @@ const TOKENS = ["GITHUB_TOKEN", "GH_TOKEN"] as const;
 export function parseGitHubItem(value: string): GitHubItem {
   const match = /^([\w.-]+\/[\w.-]+)#([1-9]\d*)$/.exec(value.trim());
   if (match === null) {
-    throw new TargetError(`a GitHub issue or pull request is written owner/repo#123, got "${value}"`, {
-      permanent: true,
-    });
+    throw new TargetError(
+      `a GitHub issue or pull request is written owner/repo#123, got "${value}"`,
+      {
+        permanent: true,
+      },
+    );
   }
   return { repo: match[1], number: Number(match[2]) };
 }
@@ -63,8 +70,7 @@ export const githubComment: Target<GitHubDestination> = {
   name: "github_comment",
   maxChars: 65536,
   needs: "GITHUB_TOKEN (or GH_TOKEN)",
-  destination:
-    "the issue or pull request of the payload, or --deliver-chat-id owner/repo#123",
+  destination: "the issue or pull request of the payload, or --deliver-chat-id owner/repo#123",
   resolve(job, ctx) {
     const token = requireToken(ctx.env, TOKENS, "github_comment");
     const item = job.chatId?.trim() ? parseGitHubItem(job.chatId) : githubItem(job.payload);
@@ -93,6 +99,10 @@ export const githubComment: Target<GitHubDestination> = {
     });
   },
   check(options) {
-    return checkTarget(options, { target: "github_comment", tokens: TOKENS, parse: parseGitHubItem });
+    return checkTarget(options, {
+      target: "github_comment",
+      tokens: TOKENS,
+      parse: parseGitHubItem,
+    });
   },
 };

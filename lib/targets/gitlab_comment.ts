@@ -14,14 +14,19 @@ import { field, type Target } from "./_target.ts";
 
 /** A merge request or issue: project (numeric id or `group/project` path), kind and iid. */
 export interface GitLabItem {
+  /** Numeric project id or `group/project` path (not yet URL-encoded). */
   project: string;
+  /** The API collection: `merge_requests` or `issues`. */
   kind: "merge_requests" | "issues";
+  /** Project-scoped id (`!12`, `#12`). */
   iid: number;
 }
 
 /** Where a GitLab note goes. */
 export interface GitLabDestination extends GitLabItem {
+  /** The bot or API token (never shown in messages). */
   token: string;
+  /** API base URL without a trailing `/`. */
   baseUrl: string;
 }
 

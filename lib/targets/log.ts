@@ -9,7 +9,9 @@ import type { Target } from "./_target.ts";
 
 /** Which event a logged message answers. */
 export interface LogDestination {
+  /** Subscription name. */
   subscription: string;
+  /** Event type. */
   event: string;
 }
 

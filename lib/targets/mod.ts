@@ -60,15 +60,27 @@ export interface DeliveryReceipt {
 export const TARGET_NAMES: readonly string[] = REGISTRY.map((target) => target.name);
 
 /** Each target's needs, destination and per-message limit (UTF-16 code units), for README/CLI. */
-export const TARGETS: readonly { name: string; needs: string; destination: string; maxChars?: number }[] =
-  REGISTRY.map(({ name, needs, destination, maxChars }) => ({ name, needs, destination, maxChars }));
+export const TARGETS: readonly {
+  name: string;
+  needs: string;
+  destination: string;
+  maxChars?: number;
+}[] = REGISTRY.map(({ name, needs, destination, maxChars }) => ({
+  name,
+  needs,
+  destination,
+  maxChars,
+}));
 
 function lookup(name: string): Target | undefined {
   return REGISTRY.find((target) => target.name === name);
 }
 
 /** Resolves a job to the target that sends it and where, following one `origin` redirect. */
-function route(job: DeliveryJob, ctx: TargetContext): { target: Target; resolved: Resolved<unknown> } {
+function route(
+  job: DeliveryJob,
+  ctx: TargetContext,
+): { target: Target; resolved: Resolved<unknown> } {
   const target = lookup(job.target);
   if (target === undefined) {
     throw new TargetError(
@@ -82,7 +94,7 @@ function route(job: DeliveryJob, ctx: TargetContext): { target: Target; resolved
   const next = lookup(name);
   if (next === undefined || next === target) {
     throw new TargetError(
-      `deliver=${target.name} picked unknown target "${name}"; valid targets: ${
+      `deliver=${target.name} redirected to unknown target "${name}" (check extra.home); valid targets: ${
         TARGET_NAMES.filter((known) => known !== target.name).join(", ")
       }`,
       { permanent: true },

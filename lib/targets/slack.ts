@@ -13,7 +13,9 @@ import type { Target } from "./_target.ts";
 
 /** Where a Slack message goes. */
 export interface SlackDestination {
+  /** The bot or API token (never shown in messages). */
   token: string;
+  /** API base URL without a trailing `/`. */
   baseUrl: string;
   /** Channel id (`C0123456789`) or name. */
   channel: string;
@@ -63,7 +65,11 @@ export const slack: Target<SlackDestination> = {
   destination: "channel id (--deliver-chat-id) or SLACK_HOME_CHANNEL; <channel>:<thread_ts>",
   resolve(job, ctx) {
     const token = requireToken(ctx.env, ["SLACK_BOT_TOKEN"], "slack");
-    const chat = chatOrHome(job.chatId, { env: ctx.env, home: "SLACK_HOME_CHANNEL", target: "slack" });
+    const chat = chatOrHome(job.chatId, {
+      env: ctx.env,
+      home: "SLACK_HOME_CHANNEL",
+      target: "slack",
+    });
     const { channel, threadTs } = parseSlackChannel(chat);
     const baseUrl = apiBase(ctx.env, "SLACK_API_URL", "https://slack.com/api");
     return {

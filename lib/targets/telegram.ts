@@ -13,7 +13,9 @@ import type { Target } from "./_target.ts";
 
 /** Where a Telegram message goes. */
 export interface TelegramDestination {
+  /** The bot or API token (never shown in messages). */
   token: string;
+  /** API base URL without a trailing `/`. */
   baseUrl: string;
   /** Numeric chat id (`-1001234567890`) or `@channelusername`. */
   chatId: string;
@@ -44,8 +46,7 @@ export const telegram: Target<TelegramDestination> = {
   name: "telegram",
   maxChars: 4096,
   needs: "TELEGRAM_BOT_TOKEN",
-  destination:
-    "--deliver-chat-id or TELEGRAM_HOME_CHANNEL; <chat>:<thread> for a forum topic",
+  destination: "--deliver-chat-id or TELEGRAM_HOME_CHANNEL; <chat>:<thread> for a forum topic",
   resolve(job, ctx) {
     const token = requireToken(ctx.env, ["TELEGRAM_BOT_TOKEN"], "telegram");
     const chat = chatOrHome(job.chatId, {
@@ -67,7 +68,11 @@ export const telegram: Target<TelegramDestination> = {
       action: `sendMessage to chat ${chatId}`,
       url: `${baseUrl}/bot${token}/sendMessage`,
       headers: {},
-      body: { chat_id: chatId, text, ...(threadId === undefined ? {} : { message_thread_id: threadId }) },
+      body: {
+        chat_id: chatId,
+        text,
+        ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+      },
       secret: token,
     });
   },

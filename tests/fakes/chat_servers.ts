@@ -35,6 +35,7 @@ export interface ReceivedMessage {
 
 /** A failure to answer instead of processing: 429 (with a wait) or 5xx. */
 export interface PlannedFailure {
+  /** HTTP status to answer: 429, 403 (GitHub rate limit) or 5xx. */
   status: number;
   /** Seconds in the platform's 429 shape (`retry_after`, `Retry-After`). */
   retryAfterSeconds?: number;
@@ -42,6 +43,7 @@ export interface PlannedFailure {
 
 /** A running fake platform. `await using` closes it. */
 export interface FakePlatform extends AsyncDisposable {
+  /** Which platform it plays. */
   kind: PlatformKind;
   /** `http://127.0.0.1:<port>`. */
   url: string;
@@ -180,7 +182,12 @@ const slack: Platform = {
     const threadTs = text(request.body.thread_ts);
     const id = request.record({ to: channel, text: message, thread: threadTs });
     const ts = `1700000000.${String(id).padStart(6, "0")}`;
-    return json(200, { ok: true, channel, ts, message: { text: message, ts, thread_ts: threadTs } });
+    return json(200, {
+      ok: true,
+      channel,
+      ts,
+      message: { text: message, ts, thread_ts: threadTs },
+    });
   },
   fail: ({ status, retryAfterSeconds = 1 }) =>
     status === 429
@@ -203,7 +210,9 @@ const github: Platform = {
     }
     if (!isKnown(request, match[1])) return json(404, { message: "Not Found" });
     const body = text(request.body.body);
-    if (body === undefined) return json(422, { message: `Invalid request.\n\n"body" wasn't supplied.` });
+    if (body === undefined) {
+      return json(422, { message: `Invalid request.\n\n"body" wasn't supplied.` });
+    }
     if (body.length > 65536) {
       const errors = [{
         resource: "IssueComment",
@@ -246,7 +255,10 @@ const gitlab: Platform = {
       return json(400, { message: { note: ["is too long (maximum is 1000000 characters)"] } });
     }
     const mergeRequest = match[2] === "merge_requests";
-    const id = request.record({ to: `${project}${mergeRequest ? "!" : "#"}${match[3]}`, text: body });
+    const id = request.record({
+      to: `${project}${mergeRequest ? "!" : "#"}${match[3]}`,
+      text: body,
+    });
     const noteableType = mergeRequest ? "MergeRequest" : "Issue";
     return json(201, { id, body, noteable_type: noteableType, noteable_iid: Number(match[3]) });
   },
@@ -284,7 +296,9 @@ export function startFakePlatform(kind: PlatformKind, options: FakeOptions = {})
         fake.messages.push({ ...message, path, headers, body });
       answer = platform.handle({ path, headers, body, token, known: options.known, record });
     }
-    const responseBody = typeof answer.body === "string" ? answer.body : JSON.stringify(answer.body);
+    const responseBody = typeof answer.body === "string"
+      ? answer.body
+      : JSON.stringify(answer.body);
     const contentType = typeof answer.body === "string" ? "text/plain" : "application/json";
     return new Response(responseBody, {
       status: answer.status,

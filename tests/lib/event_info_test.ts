@@ -179,10 +179,16 @@ Deno.test(`eventInfo() ignores ids over ${MAX_ID_CHARS} characters or with contr
 });
 
 Deno.test("eventInfo() reads only own payload fields", () => {
-  const parsed = JSON.parse('{"__proto__": {"type": "polluted", "action": "x"}}');
-  const info = eventInfo(new Headers(), parsed, newId);
-  assert.equal(info.type, "unknown");
-  assert.equal(info.action, undefined);
+  const inherited = Object.create({ type: "inherited", action: "x", id: "evt_inherited" });
+  const info = eventInfo(new Headers({ "Stripe-Signature": "t=1,v1=00" }), inherited, () => "new");
+  assert.deepEqual(info, {
+    type: "unknown",
+    deliveryId: "new",
+    generatedDeliveryId: true,
+    source: "stripe",
+  });
+  const parsed = JSON.parse('{"__proto__": {"type": "polluted"}}');
+  assert.equal(eventInfo(new Headers(), parsed, newId).type, "unknown");
 });
 
 Deno.test("eventInfo() ignores an action that is not a string", () => {

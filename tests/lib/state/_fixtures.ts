@@ -24,7 +24,9 @@ export function newEvent(overrides: Partial<NewEvent> = {}): NewEvent {
 }
 
 /** A temporary folder holding `state/gateway.db`, removed by `cleanup()`. */
-export async function tempHome(): Promise<{ dbPath: string; dir: string; cleanup(): Promise<void> }> {
+export async function tempHome(): Promise<
+  { dbPath: string; dir: string; cleanup(): Promise<void> }
+> {
   const dir = await Deno.makeTempDir({ prefix: "agent-state-" });
   return {
     dir,

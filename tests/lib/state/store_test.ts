@@ -59,7 +59,9 @@ Deno.test("accept() makes event ids of 20 characters that sort in acceptance ord
 Deno.test("accept() answers duplicate with the first event id for a delivery id seen before", async () => {
   await withStore({}, async (store) => {
     const first = await store.accept(newEvent({ deliveryId: "d-1" }));
-    const again = await store.accept(newEvent({ deliveryId: "d-1", receivedAtMs: 1_700_000_001_000 }));
+    const again = await store.accept(
+      newEvent({ deliveryId: "d-1", receivedAtMs: 1_700_000_001_000 }),
+    );
     assert.equal(first.status, "accepted");
     assert.deepEqual(again, { status: "duplicate", eventId: first.eventId });
     assert.equal(store.listEvents({}).length, 1);
@@ -202,7 +204,11 @@ Deno.test("hasSeen() and recordDirect() leave a failed direct delivery retryable
   await withStore({ now: () => now, idempotencyTtlSeconds: 60 }, async (store) => {
     const event = newEvent({ mode: "direct", deliveryId: "dd", receivedAtMs: now });
     assert.equal(store.hasSeen("gh", "dd", now), false);
-    const failedId = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
+    const failedId = await store.recordDirect(event, {
+      delivered: false,
+      error: "502",
+      partsSent: 0,
+    });
     assert.equal(store.hasSeen("gh", "dd", now), false);
     const deliveredId = await store.recordDirect(event, { delivered: true, partsSent: 1 });
     assert.equal(store.hasSeen("gh", "dd", now), true);

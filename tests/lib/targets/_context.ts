@@ -5,7 +5,9 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { TargetError } from "../../../lib/errors.ts";
 import type { DeliveryJob, TargetContext } from "../../../lib/targets/mod.ts";
 
 /** A {@link TargetContext} that records its waits (ms) and log lines instead of acting. */
@@ -51,10 +53,11 @@ export function job(target: string, overrides: Partial<DeliveryJob> = {}): Deliv
 }
 
 /**
- * The first `@octokit/webhooks-examples` payload of `event` with `action`.
+ * The first `@octokit/webhooks-examples` payload of `event` with `action` (none for events
+ * without actions, such as `push`).
  * @throws Error when the package has no such example.
  */
-export function githubExample(event: string, action: string): Record<string, unknown> {
+export function githubExample(event: string, action?: string): Record<string, unknown> {
   const definition = (examples as { name: string; examples: Record<string, unknown>[] }[])
     .find((entry) => entry.name === event);
   const example = definition?.examples.find((payload) => payload.action === action);
@@ -71,4 +74,18 @@ export function longText(paragraphs: number): string {
         " ",
       ),
   ).join("\n\n");
+}
+
+/**
+ * Awaits `promise` and returns the {@link TargetError} it rejects with.
+ * @throws AssertionError when it resolves or rejects with something else.
+ */
+export async function targetError(promise: Promise<unknown>): Promise<TargetError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof TargetError) return error;
+    throw error;
+  }
+  assert.fail("expected a TargetError");
 }

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { TargetError } from "../../../lib/errors.ts";
 import { deliver, splitMessage } from "../../../lib/targets/mod.ts";
 import { startFakeTelegram } from "../../fakes/chat_servers.ts";
-import { job, longText, recordingContext } from "./_context.ts";
+import { job, longText, recordingContext, targetError } from "./_context.ts";
 
 Deno.test("deliver() telegram sends sendMessage to the chat id with the token in the path", async () => {
   await using telegram = startFakeTelegram();
@@ -67,7 +66,9 @@ Deno.test("deliver() telegram gives up on a 429 longer than maxRateLimitWaitMs, 
   await using telegram = startFakeTelegram();
   telegram.failNext(1, { status: 429, retryAfterSeconds: 45 });
   const ctx = recordingContext(telegram.env, { maxRateLimitWaitMs: 30_000 });
-  const error = await assert.rejects(deliver(job("telegram", { chatId: "7" }), ctx), TargetError);
+  const error = await targetError(
+    deliver(job("telegram", { chatId: "7" }), ctx),
+  );
   assert.equal(error.permanent, false);
   assert.equal(error.retryAfterSeconds, 45);
   assert.equal(error.status, 429);
@@ -78,9 +79,8 @@ Deno.test("deliver() telegram gives up on a 429 longer than maxRateLimitWaitMs, 
 Deno.test("deliver() telegram turns a 5xx into a retryable TargetError", async () => {
   await using telegram = startFakeTelegram();
   telegram.failNext(1, { status: 502 });
-  const error = await assert.rejects(
+  const error = await targetError(
     deliver(job("telegram", { chatId: "7" }), recordingContext(telegram.env)),
-    TargetError,
   );
   assert.equal(error.permanent, false);
   assert.equal(error.status, 502);
@@ -88,9 +88,8 @@ Deno.test("deliver() telegram turns a 5xx into a retryable TargetError", async (
 
 Deno.test("deliver() telegram turns 'chat not found' into a permanent error with the description", async () => {
   await using telegram = startFakeTelegram({ known: ["1"] });
-  const error = await assert.rejects(
+  const error = await targetError(
     deliver(job("telegram", { chatId: "2" }), recordingContext(telegram.env)),
-    TargetError,
   );
   assert.equal(error.permanent, true);
   assert.equal(error.status, 400);
@@ -101,9 +100,8 @@ Deno.test("deliver() telegram turns 'chat not found' into a permanent error with
 Deno.test("deliver() telegram never shows a rejected token, which sits in the URL path", async () => {
   await using telegram = startFakeTelegram();
   const env = { ...telegram.env, TELEGRAM_BOT_TOKEN: "123:wrong-secret" };
-  const error = await assert.rejects(
+  const error = await targetError(
     deliver(job("telegram", { chatId: "7" }), recordingContext(env)),
-    TargetError,
   );
   assert.equal(error.permanent, true);
   assert.match(error.message, /Unauthorized/);
@@ -114,20 +112,20 @@ Deno.test("deliver() telegram network failure is retryable and does not quote th
   const telegram = startFakeTelegram();
   await telegram.close();
   const env = { ...telegram.env, TELEGRAM_BOT_TOKEN: "123:network-secret" };
-  const error = await assert.rejects(
+  const error = await targetError(
     deliver(job("telegram", { chatId: "7" }), recordingContext(env)),
-    TargetError,
   );
   assert.equal(error.permanent, false);
+  assert.match(error.message, /Connection refused/);
+  assert.match(error.message, /bot\*\*\*\/sendMessage/);
   assert.ok(!error.message.includes("network-secret"), error.message);
 });
 
 Deno.test("deliver() telegram without TELEGRAM_BOT_TOKEN fails permanently before any request", async () => {
   await using telegram = startFakeTelegram();
   const env = { TELEGRAM_API_URL: telegram.env.TELEGRAM_API_URL };
-  const error = await assert.rejects(
+  const error = await targetError(
     deliver(job("telegram", { chatId: "7" }), recordingContext(env)),
-    TargetError,
   );
   assert.equal(error.permanent, true);
   assert.match(error.message, /TELEGRAM_BOT_TOKEN/);
@@ -136,9 +134,8 @@ Deno.test("deliver() telegram without TELEGRAM_BOT_TOKEN fails permanently befor
 
 Deno.test("deliver() telegram without chat id or home channel says how to set one", async () => {
   await using telegram = startFakeTelegram();
-  const error = await assert.rejects(
+  const error = await targetError(
     deliver(job("telegram"), recordingContext(telegram.env)),
-    TargetError,
   );
   assert.equal(error.permanent, true);
   assert.match(error.message, /TELEGRAM_HOME_CHANNEL/);
@@ -146,9 +143,8 @@ Deno.test("deliver() telegram without chat id or home channel says how to set on
 
 Deno.test("deliver() telegram refuses a topic that is not a number", async () => {
   await using telegram = startFakeTelegram();
-  const error = await assert.rejects(
+  const error = await targetError(
     deliver(job("telegram", { chatId: "7:general" }), recordingContext(telegram.env)),
-    TargetError,
   );
   assert.equal(error.permanent, true);
   assert.equal(telegram.requests, 0);

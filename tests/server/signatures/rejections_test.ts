@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { createSignatureVerifier, type VerifyResult } from "../../../server/signatures/mod.ts";
 import {
   BODY,
   bytes,
+  hmac,
   NOW,
   OLD_SECRET,
   OTHER_SECRET,
@@ -166,4 +168,27 @@ Deno.test("verify() honours a custom toleranceSeconds", async () => {
   const request = { headers: new Headers(headers), body: bytes(BODY), secrets: [SECRET] };
   assert.equal((await strict.verify({ ...request, nowSeconds: NOW })).ok, false);
   assert.equal((await strict.verify({ ...request, nowSeconds: NOW - 1 })).ok, true);
+});
+
+Deno.test("verify() refuses a non-ASCII token even when it equals the configured secret", async () => {
+  const cases: Record<string, string>[] = [
+    { "X-Gitlab-Token": "s\u00e9cret" },
+    { Authorization: "Bearer s\u00e9cret" },
+  ];
+  for (const headers of cases) {
+    const result = await check(headers, { secrets: ["s\u00e9cret"] });
+    assert.equal(result.ok, false, JSON.stringify(headers));
+  }
+});
+
+Deno.test("verify() refuses a non-ASCII webhook-id even when the signature covers it", async () => {
+  const id = "msg_\u00e9";
+  const key = new Uint8Array(Buffer.from(SECRET.slice("whsec_".length), "base64"));
+  const signature = hmac(key, `${id}.${NOW}.${BODY}`, "base64");
+  const headers = {
+    "webhook-id": id,
+    "webhook-timestamp": String(NOW),
+    "webhook-signature": `v1,${signature}`,
+  };
+  assert.deepEqual(await check(headers), { ok: false, scheme: "standard", reason: "invalid" });
 });

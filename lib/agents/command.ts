@@ -1,0 +1,112 @@
+/**
+ * The `command` provider: runs a configured program (no shell) with the prompt on stdin and
+ * takes its stdout as the answer. Works with any CLI agent that reads a prompt from stdin and
+ * prints a reply, e.g. `command: ["claude", "--print"]` or `["llm", "-m", "gpt-4o-mini"]`.
+ *
+ * Standard input is the system prompt (base prompt and skills), a blank line, then the event
+ * prompt, so a program that takes a single prompt still gets the skills. The environment is the
+ * gateway's, plus `AGENT_EVENT_ID`.
+ *
+ * @module
+ */
+import { AgentError, ConfigError } from "../errors.ts";
+import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
+
+const STDERR_TAIL_CHARS = 500;
+
+/**
+ * Builds a runner that executes `settings.command`.
+ * @param settings `command` (program and arguments) and `timeoutSeconds`
+ * @param deps `env`: the program's environment (nothing else is inherited)
+ * @returns the runner. A run fails with a retryable AgentError on a non-zero exit (with the end
+ *   of stderr), an empty stdout, or a timeout (the program and its children are killed);
+ *   with a permanent one when the program cannot be found
+ * @throws ConfigError when `command` is missing or empty
+ */
+export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
+  const argv = settings.command ?? [];
+  if (argv.length === 0 || !argv[0]) {
+    throw new ConfigError("agent.command must list the program and its arguments");
+  }
+  const [program, ...args] = argv;
+  const env = Object.fromEntries(
+    Object.entries(deps.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+
+  return async ({ prompt, systemPrompt, eventId }) => {
+    const input = systemPrompt ? `${systemPrompt}\n\n${prompt}` : prompt;
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(program, {
+        args,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+        env: { ...env, AGENT_EVENT_ID: eventId },
+        clearEnv: true,
+        // Its own process group, so a timeout also kills what the program started.
+        detached: true,
+      }).spawn();
+    } catch (error) {
+      const permanent = error instanceof Deno.errors.NotFound ||
+        error instanceof Deno.errors.PermissionDenied;
+      throw new AgentError(`Cannot start the agent command "${program}": ${message(error)}`, {
+        permanent,
+        cause: error,
+      });
+    }
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, settings.timeoutSeconds * 1000);
+    try {
+      const [output] = await Promise.all([child.output(), writeInput(child, input)]);
+      if (timedOut) {
+        throw new AgentError(
+          `The agent command "${program}" did not finish within ${settings.timeoutSeconds} s`,
+        );
+      }
+      return answerOf(program, output);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+function answerOf(program: string, output: Deno.CommandOutput): string {
+  const decoder = new TextDecoder();
+  if (!output.success) {
+    const stderr = decoder.decode(output.stderr).trim().slice(-STDERR_TAIL_CHARS);
+    const how = output.signal ? `was killed by ${output.signal}` : `exited with ${output.code}`;
+    throw new AgentError(`The agent command "${program}" ${how}${stderr ? `: ${stderr}` : ""}`);
+  }
+  const answer = decoder.decode(output.stdout).trim();
+  if (!answer) throw new AgentError(`The agent command "${program}" printed nothing`);
+  return answer;
+}
+
+/** Writes the prompt and closes stdin; a program that exits without reading is not an error. */
+async function writeInput(child: Deno.ChildProcess, input: string): Promise<void> {
+  const writer = child.stdin.getWriter();
+  try {
+    await writer.write(new TextEncoder().encode(input));
+    await writer.close();
+  } catch {
+    // EPIPE: the program did not read its input; its exit status tells the rest.
+  }
+}
+
+function killGroup(child: Deno.ChildProcess): void {
+  try {
+    Deno.kill(-child.pid, "SIGKILL");
+  } catch {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,69 @@
+/**
+ * Agent runners (CONTRACT §8): turn a rendered prompt into an answer, either through any
+ * OpenAI-compatible chat completions endpoint or by running a configured program.
+ *
+ * Every failure is an {@link AgentError}: `permanent` when retrying cannot help (bad request,
+ * bad credentials, unknown model, program not found), otherwise retryable, with
+ * `retryAfterSeconds` when the endpoint said how long to wait.
+ *
+ * @module
+ */
+import { ConfigError } from "../errors.ts";
+import { createCommandRunner } from "./command.ts";
+import { createOpenAiRunner } from "./openai.ts";
+
+/** The `agent:` section of `config.yaml`, resolved. */
+export interface AgentSettings {
+  /** `openai`: any OpenAI-compatible endpoint; `command`: a program reading stdin. */
+  provider: "openai" | "command";
+  /** Model name sent to the endpoint (ignored by `command`). `AGENT_MODEL` when empty. */
+  model: string;
+  /** Endpoint base, e.g. `https://api.openai.com/v1`. `OPENAI_BASE_URL` when absent. */
+  baseUrl?: string;
+  /** API key. `OPENAI_API_KEY` when absent. */
+  apiKey?: string;
+  /** Program and its arguments, for `provider: command`; run without a shell. */
+  command?: string[];
+  /** Longest an agent run may take, in seconds. @default {300} (in config) */
+  timeoutSeconds: number;
+}
+
+/** What a runner is asked to do. */
+export interface AgentRequest {
+  /** The rendered prompt (the user message). */
+  prompt: string;
+  /** Base system prompt plus the subscription's skills. */
+  systemPrompt?: string;
+  /** The event being answered, for logs and for the program's environment. */
+  eventId: string;
+}
+
+/**
+ * Runs the agent once.
+ * @returns the answer text, trimmed and never empty
+ * @throws AgentError on any failure (see the module documentation)
+ */
+export type AgentRunner = (request: AgentRequest) => Promise<string>;
+
+/** What a runner may touch. */
+export interface AgentDeps {
+  /** HTTP client, for `provider: openai`. */
+  fetch: typeof fetch;
+  /** Environment (process merged with `.env`): fallbacks for the settings, and the program's. */
+  env: Record<string, string | undefined>;
+}
+
+/**
+ * Builds the runner the settings ask for.
+ * @param settings the `agent:` configuration
+ * @param deps fetch and environment
+ * @returns the runner
+ * @throws ConfigError when `provider: command` has no command, or the provider is unknown
+ */
+export function createAgentRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
+  if (settings.provider === "openai") return createOpenAiRunner(settings, deps);
+  if (settings.provider === "command") return createCommandRunner(settings, deps);
+  throw new ConfigError(
+    `Unknown agent provider "${String(settings.provider)}": use openai or command`,
+  );
+}

@@ -1,0 +1,100 @@
+/**
+ * The `openai` provider: one chat completion per event through the official `openai` SDK,
+ * against api.openai.com or any OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM, ...).
+ * Chat Completions API: https://platform.openai.com/docs/api-reference/chat/create
+ *
+ * The SDK's own retries are off (`maxRetries: 0`): the worker retries with backoff and keeps
+ * every attempt in the state database.
+ *
+ * @module
+ */
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import { parseRetryAfterSeconds } from "../_retry.ts";
+import { AgentError } from "../errors.ts";
+import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
+
+const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+/**
+ * Builds a runner for an OpenAI-compatible endpoint.
+ *
+ * Settings win over the environment: `apiKey` else `OPENAI_API_KEY`, `baseUrl` else
+ * `OPENAI_BASE_URL` else api.openai.com, `model` else `AGENT_MODEL`. An endpoint other than
+ * api.openai.com may need no key (local servers): the SDK then sends the placeholder `no-key`.
+ * @param settings the `agent:` configuration
+ * @param deps `fetch` (used by the SDK) and the environment
+ * @returns the runner; a missing key or model is reported by each run as a permanent AgentError,
+ *   so a gateway that only does direct deliveries still starts
+ */
+export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
+  const baseURL = settings.baseUrl || deps.env.OPENAI_BASE_URL || DEFAULT_BASE_URL;
+  const model = settings.model || deps.env.AGENT_MODEL || "";
+  const apiKey = settings.apiKey || deps.env.OPENAI_API_KEY ||
+    (baseURL === DEFAULT_BASE_URL ? "" : "no-key");
+  const client = apiKey && model
+    ? new OpenAI({
+      apiKey,
+      baseURL,
+      organization: deps.env.OPENAI_ORG_ID ?? null,
+      project: deps.env.OPENAI_PROJECT_ID ?? null,
+      fetch: deps.fetch,
+      maxRetries: 0,
+      timeout: settings.timeoutSeconds * 1000,
+    })
+    : undefined;
+
+  return async ({ prompt, systemPrompt }) => {
+    if (!client) {
+      const missing = apiKey ? "no model (agent.model or AGENT_MODEL)" : "OPENAI_API_KEY is not set";
+      throw new AgentError(`Cannot run the agent: ${missing}`, { permanent: true });
+    }
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [];
+    if (systemPrompt) messages.push({ role: "system", content: systemPrompt });
+    messages.push({ role: "user", content: prompt });
+    let completion: OpenAI.Chat.ChatCompletion;
+    try {
+      completion = await client.chat.completions.create({ model, messages });
+    } catch (error) {
+      throw toAgentError(error, settings.timeoutSeconds);
+    }
+    const answer = completion.choices[0]?.message?.content?.trim() ?? "";
+    if (!answer) {
+      const reason = completion.choices[0]?.finish_reason ?? "no choices";
+      throw new AgentError(`The model returned an empty answer (finish_reason: ${reason})`);
+    }
+    return answer;
+  };
+}
+
+/**
+ * Classifies an SDK failure: 429, 408, 409, 5xx, timeouts and connection errors are retryable
+ * (with the endpoint's `retry-after-ms` or `Retry-After`); other 4xx answers are permanent.
+ */
+function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
+  if (error instanceof APIConnectionTimeoutError) {
+    return new AgentError(`The LLM endpoint did not answer within ${timeoutSeconds} s`, {
+      cause: error,
+    });
+  }
+  if (error instanceof APIConnectionError) {
+    const detail = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    return new AgentError(`Cannot reach the LLM endpoint${detail}`, { cause: error });
+  }
+  if (error instanceof APIError && error.status !== undefined) {
+    const status = error.status;
+    const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
+    return new AgentError(`LLM endpoint answered ${error.message}`, {
+      permanent: !retryable,
+      retryAfterSeconds: retryAfter(error.headers),
+      cause: error,
+    });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new AgentError(`Agent run failed: ${message}`, { cause: error });
+}
+
+function retryAfter(headers: Headers | undefined): number | undefined {
+  const millis = Number(headers?.get("retry-after-ms") ?? NaN);
+  if (Number.isFinite(millis) && millis >= 0) return millis / 1000;
+  return parseRetryAfterSeconds(headers?.get("retry-after"), Date.now());
+}

@@ -1,0 +1,144 @@
+/**
+ * Skills: instructions added to the agent's system prompt. Each skill is a folder
+ * `skills/<name>/` holding a `SKILL.md` in the Agent Skills format
+ * (https://agentskills.io/specification): YAML front matter with `name` and `description`,
+ * then Markdown instructions.
+ *
+ * ```markdown
+ * ---
+ * name: triage
+ * description: Label and prioritise new GitHub issues
+ * ---
+ * Read the issue, propose labels from the repository's conventions, ...
+ * ```
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { parse } from "yaml";
+import { ConfigError, NotFoundError } from "./errors.ts";
+
+/** A skill as `subscribe --skills` and `list` show it. */
+export interface SkillInfo {
+  /** The front matter `name`, or the folder name when the front matter has none. */
+  name: string;
+  /** The front matter `description` (empty when absent). */
+  description: string;
+  /** Absolute path of the `SKILL.md` file. */
+  path: string;
+}
+
+interface Skill extends SkillInfo {
+  instructions: string;
+}
+
+/** The start of every system prompt; kept short, the skills carry the specifics. */
+export const BASE_SYSTEM_PROMPT =
+  "You are an agent answering a webhook event. The user message describes the event. " +
+  "Your reply is delivered as a chat message: make it short, factual and useful to a " +
+  "human, in plain Markdown, without preamble.";
+
+/**
+ * Lists the installed skills, sorted by name.
+ * @param skillsDir the `skills` folder of the home folder
+ * @returns one entry per sub-folder that holds a `SKILL.md`; [] when the folder is missing
+ * @throws ConfigError when a `SKILL.md` has malformed front matter (the message names the file)
+ */
+export async function listSkills(skillsDir: string): Promise<SkillInfo[]> {
+  const skills = await readSkills(skillsDir);
+  return skills.map(({ name, description, path }) => ({ name, description, path }));
+}
+
+/**
+ * Builds the skills section of a system prompt: each named skill's instructions, in order.
+ * @param skillsDir the `skills` folder
+ * @param names skill names, as the subscription lists them
+ * @returns the section, or "" when `names` is empty
+ * @throws NotFoundError naming the first unknown skill and listing the installed ones
+ * @throws ConfigError when a `SKILL.md` has malformed front matter
+ */
+export async function loadSkills(skillsDir: string, names: readonly string[]): Promise<string> {
+  if (names.length === 0) return "";
+  const installed = await readSkills(skillsDir);
+  const sections = names.map((name) => {
+    const skill = installed.find((candidate) => candidate.name === name);
+    if (!skill) {
+      const list = installed.map((candidate) => candidate.name).join(", ") || "none";
+      throw new NotFoundError(`Unknown skill "${name}" (installed: ${list}; in ${skillsDir})`);
+    }
+    const heading = skill.description ? `## ${skill.name}: ${skill.description}` : `## ${name}`;
+    return `${heading}\n\n${skill.instructions}`;
+  });
+  return `# Skills\n\n${sections.join("\n\n")}`;
+}
+
+/**
+ * The full system prompt for an agent run: {@link BASE_SYSTEM_PROMPT}, then the skills.
+ * @param skillsDir the `skills` folder
+ * @param names skill names, in order
+ * @returns the system prompt
+ * @throws NotFoundError when a skill is not installed
+ * @throws ConfigError when a `SKILL.md` has malformed front matter
+ */
+export async function systemPromptFor(
+  skillsDir: string,
+  names: readonly string[],
+): Promise<string> {
+  const section = await loadSkills(skillsDir, names);
+  return section ? `${BASE_SYSTEM_PROMPT}\n\n${section}` : BASE_SYSTEM_PROMPT;
+}
+
+async function readSkills(skillsDir: string): Promise<Skill[]> {
+  const skills: Skill[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(skillsDir));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+  for (const entry of entries) {
+    if (!entry.isDirectory && !entry.isSymlink) continue;
+    const path = join(skillsDir, entry.name, "SKILL.md");
+    let text: string;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+        continue;
+      }
+      throw error;
+    }
+    skills.push(parseSkill(text, { folder: entry.name, path }));
+  }
+  return skills.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Splits a `SKILL.md` into its front matter and its instructions. */
+function parseSkill(text: string, where: { folder: string; path: string }): Skill {
+  const match = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
+  const body = (match ? text.slice(match[0].length) : text).trim();
+  let meta: unknown = {};
+  if (match) {
+    try {
+      meta = parse(match[1]) ?? {};
+    } catch (cause) {
+      throw new ConfigError(`Malformed front matter in ${where.path}: ${String(cause)}`, {
+        file: where.path,
+        cause,
+      });
+    }
+  }
+  if (typeof meta !== "object" || meta === null || Array.isArray(meta)) {
+    throw new ConfigError(`Front matter of ${where.path} must be a YAML mapping`, {
+      file: where.path,
+    });
+  }
+  const fields = meta as Record<string, unknown>;
+  return {
+    name: typeof fields.name === "string" && fields.name.trim() ? fields.name.trim() : where.folder,
+    description: typeof fields.description === "string" ? fields.description.trim() : "",
+    path: where.path,
+    instructions: body,
+  };
+}

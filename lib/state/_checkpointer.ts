@@ -1,0 +1,180 @@
+/**
+ * WAL checkpoints on a background thread.
+ *
+ * SQLite's automatic checkpoint runs inside the COMMIT that crosses 1,000 WAL pages, copying
+ * them into the database file and fsyncing it: 20-40 ms during which the event loop (and every
+ * request waiting on it) stands still. Here the main connection turns automatic checkpoints
+ * off and a worker thread with its own connection runs `PRAGMA wal_checkpoint(PASSIVE)` after
+ * commits, concurrently with the main thread (https://sqlite.org/wal.html#ckpt).
+ *
+ * A passive checkpoint never blocks writers, but the WAL file only starts over from its
+ * beginning when a write transaction begins after a checkpoint has copied every frame. Under
+ * sustained load that moment may never come, so once the WAL is past `maxWalFrames` the next
+ * group commit waits (asynchronously, a few ms at most) for one complete pass before it
+ * begins, and the WAL restarts.
+ *
+ * @module
+ */
+
+/** The checkpointer, as the store drives it. */
+export interface Checkpointer {
+  /** A write transaction committed: asks for a checkpoint pass when none is running. */
+  afterCommit(): void;
+  /**
+   * Called before a group commit begins.
+   * @returns undefined to go ahead now, or a promise to wait for (the WAL is past its limit and
+   *   a complete pass is being made, so the coming BEGIN restarts the WAL)
+   */
+  beforeCommit(): Promise<void> | undefined;
+  /** Stops the thread after closing its connection. */
+  close(): Promise<void>;
+}
+
+/** Runs in the worker; plain JavaScript so that it loads from a blob URL (also when compiled). */
+const WORKER_SOURCE = `
+import { DatabaseSync } from "node:sqlite";
+let db;
+self.onmessage = ({ data }) => {
+  if (data.type === "open") {
+    try {
+      db = new DatabaseSync(data.path);
+      db.exec("PRAGMA synchronous = " + data.synchronous);
+    } catch (error) {
+      self.postMessage({ failed: String(error) });
+    }
+    return;
+  }
+  if (data.type === "checkpoint") {
+    try {
+      const row = db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get();
+      self.postMessage({ seq: data.seq, log: row.log, checkpointed: row.checkpointed });
+    } catch (error) {
+      self.postMessage({ seq: data.seq, error: String(error) });
+    }
+    return;
+  }
+  if (data.type === "close") {
+    db?.close();
+    self.postMessage({ closed: true });
+  }
+};
+`;
+
+interface Reply {
+  seq?: number;
+  log?: number;
+  checkpointed?: number;
+  error?: string;
+  closed?: boolean;
+  failed?: string;
+}
+
+/**
+ * Starts the checkpoint thread for a database file in WAL mode.
+ * @param path the database file
+ * @param options `synchronous` as on the main connection; `maxWalFrames`: WAL size (in pages)
+ *   past which a commit waits for a complete pass (@default {16384}, 64 MiB of 4 KiB pages);
+ *   `maxWaitMs`: longest such wait, e.g. while a reader in another process pins the WAL
+ *   (@default {50}); `onFailure`: called once if the thread dies, so the caller can turn
+ *   SQLite's automatic checkpoints back on
+ * @returns the checkpointer, or undefined when a worker thread cannot be started (the caller
+ *   then keeps SQLite's automatic checkpoints)
+ */
+export function startCheckpointer(
+  path: string,
+  options: {
+    synchronous: string;
+    maxWalFrames?: number;
+    maxWaitMs?: number;
+    onFailure: (reason: string) => void;
+  },
+): Checkpointer | undefined {
+  let worker: Worker;
+  try {
+    const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
+    worker = new Worker(url, { type: "module" });
+    URL.revokeObjectURL(url);
+  } catch {
+    return undefined;
+  }
+  const maxWalFrames = options.maxWalFrames ?? 16_384;
+  const maxWaitMs = options.maxWaitMs ?? 50;
+  let commits = 0; // commits so far
+  let sent = 0; // commits covered by the last pass asked for
+  let inFlight = false;
+  let walFrames = 0; // WAL size in frames, as of the last pass
+  let waiters: { covers: number; resolve: () => void }[] = [];
+  let onClosed: (() => void) | undefined;
+  let failed = false;
+
+  function fail(reason: string): void {
+    if (failed) return;
+    failed = true;
+    for (const waiter of waiters) waiter.resolve();
+    waiters = [];
+    options.onFailure(reason);
+  }
+
+  function ask(): void {
+    if (inFlight || failed) return;
+    inFlight = true;
+    sent = commits;
+    worker.postMessage({ type: "checkpoint", seq: sent });
+  }
+
+  worker.onmessage = ({ data }: MessageEvent<Reply>) => {
+    if (data.closed) return onClosed?.();
+    if (data.failed !== undefined) return fail(data.failed);
+    inFlight = false;
+    walFrames = data.log ?? walFrames;
+    const covered = data.seq ?? 0;
+    waiters = waiters.filter((waiter) => {
+      if (waiter.covers > covered) return true;
+      waiter.resolve();
+      return false;
+    });
+    if (commits > sent) ask();
+  };
+  worker.onerror = (event) => {
+    event.preventDefault();
+    fail(event.message);
+  };
+  worker.postMessage({ type: "open", path, synchronous: options.synchronous });
+
+  return {
+    afterCommit() {
+      commits += 1;
+      ask();
+    },
+    beforeCommit() {
+      if (failed || walFrames < maxWalFrames) return undefined;
+      walFrames = 0; // one wait per crossing, even when the pass cannot complete
+      const covers = commits;
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, maxWaitMs);
+        waiters.push({
+          covers,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
+        if (!inFlight) ask();
+      });
+    },
+    close() {
+      for (const waiter of waiters) waiter.resolve();
+      waiters = [];
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(finish, 1000);
+        function finish() {
+          clearTimeout(timer);
+          worker.terminate();
+          resolve();
+        }
+        onClosed = finish;
+        worker.postMessage({ type: "close" });
+      });
+    },
+  };
+}

@@ -1,0 +1,176 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { runCommand } from "../../commands/mod.ts";
+import { UsageError } from "../../lib/errors.ts";
+import { readSubscriptions } from "../../lib/subscription_store.ts";
+import { enabledConfig, fakeContext, runCli, tempHome } from "../_helpers.ts";
+
+const STATIC = enabledConfig(
+  8644,
+  "      routes:\n        ci-alerts: {events: [pipeline], deliver: log}\n",
+);
+
+Deno.test("subscribe prints the URL and a 43-character secret and stores the record 0600", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  const code = await runCommand(
+    ["webhook", "subscribe", "gh", "--events", "issues, pull_request", "--prompt", "Hi {x}"],
+    ctx,
+  );
+  assert.equal(code, 0);
+  const output = ctx.output();
+  assert.match(output, /Created subscription "gh"/);
+  assert.match(output, /URL:\s+http:\/\/localhost:8644\/webhooks\/gh/);
+  assert.match(output, /Events:\s+issues, pull_request/);
+  assert.match(output, /Deliver:\s+log/);
+  assert.match(output, /Mode:\s+agent run/);
+  const secret = output.match(/Secret:\s+(\S+)/)![1];
+  assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
+  const path = join(h.home, "webhook_subscriptions.json");
+  const records = await readSubscriptions(path);
+  assert.equal(records.gh.secret, secret);
+  assert.deepEqual(records.gh.events, ["issues", "pull_request"]);
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+});
+
+Deno.test("subscribe on an existing name updates it, keeping the secret and created_at", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  let clock = Date.parse("2026-01-01T00:00:00Z");
+  const ctx = () => fakeContext({ AGENT_HOME: h.home }, { now: () => clock });
+  await runCommand(["webhook", "subscribe", "gh", "--events", "issues", "--description", "d"], ctx());
+  const first = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).gh;
+  clock += 60_000;
+  const update = ctx();
+  await runCommand(["webhook", "subscribe", "gh", "--events", "push"], update);
+  assert.match(update.output(), /Updated subscription "gh"/);
+  const second = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).gh;
+  assert.deepEqual(second.events, ["push"]);
+  assert.equal(second.description, "d");
+  assert.equal(second.secret, first.secret);
+  assert.equal(second.created_at, "2026-01-01T00:00:00.000Z");
+  assert.equal(second.updated_at, "2026-01-01T00:01:00.000Z");
+});
+
+Deno.test("subscribe refuses bad names with the rule in the message", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  for (const name of ["My Hook", "-x", "a/b", "..", "x".repeat(65), "UPPER"]) {
+    await assert.rejects(
+      () => runCommand(["webhook", "subscribe", name], fakeContext({ AGENT_HOME: h.home })),
+      (error: Error) =>
+        error instanceof UsageError && error.message.includes("^[a-z0-9][a-z0-9_-]{0,63}$"),
+      name,
+    );
+  }
+});
+
+Deno.test("subscribe refuses --deliver-only with log or no target, and unknown targets", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const run = (...args: string[]) =>
+    runCommand(["webhook", "subscribe", "x", ...args], fakeContext({ AGENT_HOME: h.home }));
+  await assert.rejects(() => run("--deliver-only"), UsageError);
+  await assert.rejects(() => run("--deliver-only", "--deliver", "log"), UsageError);
+  await assert.rejects(() => run("--deliver", "pigeon"), /telegram/);
+  await assert.rejects(() => run("--deliver", "telegram"), /chat/i);
+  assert.deepEqual(await readSubscriptions(join(h.home, "webhook_subscriptions.json")), {});
+});
+
+Deno.test("subscribe and remove refuse a name defined as a static route in config.yaml", async () => {
+  await using h = await tempHome({ config: STATIC });
+  await assert.rejects(
+    () => runCommand(["webhook", "subscribe", "ci-alerts"], fakeContext({ AGENT_HOME: h.home })),
+    /defined in config\.yaml/,
+  );
+  await assert.rejects(
+    () => runCommand(["webhook", "remove", "ci-alerts"], fakeContext({ AGENT_HOME: h.home })),
+    /defined in config\.yaml/,
+  );
+});
+
+Deno.test("list shows dynamic subscriptions and static routes with URL, events, target, secret", async () => {
+  await using h = await tempHome({
+    config: STATIC.replace("enabled: true", "enabled: true\n    extra_unused: 1"),
+  });
+  const env = { AGENT_HOME: h.home, WEBHOOK_SECRET: "global-secret-xyz" };
+  await runCommand(
+    ["webhook", "subscribe", "gh", "--secret", "my-secret-123", "--events", "issues"],
+    fakeContext(env),
+  );
+  const ctx = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  const text = ctx.output();
+  assert.match(text, /ci-alerts\s+\[static, config\.yaml\]/);
+  assert.match(text, /global-secret-xyz \(global secret\)/);
+  assert.match(text, /gh\n\s+URL:\s+http:\/\/localhost:8644\/webhooks\/gh\n\s+Events:\s+issues/);
+  assert.match(text, /Secret:\s+my-secret-123/);
+
+  const json = fakeContext(env);
+  await runCommand(["webhook", "list", "--json"], json);
+  const rows = JSON.parse(json.output());
+  assert.deepEqual(rows.map((r: { name: string }) => r.name), ["ci-alerts", "gh"]);
+  assert.equal(rows[1].webhook_url, "http://localhost:8644/webhooks/gh");
+  assert.equal(rows[1].secret, "my-secret-123");
+});
+
+Deno.test("remove deletes a subscription; an unknown name is an error", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home };
+  await runCommand(["webhook", "subscribe", "gh"], fakeContext(env));
+  const ctx = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "remove", "gh"], ctx), 0);
+  assert.match(ctx.output(), /Removed subscription "gh"/);
+  await assert.rejects(() => runCommand(["webhook", "remove", "gh"], fakeContext(env)), /No subscription named "gh"/);
+});
+
+Deno.test("every webhook command answers a disabled platform with the three ways to enable it", async () => {
+  await using h = await tempHome();
+  for (const args of [["list"], ["subscribe", "x"], ["remove", "x"], ["test", "x"]]) {
+    const ctx = fakeContext({ AGENT_HOME: h.home });
+    assert.equal(await runCommand(["webhook", ...args], ctx), 1, args.join(" "));
+    const message = ctx.err.join("\n");
+    assert.match(message, /Webhook platform is not enabled/);
+    assert.match(message, /agent gateway setup/);
+    assert.match(message, /config\.yaml/);
+    assert.match(message, /WEBHOOK_ENABLED=true/);
+  }
+});
+
+Deno.test("test explains a refused connection", async () => {
+  await using h = await tempHome({ config: enabledConfig(1) });
+  const env = { AGENT_HOME: h.home };
+  await runCommand(["webhook", "subscribe", "gh"], fakeContext(env));
+  const ctx = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "test", "gh"], ctx), 1);
+  assert.match(ctx.err.join("\n"), /is the gateway running\? Start it with: agent gateway run/i);
+});
+
+Deno.test("test reports template paths the payload does not have", async () => {
+  await using h = await tempHome({ config: enabledConfig(1) });
+  const env = { AGENT_HOME: h.home };
+  await runCommand(["webhook", "subscribe", "gh", "--prompt", "{issue.title} {issue.nope}"], fakeContext(env));
+  const ctx = fakeContext(env);
+  await runCommand(["webhook", "test", "gh", "--payload", '{"issue":{"title":"t"}}'], ctx);
+  assert.match(ctx.err.join("\n"), /no \{issue\.nope\}/);
+});
+
+Deno.test("20 concurrent subscribe processes all persist their records", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const results = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      runCli(["webhook", "subscribe", `hook-${i}`, "--json"], { AGENT_HOME: h.home })),
+  );
+  for (const result of results) assert.equal(result.code, 0, result.stderr);
+  const records = await readSubscriptions(join(h.home, "webhook_subscriptions.json"));
+  assert.equal(Object.keys(records).length, 20);
+});
+
+Deno.test("the CLI exits 2 on usage errors and 1 on a corrupt subscription file", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const usage = await runCli(["webhook", "subscribe", "gh", "--bogus"], { AGENT_HOME: h.home });
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /Unknown option '--bogus'/);
+  await Deno.writeTextFile(join(h.home, "webhook_subscriptions.json"), "[1,");
+  const corrupt = await runCli(["webhook", "subscribe", "gh"], { AGENT_HOME: h.home });
+  assert.equal(corrupt.code, 1);
+  assert.match(corrupt.stderr, /webhook_subscriptions\.json is corrupt/);
+  assert.equal(await Deno.readTextFile(join(h.home, "webhook_subscriptions.json")), "[1,");
+});

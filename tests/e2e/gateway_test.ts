@@ -1,0 +1,182 @@
+/**
+ * End to end: the real `main.ts gateway run` on a free port in a fresh home, the real CLI,
+ * real GitHub payloads signed by `@octokit/webhooks-methods`, and loopback servers playing the
+ * Telegram Bot API and an OpenAI-compatible endpoint.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { sign } from "@octokit/webhooks-methods";
+import { startFakeTelegram } from "../fakes/chat_servers.ts";
+import { githubExample } from "../fakes/github_examples.ts";
+import { startFakeLlm } from "../fakes/llm_server.ts";
+import { eventually, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
+
+async function postGitHub(
+  url: string,
+  payload: unknown,
+  options: { event: string; secret: string; delivery?: string },
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const body = JSON.stringify(payload);
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": options.event,
+      "x-github-delivery": options.delivery ?? crypto.randomUUID(),
+      "x-hub-signature-256": await sign(options.secret, body),
+    },
+    body,
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+Deno.test("GitHub events flow through the real gateway to a Telegram chat, in both modes", async () => {
+  await using h = await tempHome();
+  await using telegram = startFakeTelegram();
+  await using llm = startFakeLlm({
+    answer: (request) => `Summary: ${request.messages.at(-1)?.content.slice(0, 60)}`,
+  });
+  const env = {
+    AGENT_HOME: h.home,
+    ...telegram.env,
+    OPENAI_BASE_URL: llm.url,
+    OPENAI_API_KEY: llm.apiKey,
+  };
+
+  await using gateway = await startGatewayProcess(env);
+  assert.match(gateway.output(), /Created .*config\.yaml/);
+  const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
+
+  const agentSub = await runCli([
+    "webhook",
+    "subscribe",
+    "gh-agent",
+    "--events",
+    "issues,pull_request,push",
+    "--prompt",
+    "Event {__event__} on {repository.full_name}: {issue.title}{pull_request.title}",
+    "--deliver",
+    "telegram",
+    "--deliver-chat-id",
+    "4242",
+  ], cliEnv);
+  assert.equal(agentSub.code, 0, agentSub.stderr);
+  const secret = agentSub.stdout.match(/Secret:\s+(\S+)/)![1];
+  assert.equal(secret.length, 43);
+
+  const directSub = await runCli([
+    "webhook",
+    "subscribe",
+    "gh-direct",
+    "--deliver-only",
+    "--deliver",
+    "telegram",
+    "--deliver-chat-id",
+    "777",
+    "--secret",
+    "direct-secret-123",
+    "--prompt",
+    "New issue: {issue.title}",
+  ], cliEnv);
+  assert.equal(directSub.code, 0, directSub.stderr);
+
+  const hook = (name: string) => `${gateway.url}/webhooks/${name}`;
+  const issue = githubExample("issues", "opened");
+  const pull = githubExample("pull_request", "opened");
+  const push = githubExample("push");
+
+  // Agent mode: three real events, each persisted (202), answered by the LLM, sent to chat 4242.
+  for (const [event, payload] of [["issues", issue], ["pull_request", pull], ["push", push]]) {
+    const { status, body } = await postGitHub(hook("gh-agent"), payload, { event: event as string, secret });
+    assert.equal(status, 202, JSON.stringify(body));
+    assert.equal(body.status, "accepted");
+  }
+  await eventually(() => telegram.messages.filter((m) => m.to === "4242").length === 3, {
+    what: "three agent answers in the Telegram chat",
+  });
+  const prompts = llm.requests.map((r) => r.messages.at(-1)?.content ?? "");
+  const repo = (issue.repository as { full_name: string }).full_name;
+  assert.ok(prompts.includes(`Event issues.opened on ${repo}: ${(issue.issue as { title: string }).title}{pull_request.title}`));
+  assert.ok(prompts.some((p) => p.startsWith("Event push on")));
+  assert.ok(telegram.messages.every((m) => m.text.startsWith("Summary: Event")));
+
+  // Direct mode: the rendered template is the message; 502 on target failure, then retry works.
+  const delivery = crypto.randomUUID();
+  telegram.failNext(1, { status: 500 });
+  const failed = await postGitHub(hook("gh-direct"), issue, { event: "issues", secret: "direct-secret-123", delivery });
+  assert.equal(failed.status, 502);
+  const retried = await postGitHub(hook("gh-direct"), issue, { event: "issues", secret: "direct-secret-123", delivery });
+  assert.equal(retried.status, 200);
+  assert.equal(retried.body.status, "delivered");
+  const duplicate = await postGitHub(hook("gh-direct"), issue, { event: "issues", secret: "direct-secret-123", delivery });
+  assert.equal(duplicate.body.status, "duplicate");
+  const direct = telegram.messages.filter((m) => m.to === "777");
+  assert.deepEqual(direct.map((m) => m.text), [`New issue: ${(issue.issue as { title: string }).title}`]);
+
+  // Bad input gets its 4xx and the gateway stays up.
+  const bad: [RequestInit & { path?: string }, number][] = [
+    [{ method: "POST", body: "{}", headers: { "x-hub-signature-256": "sha256=00" } }, 401],
+    [{ method: "POST", body: "{}" }, 401],
+    [{ method: "PUT", body: "{}" }, 405],
+    [{ method: "POST", body: "x".repeat(2_000_000) }, 413],
+  ];
+  for (const [init, status] of bad) {
+    const response = await fetch(hook("gh-agent"), init);
+    assert.equal(response.status, status);
+    await response.body?.cancel();
+  }
+  const unknown = await fetch(hook("nope"), { method: "POST", body: "{}" });
+  assert.equal(unknown.status, 404);
+  await unknown.body?.cancel();
+  const health = await fetch(`${gateway.url}/health`);
+  assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" });
+
+  // `agent webhook test` signs with the subscription's secret and reaches the running gateway.
+  const test = await runCli(["webhook", "test", "gh-agent", "--event", "issues"], cliEnv);
+  assert.equal(test.code, 0, test.stdout + test.stderr);
+  assert.match(test.stdout, /202 Accepted/);
+  const ignored = await runCli(["webhook", "test", "gh-agent", "--event", "deployment"], cliEnv);
+  assert.match(ignored.stdout, /"ignored".*\n.*not in the subscription's filter/s);
+
+  // SIGTERM stops it gracefully.
+  assert.equal(await gateway.stop("SIGTERM"), 0);
+  assert.match(gateway.output(), /Gateway stopped/);
+
+  // One line per decision in the log, secrets never written.
+  const log = await Deno.readTextFile(join(h.home, "logs", "gateway.log"));
+  for (const decision of ["accepted", "delivered", "rejected", "duplicate", "failed", "ignored"]) {
+    assert.match(log, new RegExp(decision), `log has a "${decision}" line`);
+  }
+  assert.doesNotMatch(log, new RegExp(secret));
+  assert.doesNotMatch(log, /direct-secret-123/);
+  assert.doesNotMatch(log, new RegExp(telegram.token));
+});
+
+Deno.test("the gateway refuses to start when config.yaml says enabled: false", async () => {
+  await using h = await tempHome({ config: "platforms:\n  webhook:\n    enabled: false\n" });
+  const result = await runCli(["gateway", "run"], { AGENT_HOME: h.home, WEBHOOK_PORT: "0" });
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /Webhook platform is not enabled/);
+  assert.match(result.stderr, /agent gateway setup/);
+});
+
+Deno.test("a new subscription is picked up by the running gateway without a restart", async () => {
+  await using h = await tempHome();
+  const env = { AGENT_HOME: h.home };
+  await using gateway = await startGatewayProcess(env);
+  const before = await fetch(`${gateway.url}/webhooks/late`, { method: "POST", body: "{}" });
+  assert.equal(before.status, 404);
+  await before.body?.cancel();
+  const sub = await runCli(["webhook", "subscribe", "late", "--secret", "late-secret-1"], env);
+  assert.equal(sub.code, 0, sub.stderr);
+  const after = await postGitHub(`${gateway.url}/webhooks/late`, { zen: "x" }, {
+    event: "issues",
+    secret: "late-secret-1",
+  });
+  assert.equal(after.status, 202);
+  const removed = await runCli(["webhook", "remove", "late"], env);
+  assert.equal(removed.code, 0);
+  const gone = await fetch(`${gateway.url}/webhooks/late`, { method: "POST", body: "{}" });
+  assert.equal(gone.status, 404);
+  await gone.body?.cancel();
+});

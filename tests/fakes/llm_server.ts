@@ -1,0 +1,153 @@
+/**
+ * A loopback OpenAI-compatible endpoint for tests: `POST /v1/chat/completions` only.
+ *
+ * It checks the Bearer key and the model, records every request, and answers with what the
+ * test's `answer` function returns: a text (a normal completion), or a failure (an HTTP
+ * status with an optional `Retry-After`, or a hang that ends only when the client gives up
+ * or the server closes). Response shape:
+ * https://platform.openai.com/docs/api-reference/chat/object
+ *
+ * @module
+ */
+
+/** One chat message as the client sent it. */
+export interface FakeLlmMessage {
+  role: string;
+  content: string;
+}
+
+/** A request the fake received. */
+export interface FakeLlmRequest {
+  model: string;
+  messages: FakeLlmMessage[];
+  /** The `Authorization` header. */
+  authorization: string | null;
+  /** The whole JSON body. */
+  body: Record<string, unknown>;
+}
+
+/** What the fake answers: a completion text, or a failure. */
+export type FakeLlmAnswer =
+  | string
+  | { status: number; retryAfter?: string; message?: string }
+  | { hang: true };
+
+/** Options of {@link startFakeLlm}. */
+export interface FakeLlmOptions {
+  /** The accepted API key. @default {"test-key"} */
+  apiKey?: string;
+  /** The only model served; others get 404 `model_not_found`. @default {"test-model"} */
+  model?: string;
+  /**
+   * Decides each answer. @default echoes `"echo: " + <last user message>`
+   * @param request the request, already recorded
+   * @param index its position among the requests, from 0
+   */
+  answer?: (request: FakeLlmRequest, index: number) => FakeLlmAnswer | Promise<FakeLlmAnswer>;
+}
+
+/** A running fake. */
+export interface FakeLlm {
+  /** Base URL ending in `/v1`, for `baseURL` / `OPENAI_BASE_URL`. */
+  url: string;
+  /** Requests received so far (authorised or not), oldest first. */
+  requests: FakeLlmRequest[];
+  /** Stops the server; requests left hanging get a 503. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the fake on 127.0.0.1 and a free port.
+ * @param options key, model and the answer function
+ * @returns the running fake; close it at the end of the test
+ */
+export function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
+  const apiKey = options.apiKey ?? "test-key";
+  const model = options.model ?? "test-model";
+  const answer = options.answer ?? ((request) => `echo: ${lastUserMessage(request)}`);
+  const requests: FakeLlmRequest[] = [];
+  const shutdown = new AbortController();
+
+  async function handle(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (request.method !== "POST" || url.pathname !== "/v1/chat/completions") {
+      await request.body?.cancel();
+      return error(404, "not_found", `No route ${request.method} ${url.pathname}`);
+    }
+    const body = await request.json() as Record<string, unknown>;
+    const recorded: FakeLlmRequest = {
+      model: String(body.model),
+      messages: (body.messages ?? []) as FakeLlmMessage[],
+      authorization: request.headers.get("authorization"),
+      body,
+    };
+    const index = requests.push(recorded) - 1;
+    if (recorded.authorization !== `Bearer ${apiKey}`) {
+      return error(401, "invalid_api_key", "Incorrect API key provided");
+    }
+    if (recorded.model !== model) {
+      return error(404, "model_not_found", `The model ${recorded.model} does not exist`);
+    }
+    const reply = await answer(recorded, index);
+    if (typeof reply === "string") return completion(model, reply);
+    if ("hang" in reply) return await hang(request.signal, shutdown.signal);
+    const headers = reply.retryAfter ? { "retry-after": reply.retryAfter } : undefined;
+    return error(reply.status, "fake_error", reply.message ?? `fake status ${reply.status}`, headers);
+  }
+
+  return new Promise((resolve) => {
+    const server = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      signal: shutdown.signal,
+      onListen: ({ port }) => {
+        resolve({
+          url: `http://127.0.0.1:${port}/v1`,
+          requests,
+          close: async () => {
+            shutdown.abort();
+            await server.finished;
+          },
+        });
+      },
+    }, handle);
+  });
+}
+
+function lastUserMessage(request: FakeLlmRequest): string {
+  const users = request.messages.filter((message) => message.role === "user");
+  return users.at(-1)?.content ?? "";
+}
+
+function completion(model: string, content: string): Response {
+  return Response.json({
+    id: `chatcmpl-${crypto.randomUUID()}`,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  });
+}
+
+function error(
+  status: number,
+  code: string,
+  message: string,
+  headers?: Record<string, string>,
+): Response {
+  return Response.json({ error: { message, type: code, code, param: null } }, {
+    status,
+    headers,
+  });
+}
+
+/** Never answers until the client disconnects or the server closes. */
+function hang(client: AbortSignal, server: AbortSignal): Promise<Response> {
+  return new Promise((resolve) => {
+    const done = () => resolve(error(503, "shutting_down", "fake server closed"));
+    if (client.aborted || server.aborted) return done();
+    client.addEventListener("abort", done, { once: true });
+    server.addEventListener("abort", done, { once: true });
+  });
+}

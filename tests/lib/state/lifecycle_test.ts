@@ -1,0 +1,209 @@
+import assert from "node:assert/strict";
+import { NotFoundError, UsageError } from "../../../lib/errors.ts";
+import { openStateStore } from "../../../lib/state/mod.ts";
+import { newEvent, tempHome, withStore } from "./_fixtures.ts";
+
+const T0 = 1_700_000_000_000;
+
+Deno.test("claimDue() claims due events only, marks them running and opens an attempt", async () => {
+  await withStore({}, async (store) => {
+    const due = await store.accept(newEvent({ receivedAtMs: T0 }));
+    const later = await store.accept(newEvent({ receivedAtMs: T0 + 5_000 }));
+    assert.equal(store.nextDueAtMs(), T0);
+    const claimed = store.claimDue(T0 + 1_000, 10);
+    assert.deepEqual(claimed.map((event) => event.id), [due.eventId]);
+    assert.equal(claimed[0].status, "running");
+    assert.equal(claimed[0].attempts, 1);
+    assert.equal(store.getEvent(due.eventId!)?.status, "running");
+    assert.equal(store.getEvent(later.eventId!)?.status, "queued");
+    assert.equal(store.nextDueAtMs(), T0 + 5_000);
+    assert.deepEqual(store.attempts(due.eventId!), [
+      {
+        eventId: due.eventId,
+        attempt: 1,
+        startedAtMs: T0 + 1_000,
+        finishedAtMs: null,
+        step: "agent",
+        error: null,
+      },
+    ]);
+    assert.equal(store.claimDue(T0 + 1_000, 10).length, 0, "a running event is not claimed twice");
+  });
+});
+
+Deno.test("claimDue() respects its limit and claims the earliest due first", async () => {
+  await withStore({}, async (store) => {
+    const ids = [];
+    for (const offset of [300, 100, 200]) {
+      ids.push((await store.accept(newEvent({ receivedAtMs: T0 + offset }))).eventId);
+    }
+    const claimed = store.claimDue(T0 + 1_000, 2);
+    assert.deepEqual(claimed.map((event) => event.id), [ids[1], ids[2]]);
+  });
+});
+
+Deno.test("markRetry() requeues with the error, and markDelivered() keeps the saved response", async () => {
+  await withStore({}, async (store) => {
+    const { eventId } = await store.accept(newEvent({ receivedAtMs: T0 }));
+    const id = eventId!;
+    store.claimDue(T0, 1);
+    store.markRetry(id, "LLM endpoint answered 503", "agent", T0 + 10_000, T0 + 50);
+    let event = store.getEvent(id)!;
+    assert.equal(event.status, "queued");
+    assert.equal(event.nextAttemptAtMs, T0 + 10_000);
+    assert.equal(event.lastError, "LLM endpoint answered 503");
+    assert.equal(store.nextDueAtMs(), T0 + 10_000);
+
+    const [second] = store.claimDue(T0 + 10_000, 1);
+    assert.equal(second.attempts, 2);
+    store.saveResponse(id, "All good");
+    store.savePartsSent(id, 2);
+    store.markDelivered(id, T0 + 10_500);
+    event = store.getEvent(id)!;
+    assert.equal(event.status, "delivered");
+    assert.equal(event.response, "All good");
+    assert.equal(event.partsSent, 2);
+    assert.equal(event.nextAttemptAtMs, null);
+    assert.deepEqual(
+      store.attempts(id).map((a) => [a.attempt, a.step, a.error, a.finishedAtMs]),
+      [[1, "agent", "LLM endpoint answered 503", T0 + 50], [2, "delivery", null, T0 + 10_500]],
+    );
+  });
+});
+
+Deno.test("markFailed() dead-letters the event and records the step that failed", async () => {
+  await withStore({}, async (store) => {
+    const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    store.claimDue(T0, 1);
+    store.saveResponse(id, "answer");
+    store.markFailed(id, "Slack answered 404 channel_not_found", "delivery", T0 + 10);
+    const event = store.getEvent(id)!;
+    assert.equal(event.status, "failed");
+    assert.equal(event.lastError, "Slack answered 404 channel_not_found");
+    assert.equal(store.attempts(id)[0].step, "delivery");
+    assert.equal(store.nextDueAtMs(), null);
+    assert.equal(store.claimDue(T0 + 100_000, 5).length, 0);
+  });
+});
+
+Deno.test("markDelivered() throws NotFoundError for an unknown event", async () => {
+  await withStore({}, (store) => {
+    assert.throws(() => store.markDelivered("evt_nope", T0), NotFoundError);
+  });
+});
+
+Deno.test("recoverInterrupted() requeues events left running by a crash, due now", async () => {
+  const home = await tempHome();
+  try {
+    const first = openStateStore(home.dbPath);
+    const a = (await first.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    const b = (await first.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    first.claimDue(T0, 1);
+    await first.close(); // the gateway stops while `a` runs
+
+    const second = openStateStore(home.dbPath);
+    assert.equal(second.recoverInterrupted(T0 + 60_000), 1);
+    assert.equal(second.getEvent(a)?.status, "queued");
+    assert.equal(second.getEvent(a)?.nextAttemptAtMs, T0 + 60_000);
+    assert.equal(second.getEvent(b)?.status, "queued");
+    const resumed = second.claimDue(T0 + 60_000, 2).find((event) => event.id === a)!;
+    assert.equal(resumed.attempts, 2, "the interrupted attempt counts");
+    assert.match(second.attempts(a)[0].error ?? "", /interrupted/);
+    assert.equal(second.recoverInterrupted(T0 + 60_000), 2, "both were claimed again");
+    await second.close();
+  } finally {
+    await home.cleanup();
+  }
+});
+
+Deno.test("replay() starts a new attempt series for a failed event", async () => {
+  await withStore({}, async (store) => {
+    const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    store.claimDue(T0, 1);
+    store.saveResponse(id, "old answer");
+    store.savePartsSent(id, 1);
+    store.markFailed(id, "boom", "delivery", T0 + 1);
+    const replayed = store.replay(id.slice(0, 12), T0 + 99);
+    assert.equal(replayed.id, id);
+    assert.equal(replayed.status, "queued");
+    assert.equal(replayed.attempts, 0);
+    assert.equal(replayed.response, null);
+    assert.equal(replayed.partsSent, 0);
+    assert.equal(replayed.lastError, null);
+    assert.equal(replayed.nextAttemptAtMs, T0 + 99);
+    assert.equal(store.claimDue(T0 + 99, 1)[0].attempts, 1);
+    assert.equal(store.attempts(id).length, 2, "the first series stays in the history");
+  });
+});
+
+Deno.test("replay() throws NotFoundError for an unknown id and UsageError for a running event", async () => {
+  await withStore({}, async (store) => {
+    assert.throws(() => store.replay("evt_unknown", T0), NotFoundError);
+    const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    store.claimDue(T0, 1);
+    assert.throws(() => store.replay(id, T0), UsageError);
+    assert.equal(store.getEvent(id)?.status, "running");
+  });
+});
+
+Deno.test("getEvent() finds an event by a unique id prefix and refuses an ambiguous one", async () => {
+  let next = 0;
+  const ids = ["evt_aaa111", "evt_aaa222", "evt_bbb333"];
+  await withStore({ newId: () => ids[next++] }, async (store) => {
+    for (let i = 0; i < 3; i++) await store.accept(newEvent());
+    assert.equal(store.getEvent("evt_bbb")?.id, "evt_bbb333");
+    assert.equal(store.getEvent("evt_aaa222")?.id, "evt_aaa222");
+    assert.equal(store.getEvent("evt_ccc"), null);
+    assert.equal(store.getEvent(""), null);
+    assert.throws(() => store.getEvent("evt_aaa"), (error: Error) => {
+      assert.ok(error instanceof NotFoundError);
+      assert.match(error.message, /ambiguous.*evt_aaa111, evt_aaa222/);
+      return true;
+    });
+  });
+});
+
+Deno.test("listEvents() lists newest first, filters by subscription and status, 20 by default", async () => {
+  await withStore({}, async (store) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i++) {
+      const subscription = i % 2 === 0 ? "even" : "odd";
+      ids.push((await store.accept(newEvent({ subscription, receivedAtMs: T0 + i }))).eventId!);
+    }
+    const all = store.listEvents({});
+    assert.equal(all.length, 20);
+    assert.equal(all[0].id, ids[24]);
+    assert.equal(store.listEvents({ limit: 100 }).length, 25);
+    const odd = store.listEvents({ subscription: "odd", limit: 100 });
+    assert.equal(odd.length, 12);
+    assert.ok(odd.every((event) => event.subscription === "odd"));
+    store.claimDue(T0 + 100, 3);
+    assert.deepEqual(
+      store.listEvents({ status: "running" }).map((event) => event.id),
+      [ids[2], ids[1], ids[0]],
+    );
+    assert.equal(store.listEvents({ subscription: "even", status: "running" }).length, 2);
+  });
+});
+
+Deno.test("prune() deletes old finished events and expired keys, and keeps queued work", async () => {
+  const day = 86_400_000;
+  await withStore({ idempotencyTtlSeconds: 86_400 }, async (store) => {
+    const oldDone = (await store.accept(newEvent({ deliveryId: "k1", receivedAtMs: T0 }))).eventId!;
+    const oldQueued = (await store.accept(newEvent({ receivedAtMs: T0 + 1 }))).eventId!;
+    store.claimDue(T0, 1);
+    store.markDelivered(oldDone, T0 + 5);
+    const fresh = (await store.accept(newEvent({ deliveryId: "k2", receivedAtMs: T0 + 9 * day })))
+      .eventId!;
+    store.claimDue(T0 + 9 * day, 5);
+    store.markFailed(fresh, "x", "agent", T0 + 9 * day);
+
+    const result = store.prune(T0 + 10 * day - 1, { retentionDays: 7 });
+    assert.deepEqual(result, { events: 1, keys: 2 }, "the keys of k1 and of oldQueued expired");
+    assert.equal(store.getEvent(oldDone), null);
+    assert.deepEqual(store.attempts(oldDone), []);
+    assert.ok(store.getEvent(oldQueued), "running work is kept");
+    assert.ok(store.getEvent(fresh));
+    assert.equal(store.hasSeen("gh", "k2", T0 + 9 * day + 1), true);
+  });
+});

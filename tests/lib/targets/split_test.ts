@@ -1,0 +1,180 @@
+import assert from "node:assert/strict";
+import { splitMessage } from "../../../lib/targets/mod.ts";
+
+const MARKER = /^\((\d+)\/(\d+)\)[ \n]/;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Checks the `(i/n)` markers and returns the parts without them. */
+function unnumbered(parts: string[]): string[] {
+  return parts.map((part, index) => {
+    const match = MARKER.exec(part);
+    assert.ok(match, `part ${index + 1} has no (i/n) marker: ${part.slice(0, 40)}`);
+    assert.deepEqual([Number(match[1]), Number(match[2])], [index + 1, parts.length]);
+    return part.slice(match[0].length);
+  });
+}
+
+/** The text without fence lines and whitespace: what must survive splitting unchanged. */
+function substance(text: string): string {
+  return text.split("\n").filter((line) => !FENCE.test(line)).join("").replace(/\s+/g, "");
+}
+
+/** Whether every fence opened in `part` is closed in it (CommonMark: same char, no shorter). */
+function balanced(part: string): boolean {
+  let open: string | undefined;
+  for (const line of part.split("\n")) {
+    const match = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line.trimEnd());
+    if (match === null) continue;
+    const [, marker, rest] = match;
+    if (open === undefined) open = marker;
+    else if (marker[0] === open[0] && marker.length >= open.length && rest.trim() === "") {
+      open = undefined;
+    }
+  }
+  return open === undefined;
+}
+
+function checkParts(text: string, maxChars: number): string[] {
+  const parts = splitMessage(text, maxChars);
+  for (const part of parts) {
+    assert.ok(part.length <= maxChars, `a part of ${part.length} > ${maxChars}`);
+    assert.ok(!LONE_SURROGATE.test(part), "a surrogate pair was split");
+  }
+  if (parts.length === 1) return parts;
+  const bodies = unnumbered(parts);
+  assert.equal(substance(bodies.join("\n")), substance(text));
+  return bodies;
+}
+
+/** Long Markdown as an agent writes it: headings, paragraphs, a list, code, a long URL. */
+function markdown(): string {
+  const code = Array.from(
+    { length: 60 },
+    (_, i) => `  const value${i} = compute(${i}, "some argument that makes the line longer");`,
+  ).join("\n");
+  const list = Array.from({ length: 25 }, (_, i) => `- item ${i}: check the build of service ${i}`);
+  return [
+    "# Build report 🚀",
+    "The pipeline for `main` failed in three jobs. Here is what happened and what to do next. "
+      .repeat(12),
+    list.join("\n"),
+    "```ts\nfunction main() {\n" + code + "\n}\n```",
+    `Logs: https://ci.example.com/${"a1b2c3d4".repeat(80)}`,
+    "Emoji everywhere 🎉✅❌🔥 ".repeat(60),
+    "~~~json\n" + JSON.stringify({ jobs: Array.from({ length: 40 }, (_, i) => i) }, null, 2) +
+    "\n~~~",
+    "Thanks for reading.",
+  ].join("\n\n");
+}
+
+Deno.test("splitMessage() returns a message that fits as it is, without a number", () => {
+  assert.deepEqual(splitMessage("hello  \n", 100), ["hello  \n"]);
+  assert.deepEqual(splitMessage("x".repeat(100), 100), ["x".repeat(100)]);
+});
+
+Deno.test("splitMessage() cuts between paragraphs before lines", () => {
+  const text = `${"A".repeat(30)}\n${"B".repeat(10)}\n\n${"C".repeat(30)}`;
+  assert.deepEqual(splitMessage(text, 60), [
+    `(1/2) ${"A".repeat(30)}\n${"B".repeat(10)}`,
+    `(2/2) ${"C".repeat(30)}`,
+  ]);
+});
+
+Deno.test("splitMessage() cuts between lines when a paragraph is too long", () => {
+  const lines = Array.from(
+    { length: 20 },
+    (_, i) => `line ${String(i).padStart(2, "0")} of the log`,
+  );
+  const bodies = checkParts(lines.join("\n"), 100);
+  for (const body of bodies) {
+    for (const line of body.split("\n")) assert.ok(lines.includes(line), `cut line: ${line}`);
+  }
+});
+
+Deno.test("splitMessage() cuts between words when a line is too long", () => {
+  const words = Array.from({ length: 200 }, (_, i) => `word${i}`);
+  const bodies = checkParts(words.join(" "), 80);
+  assert.deepEqual(bodies.join(" ").split(" "), words);
+});
+
+Deno.test("splitMessage() hard-cuts a word longer than a part", () => {
+  const text = `start ${"x".repeat(500)} end`;
+  const bodies = checkParts(text, 100);
+  assert.equal(bodies.join("").replace(/\s/g, ""), text.replace(/\s/g, ""));
+  assert.ok(bodies.length >= 6);
+});
+
+Deno.test("splitMessage() never splits a surrogate pair or an emoji sequence", () => {
+  checkParts("😀".repeat(300), 101);
+  checkParts(`a${"😀".repeat(300)}`, 100);
+  const family = "👨‍👩‍👧‍👦";
+  for (const body of checkParts(family.repeat(40), 120)) {
+    assert.match(body, new RegExp(`^(${family})+$`, "u"));
+  }
+});
+
+Deno.test("splitMessage() closes a code fence at a cut and reopens it with its info string", () => {
+  const code = Array.from({ length: 30 }, (_, i) => `print(${i})  # step ${i}`).join("\n");
+  const text = `Run this:\n\n\`\`\`python\n${code}\n\`\`\`\n\nDone.`;
+  const parts = splitMessage(text, 200);
+  const bodies = checkParts(text, 200);
+  assert.ok(bodies.length >= 3);
+  for (const [index, body] of bodies.entries()) {
+    assert.ok(balanced(body), `part ${index + 1} leaves a fence open:\n${body}`);
+    if (index > 0) {
+      assert.ok(body.startsWith("```python\n"), `part ${index + 1} does not reopen the fence`);
+      assert.match(parts[index], /^\(\d+\/\d+\)\n```python\n/);
+    }
+  }
+  // The original opening line plus one reopening per later part.
+  const openings = bodies.join("\n").split("\n").filter((line) => line === "```python");
+  assert.equal(openings.length, bodies.length);
+});
+
+Deno.test("splitMessage() numbers parts within the limit when there are more than nine", () => {
+  const parts = checkParts("word ".repeat(400).trim(), 60);
+  assert.ok(parts.length >= 10);
+  assert.match(splitMessage("word ".repeat(400).trim(), 60).at(-1)!, /^\(\d\d\/\d\d\) /);
+});
+
+Deno.test("splitMessage() keeps long Markdown whole, balanced and within every platform limit", () => {
+  const text = markdown();
+  for (const limit of [150, 400, 1000, 2000, 4000]) {
+    const bodies = checkParts(text, limit);
+    assert.ok(bodies.length >= 2, `${limit}`);
+    bodies.forEach((body, index) => assert.ok(balanced(body), `limit ${limit} part ${index + 1}`));
+  }
+});
+
+Deno.test("splitMessage() drops whitespace at cut points and never yields an empty part", () => {
+  const text = `${"a ".repeat(60)}\n\n\n\n      \n\n${"b ".repeat(60)}      \n\n   `;
+  const parts = splitMessage(text, 70);
+  for (const body of unnumbered(parts)) {
+    assert.notEqual(body.trim(), "");
+    assert.equal(body, body.trimEnd());
+  }
+});
+
+Deno.test("splitMessage() refuses a limit too small for a numbered part", () => {
+  assert.throws(() => splitMessage("x".repeat(50), 10), RangeError);
+});
+
+Deno.test("splitMessage() keeps its promises on 300 seeded random Markdown texts", () => {
+  let seed = 42;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const atoms = ["word", "longer-word", "😀", "👨‍👩‍👧‍👦", " ", " ", "\n", "\n\n", "\t", "é", "🇫🇷"]
+    .concat(["\n```ts\n", "\n```\n", "\n~~~\n", "x".repeat(50), "    indented", "`inline`"]);
+  for (let run = 0; run < 300; run++) {
+    const length = Math.floor(random() * 400);
+    const text = Array.from({ length }, () => atoms[Math.floor(random() * atoms.length)]).join("");
+    const limit = 60 + Math.floor(random() * 300);
+    const bodies = checkParts(text, limit);
+    if (bodies.length === 1) continue;
+    for (const body of bodies) assert.notEqual(body.trim(), "");
+    // Every part but the last closes what it opens; the last may end as the text does.
+    for (const part of splitMessage(text, limit).slice(0, -1)) {
+      assert.ok(balanced(part), `limit ${limit}: ${JSON.stringify(part)}`);
+    }
+  }
+});
