@@ -6,6 +6,7 @@
  */
 import { loadConfig } from "../lib/config.ts";
 import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
+import { setEnvValues } from "../lib/env_file.ts";
 import { UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { generateSecret, parseFlags } from "./_shared.ts";
@@ -19,7 +20,29 @@ are given, applies the flags without asking:
   --port N                 listen port (8644)
   --secret SECRET          global HMAC secret for static routes
   --generate-secret        generate a global secret (32 random bytes)
-  --yes                    accept the defaults for everything not given`;
+  --yes                    accept the defaults for everything not given
+Tokens and home channels for the targets go to ~/.agent/.env (mode 0600):
+  --telegram-token T  --telegram-home CHAT     --discord-token T  --discord-home CHANNEL
+  --slack-token T     --slack-home CHANNEL     --github-token T   --gitlab-token T`;
+
+/** Setup flags that are written to `.env`, and their variables. */
+const ENV_FLAGS = {
+  "telegram-token": "TELEGRAM_BOT_TOKEN",
+  "telegram-home": "TELEGRAM_HOME_CHANNEL",
+  "discord-token": "DISCORD_BOT_TOKEN",
+  "discord-home": "DISCORD_HOME_CHANNEL",
+  "slack-token": "SLACK_BOT_TOKEN",
+  "slack-home": "SLACK_HOME_CHANNEL",
+  "github-token": "GITHUB_TOKEN",
+  "gitlab-token": "GITLAB_TOKEN",
+} as const;
+
+/** The chat platforms the wizard offers, with their token and home channel variables. */
+const CHAT_PLATFORMS = {
+  telegram: ["TELEGRAM_BOT_TOKEN", "TELEGRAM_HOME_CHANNEL"],
+  discord: ["DISCORD_BOT_TOKEN", "DISCORD_HOME_CHANNEL"],
+  slack: ["SLACK_BOT_TOKEN", "SLACK_HOME_CHANNEL"],
+} as const;
 
 const options = {
   enable: { type: "boolean" },
@@ -29,6 +52,7 @@ const options = {
   secret: { type: "string" },
   "generate-secret": { type: "boolean" },
   yes: { type: "boolean" },
+  ...Object.fromEntries(Object.keys(ENV_FLAGS).map((flag) => [flag, { type: "string" as const }])),
 } as const;
 
 interface Answers {
@@ -36,6 +60,8 @@ interface Answers {
   host: string;
   port: number;
   secret?: string;
+  /** Variables for `.env`: tokens and home channels. */
+  env: Record<string, string>;
 }
 
 /** `agent gateway setup`. */
@@ -65,6 +91,11 @@ export const gatewaySetup: Command = {
           (values["generate-secret"] || (!current.secret && values.yes)
             ? generateSecret()
             : undefined),
+        env: Object.fromEntries(
+          Object.entries(ENV_FLAGS)
+            .filter(([flag]) => typeof values[flag as keyof typeof values] === "string")
+            .map(([flag, key]) => [key, values[flag as keyof typeof values] as string]),
+        ),
       }
       : await ask(ctx, current);
     const edits: ConfigEdit[] = [
@@ -76,12 +107,15 @@ export const gatewaySetup: Command = {
       edits.push({ path: ["platforms", "webhook", "extra", "secret"], value: answers.secret });
     }
     await editConfigFile(config.paths.config, edits);
+    const envKeys = Object.keys(answers.env);
+    if (envKeys.length > 0) await setEnvValues(config.paths.envFile, answers.env);
     ctx.stdout(
       [
         `Wrote ${config.paths.config}`,
         `  webhooks: ${answers.enabled ? "enabled" : "disabled"}`,
         `  listen:   ${answers.host}:${answers.port}`,
         answers.secret ? `  secret:   ${answers.secret}` : "  secret:   (unchanged)",
+        ...(envKeys.length ? [`Wrote ${envKeys.join(", ")} to ${config.paths.envFile}`] : []),
         "",
         answers.enabled
           ? "Next: agent gateway run   (then: agent webhook subscribe <name>)"
@@ -127,7 +161,32 @@ async function ask(
     host,
     port,
     secret: secret || (current.secret ? undefined : generateSecret()),
+    env: await askChatPlatform(ctx, line),
   };
+}
+
+/** Optionally asks for one chat platform's bot token and home channel. */
+async function askChatPlatform(
+  ctx: CommandContext,
+  line: (question: string) => Promise<string>,
+): Promise<Record<string, string>> {
+  const names = Object.keys(CHAT_PLATFORMS);
+  const platform = await askUntil(
+    ctx,
+    () => line(`Chat platform for answers (${names.join("/")}, Enter to skip) `),
+    (a) => {
+      if (a === "" || a in CHAT_PLATFORMS) return a.toLowerCase();
+      throw new UsageError(`Answer one of ${names.join(", ")}, or press Enter`);
+    },
+  );
+  if (!platform) return {};
+  const [tokenKey, homeKey] = CHAT_PLATFORMS[platform as keyof typeof CHAT_PLATFORMS];
+  const env: Record<string, string> = {};
+  const token = await line(`${tokenKey} (Enter to skip) `);
+  if (token) env[tokenKey] = token;
+  const home = await line(`${homeKey}: default chat or channel id (Enter to skip) `);
+  if (home) env[homeKey] = home;
+  return env;
 }
 
 /** Asks again, up to three times, while the answer does not parse. */

@@ -45,7 +45,9 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
 
   return async ({ prompt, systemPrompt }) => {
     if (!client) {
-      const missing = apiKey ? "no model (agent.model or AGENT_MODEL)" : "OPENAI_API_KEY is not set";
+      const missing = apiKey
+        ? "no model (agent.model or AGENT_MODEL)"
+        : "OPENAI_API_KEY is not set";
       throw new AgentError(`Cannot run the agent: ${missing}`, { permanent: true });
     }
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [];

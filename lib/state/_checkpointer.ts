@@ -30,7 +30,11 @@ export interface Checkpointer {
   close(): Promise<void>;
 }
 
-/** Runs in the worker; plain JavaScript so that it loads from a blob URL (also when compiled). */
+/**
+ * Runs in the worker. Plain JavaScript loaded from a blob URL, so there is no module file to
+ * ship next to a compiled executable; if the thread cannot start anyway, the store falls back
+ * to SQLite's own checkpoints.
+ */
 const WORKER_SOURCE = `
 import { DatabaseSync } from "node:sqlite";
 let db;
@@ -39,6 +43,7 @@ self.onmessage = ({ data }) => {
     try {
       db = new DatabaseSync(data.path);
       db.exec("PRAGMA synchronous = " + data.synchronous);
+      db.exec("PRAGMA cache_size = -256"); // checkpoints copy WAL frames, not cached pages
     } catch (error) {
       self.postMessage({ failed: String(error) });
     }

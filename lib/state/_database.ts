@@ -22,6 +22,12 @@ export interface DatabaseOptions {
   busyTimeoutMs?: number;
   /** Largest the database may grow, in bytes; past it writes fail as on a full disk. */
   maxDatabaseBytes?: number;
+  /**
+   * Run WAL checkpoints on a worker thread (see `_checkpointer.ts`) instead of inside the
+   * commits of the event loop. The gateway wants this; a short-lived CLI command does not need
+   * the thread. @default {true}
+   */
+  backgroundCheckpoints?: boolean;
 }
 
 const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source, mode, payload, " +
@@ -105,7 +111,9 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
       Object.entries(STATEMENTS).map(([name, sql]) => [name, db!.prepare(sql)]),
     ) as Statements;
     const opened = db;
-    const checkpointer = path === ":memory:" ? undefined : backgroundCheckpoints(opened, path);
+    const checkpointer = path === ":memory:" || options.backgroundCheckpoints === false
+      ? undefined
+      : backgroundCheckpoints(opened, path);
     return {
       db,
       statements,

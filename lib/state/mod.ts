@@ -3,8 +3,14 @@
  * attempts, and idempotency keys, in one SQLite database (`state/gateway.db`, WAL mode).
  *
  * An agent-mode event is answered 202 only after {@link StateStore.accept} has committed it;
- * concurrent accepts share one transaction (group commit). The worker then moves each event
- * `queued → running → delivered | failed`.
+ * concurrent accepts share one transaction (group commit), which is what makes a durable
+ * ingest path fast. The worker then moves each event `queued → running → delivered | failed`.
+ *
+ * Durability: WAL mode with `synchronous=NORMAL` by default, so a committed event survives a
+ * crash of the process (kill -9) but the last commits may be lost on a power loss or an OS
+ * crash; `synchronous: "FULL"` survives those too, at one fsync per group commit. Idempotency
+ * keys live in the database (not in memory), scoped per subscription, for
+ * `idempotencyTtlSeconds`.
  *
  * @module
  */

@@ -33,14 +33,16 @@ async function postGitHub(
 Deno.test("GitHub events flow through the real gateway to a Telegram chat, in both modes", async () => {
   await using h = await tempHome();
   await using telegram = startFakeTelegram();
-  await using llm = startFakeLlm({
+  const llm = await startFakeLlm({
     answer: (request) => `Summary: ${request.messages.at(-1)?.content.slice(0, 60)}`,
   });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
   const env = {
     AGENT_HOME: h.home,
     ...telegram.env,
     OPENAI_BASE_URL: llm.url,
-    OPENAI_API_KEY: llm.apiKey,
+    OPENAI_API_KEY: "test-key",
+    AGENT_MODEL: "test-model",
   };
 
   await using gateway = await startGatewayProcess(env);

@@ -92,7 +92,12 @@ export function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
     if (typeof reply === "string") return completion(model, reply);
     if ("hang" in reply) return await hang(request.signal, shutdown.signal);
     const headers = reply.retryAfter ? { "retry-after": reply.retryAfter } : undefined;
-    return error(reply.status, "fake_error", reply.message ?? `fake status ${reply.status}`, headers);
+    return error(
+      reply.status,
+      "fake_error",
+      reply.message ?? `fake status ${reply.status}`,
+      headers,
+    );
   }
 
   return new Promise((resolve) => {

@@ -221,3 +221,49 @@ Deno.test("hasSeen() and recordDirect() leave a failed direct delivery retryable
     assert.deepEqual(store.attempts(failedId).map((a) => [a.step, a.error]), [["delivery", "502"]]);
   });
 });
+
+Deno.test("accept() resolves only for committed events: all of them survive kill -9", async () => {
+  const home = await tempHome();
+  const storeModule = new URL("../../../lib/state/mod.ts", import.meta.url).href;
+  const script = `
+    import { openStateStore } from ${JSON.stringify(storeModule)};
+    const store = openStateStore(Deno.args[0]);
+    for (let round = 0; round < 20; round++) {
+      const results = await Promise.all(Array.from({ length: 25 }, (_, i) =>
+        store.accept({ subscription: "gh", eventType: "push", deliveryId: round + "-" + i,
+          dedupe: true, source: "github", mode: "agent", payload: "{}", prompt: "p",
+          route: { deliver: "log", skills: [] }, receivedAtMs: Date.now() })));
+      for (const result of results) console.log(result.eventId);
+    }
+    console.log("done");
+    await new Promise(() => {}); // killed while the store is still open
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--ext=ts", script, home.dbPath],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  try {
+    const lines: string[] = [];
+    let buffer = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      lines.push(...buffer.split("\n").slice(0, -1));
+      buffer = buffer.slice(buffer.lastIndexOf("\n") + 1);
+      if (lines.includes("done")) break;
+    }
+    child.kill("SIGKILL");
+    await child.status;
+    const ids = lines.filter((line) => line.startsWith("evt_"));
+    assert.equal(ids.length, 500);
+    const store = openStateStore(home.dbPath);
+    try {
+      const missing = ids.filter((id) => store.getEvent(id)?.status !== "queued");
+      assert.deepEqual(missing, []);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await home.cleanup();
+  }
+});

@@ -1,0 +1,177 @@
+/**
+ * `agent webhook rotate-secret <name>`: gives a dynamic subscription a new secret and keeps the
+ * old one valid for a grace period, so the sender can be switched over without losing events.
+ * The gateway accepts the secret and every `previous_secrets` entry until its `expires_at`.
+ *
+ * @module
+ */
+import { webhookUrl } from "../lib/config.ts";
+import { NotFoundError, UsageError } from "../lib/errors.ts";
+import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
+import { updateSubscriptions } from "../lib/subscription_store.ts";
+import type { Command } from "./_command.ts";
+import { generateSecret, loadEnabledConfig, parseFlags } from "./_shared.ts";
+
+/** Grace period when `--grace` is not given: one day. */
+export const DEFAULT_GRACE = "24h";
+/** Longest grace period accepted, in milliseconds (365 days): an old secret must end. */
+export const MAX_GRACE_MS = 365 * 24 * 60 * 60 * 1000;
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+const usage =
+  `Usage: agent webhook rotate-secret <name> [--grace DURATION] [--secret SECRET] [--json]
+
+Issues a new secret for the subscription <name>. The old secret stays valid for the grace
+period so the sender can be updated; secrets of earlier rotations that have expired are dropped.
+
+Options:
+  --grace DURATION   how long the old secret is still accepted: 30m, 24h, 7d, 90s, or 0 to
+                     stop it at once (default ${DEFAULT_GRACE}, at most 365d)
+  --secret SECRET    the new secret (default: 32 random bytes, base64url)
+  --json             print the result as JSON`;
+
+const options = {
+  grace: { type: "string" },
+  secret: { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** `agent webhook rotate-secret`. */
+export const webhookRotateSecret: Command = {
+  path: ["webhook", "rotate-secret"],
+  summary: "Issue a new secret for a subscription, keeping the old one for a grace period",
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseFlags(argv, options, usage);
+    if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
+    const name = positionals[0];
+    if (!NAME_PATTERN.test(name)) {
+      const quoted = JSON.stringify(name);
+      throw new UsageError(
+        `Cannot rotate the secret of ${quoted}: name must match ${NAME_PATTERN.source}`,
+      );
+    }
+    const graceMs = parseGrace(values.grace ?? DEFAULT_GRACE);
+    const newSecret = values.secret ?? generateSecret();
+    if (newSecret.length < 8) throw new UsageError("--secret must be at least 8 characters");
+
+    const config = await loadEnabledConfig(ctx);
+    if (!config) return 1;
+    if (config.webhook.routes.has(name)) {
+      throw new UsageError(
+        `Cannot rotate the secret of "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,
+      );
+    }
+    const nowMs = ctx.now();
+    const { record, retired } = await updateSubscriptions(config.paths.subscriptions, (records) => {
+      if (!Object.hasOwn(records, name)) {
+        throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+      }
+      if (records[name].secret === newSecret) {
+        throw new UsageError(`--secret is the current secret of "${name}": nothing to rotate`);
+      }
+      const result = rotate(records[name], newSecret, { nowMs, graceMs });
+      records[name] = result.record;
+      return result;
+    });
+
+    const url = webhookUrl(config.webhook, name);
+    ctx.stdout(
+      values.json
+        ? JSON.stringify({ name, webhook_url: url, ...secretsOf(record) }, null, 2)
+        : describeRotation(name, url, record, retired, nowMs),
+    );
+    return 0;
+  },
+};
+
+/**
+ * Parses a grace period.
+ * @param text `0`, or a whole number followed by `s`, `m`, `h` or `d` (`30m`, `24h`, `7d`)
+ * @returns the period in milliseconds
+ * @throws UsageError for any other text, or a period longer than {@link MAX_GRACE_MS}
+ */
+export function parseGrace(text: string): number {
+  const trimmed = text.trim();
+  if (trimmed === "0") return 0;
+  const match = /^(\d{1,9})([smhd])$/.exec(trimmed);
+  if (!match) {
+    const got = JSON.stringify(text);
+    throw new UsageError(`--grace must be 0 or a number with a unit (30m, 24h, 7d), got ${got}`);
+  }
+  const ms = Number(match[1]) * UNIT_MS[match[2]];
+  if (ms > MAX_GRACE_MS) throw new UsageError(`--grace must be at most 365d, got ${text}`);
+  return ms;
+}
+
+/** A secret kept after a rotation, as stored in `previous_secrets`. */
+export type PreviousSecret = { secret: string; expires_at: string };
+
+/**
+ * The record after a rotation: `newSecret` becomes the secret, the old secret is kept in
+ * `previous_secrets` until `nowMs + graceMs` (not kept at all for a zero grace), and entries
+ * that have expired, cannot be read, or repeat the new secret are dropped.
+ * @param record the stored subscription (not modified)
+ * @param newSecret the secret to issue
+ * @param options `nowMs`: the clock in milliseconds; `graceMs`: how long the old secret lives
+ * @returns the new record (with `updated_at` set to now) and the entry that keeps the old
+ *   secret, if one was added
+ */
+export function rotate(
+  record: Subscription,
+  newSecret: string,
+  options: { nowMs: number; graceMs: number },
+): { record: Subscription; retired?: PreviousSecret } {
+  const { nowMs, graceMs } = options;
+  // The gateway ignores an entry whose expires_at is unreadable (NaN); drop it too.
+  const previous = (record.previous_secrets ?? []).filter((entry) =>
+    Date.parse(entry.expires_at) > nowMs && entry.secret !== newSecret
+  );
+  let retired: PreviousSecret | undefined;
+  if (record.secret && graceMs > 0) {
+    retired = { secret: record.secret, expires_at: new Date(nowMs + graceMs).toISOString() };
+    previous.push(retired);
+  }
+  return {
+    record: {
+      ...record,
+      secret: newSecret,
+      previous_secrets: previous.length ? previous : undefined,
+      updated_at: new Date(nowMs).toISOString(),
+    },
+    retired,
+  };
+}
+
+function secretsOf(record: Subscription) {
+  return { secret: record.secret, previous_secrets: record.previous_secrets ?? [] };
+}
+
+function describeRotation(
+  name: string,
+  url: string,
+  record: Subscription,
+  old: PreviousSecret | undefined,
+  nowMs: number,
+): string {
+  const lines = [
+    `Rotated the secret of subscription "${name}"`,
+    `  URL:         ${url}`,
+    `  New secret:  ${record.secret}`,
+  ];
+  if (old) lines.push(`  Old secret:  ${old.secret} (accepted until ${old.expires_at})`);
+  else lines.push("  Old secret:  no longer accepted");
+  for (const entry of record.previous_secrets ?? []) {
+    if (entry !== old && Date.parse(entry.expires_at) > nowMs) {
+      lines.push(`  Earlier:     ${entry.secret} (accepted until ${entry.expires_at})`);
+    }
+  }
+  lines.push(
+    "",
+    old
+      ? `Give the sender the new secret before ${old.expires_at}; the old one is refused after.`
+      : "Give the sender the new secret now: requests signed with the old one are refused.",
+  );
+  return lines.join("\n");
+}

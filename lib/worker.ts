@@ -1,0 +1,298 @@
+/**
+ * The worker (CONTRACT §8): claims queued events from the state store, runs the agent, delivers
+ * the answer, and decides what a failure means: retry later with backoff, or dead letter.
+ *
+ * Per event: when it has no saved response (agent mode), the agent runs with the system prompt
+ * of the event's skills and its answer is saved at once, so a delivery retry does not run the
+ * agent again; then the answer (or, for a replayed direct-mode event, the message itself) is
+ * delivered, resuming after the parts already sent. At most `maxConcurrency` events are in
+ * progress at once.
+ *
+ * @module
+ */
+import { retryDelayMs } from "./_retry.ts";
+import { AgentError, ConfigError, NotFoundError, TargetError } from "./errors.ts";
+import type { AgentRunner } from "./agents/mod.ts";
+import type { EventSource, StateStore, StoredEvent } from "./state/mod.ts";
+
+/** What the worker hands to the delivery function (see `lib/targets`). */
+export interface DeliveryJob {
+  /** Target name from the subscription (`log`, `telegram`, `origin`, ...). */
+  target: string;
+  /** Rendered `deliver_extra.chat_id`, when set. */
+  chatId?: string;
+  /** The message: the agent's answer, or a direct-mode event's rendered template. */
+  text: string;
+  /** The parsed payload (for `origin`, `github_comment`, ...). */
+  payload: unknown;
+  source: EventSource;
+  subscription: string;
+  eventType: string;
+  eventId: string;
+  deliveryId: string;
+  /** Parts of a split message delivered by an earlier attempt: not sent again. */
+  partsAlreadySent?: number;
+}
+
+/**
+ * Delivers a message to its target.
+ * @param job what to deliver where
+ * @param onPartSent called after each part is delivered, with the number of parts delivered so
+ *   far (counting `partsAlreadySent`), so a crash in the middle does not resend them
+ * @throws TargetError when the delivery fails (`permanent`, `retryAfterSeconds`)
+ */
+export type DeliverFn = (
+  job: DeliveryJob,
+  onPartSent: (partsSent: number) => void,
+) => Promise<unknown>;
+
+/**
+ * Schedules a callback; returns a function that cancels it. Tests pass a fake one.
+ * @default setTimeout/clearTimeout
+ */
+export type SetTimer = (callback: () => void, delayMs: number) => () => void;
+
+/** How failures are retried. */
+export interface RetryPolicy {
+  /** Attempts per event before it is dead-lettered. @default {5} */
+  maxAttempts: number;
+  /** Backoff after the first failure, in ms; doubles each attempt. @default {10_000} */
+  initialDelayMs: number;
+  /** Longest backoff, in ms (a `Retry-After` may ask for more). @default {3_600_000} */
+  maxDelayMs: number;
+}
+
+/** What the worker needs. */
+export interface WorkerDeps {
+  store: StateStore;
+  runAgent: AgentRunner;
+  deliver: DeliverFn;
+  /** Builds the system prompt for a list of skills (`systemPromptFor` bound to the folder). */
+  systemPrompt: (skills: string[]) => Promise<string>;
+  /** Clock, in ms since the epoch. */
+  now: () => number;
+  /** A value in [0, 1), for the backoff jitter. */
+  random: () => number;
+  setTimer?: SetTimer;
+  /** Events in progress at once. @default {2} */
+  maxConcurrency?: number;
+  retry?: Partial<RetryPolicy>;
+  /** How often the queue is checked for events queued by another process (a CLI replay), ms. @default {1000} */
+  pollIntervalMs?: number;
+  /** One line per decision. */
+  log: (level: "info" | "warn" | "error", message: string, props: Record<string, unknown>) => void;
+}
+
+/** A running worker. */
+export interface EventWorker {
+  /** Requeues events a previous run left `running`, then starts claiming. */
+  start(): void;
+  /** Tells the worker an event was just accepted, so it need not wait for its timer. */
+  notify(): void;
+  /**
+   * Stops claiming, then waits for the events in progress, at most `deadlineMs` milliseconds.
+   * What is left stays `queued` or `running` in the store and is resumed by the next start.
+   */
+  stop(options: { deadlineMs: number }): Promise<void>;
+  /** Resolves when nothing is in progress and nothing is due now (for tests). */
+  idle(): Promise<void>;
+}
+
+const MAX_ERROR_CHARS = 2000;
+
+/**
+ * Creates the worker; nothing happens until `start()`.
+ * @param deps store, agent runner, delivery, clock, timers, limits and log
+ * @returns the worker
+ */
+export function createWorker(deps: WorkerDeps): EventWorker {
+  const { store, log } = deps;
+  const setTimer = deps.setTimer ?? realTimer;
+  const maxConcurrency = Math.max(1, deps.maxConcurrency ?? 2);
+  const pollIntervalMs = deps.pollIntervalMs ?? 1000;
+  const retry: RetryPolicy = {
+    maxAttempts: deps.retry?.maxAttempts ?? 5,
+    initialDelayMs: deps.retry?.initialDelayMs ?? 10_000,
+    maxDelayMs: deps.retry?.maxDelayMs ?? 3_600_000,
+  };
+  const running = new Map<string, Promise<void>>();
+  let started = false;
+  let stopping = false;
+  let pumpQueued = false;
+  let cancelTimer: (() => void) | undefined;
+
+  function pump(): void {
+    if (!started || stopping) return;
+    let claimFailed = false;
+    const free = maxConcurrency - running.size;
+    if (free > 0) {
+      try {
+        for (const event of store.claimDue(deps.now(), free)) launch(event);
+      } catch (error) {
+        claimFailed = true;
+        log("error", "claim failed", { error: describe(error) });
+      }
+    }
+    wakeLater(claimFailed);
+  }
+
+  /** Sets the timer for the next due event, and never later than the poll interval. */
+  function wakeLater(useInterval: boolean): void {
+    cancelTimer?.();
+    let delayMs = pollIntervalMs;
+    if (!useInterval && running.size < maxConcurrency) {
+      const due = store.nextDueAtMs();
+      if (due !== null) delayMs = Math.min(pollIntervalMs, Math.max(1, due - deps.now()));
+    }
+    cancelTimer = setTimer(pump, delayMs);
+  }
+
+  function launch(event: StoredEvent): void {
+    const task = runEvent(event)
+      .catch((error) => {
+        log("error", "worker error", { eventId: event.id, error: describe(error) });
+      })
+      .finally(() => {
+        running.delete(event.id);
+        pump();
+      });
+    running.set(event.id, task);
+  }
+
+  async function runEvent(event: StoredEvent): Promise<void> {
+    const context = {
+      eventId: event.id,
+      subscription: event.subscription,
+      attempt: event.attempts,
+    };
+    let step: "agent" | "delivery" = "delivery";
+    try {
+      let text = event.mode === "agent" && event.response !== null ? event.response : event.prompt;
+      if (event.mode === "agent" && event.response === null) {
+        step = "agent";
+        const startedAt = deps.now();
+        const systemPrompt = await deps.systemPrompt(event.route.skills);
+        text = await deps.runAgent({ prompt: event.prompt, systemPrompt, eventId: event.id });
+        store.saveResponse(event.id, text);
+        log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
+        step = "delivery";
+      }
+      await deps.deliver(
+        jobFor(event, text),
+        (partsSent) => store.savePartsSent(event.id, partsSent),
+      );
+      store.markDelivered(event.id, deps.now());
+      log("info", "delivered", { ...context, target: event.route.deliver });
+    } catch (error) {
+      decide(event, step, error, context);
+    }
+  }
+
+  function decide(
+    event: StoredEvent,
+    step: "agent" | "delivery",
+    error: unknown,
+    context: Record<string, unknown>,
+  ): void {
+    const message = describe(error);
+    const nowMs = deps.now();
+    const permanent = isPermanent(error);
+    if (permanent || event.attempts >= retry.maxAttempts) {
+      store.markFailed(event.id, message, step, nowMs);
+      const reason = permanent ? "permanent error" : `${event.attempts} attempts`;
+      log("error", "failed", { ...context, step, reason, error: message });
+      return;
+    }
+    const retryAfterSeconds = error instanceof AgentError || error instanceof TargetError
+      ? error.retryAfterSeconds
+      : undefined;
+    const delayMs = retryDelayMs(event.attempts, {
+      ...retry,
+      random: deps.random,
+      retryAfterSeconds,
+    });
+    store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
+    log("warn", "retry scheduled", { ...context, step, delayMs, error: message });
+  }
+
+  return {
+    start() {
+      if (started) return;
+      started = true;
+      stopping = false;
+      const recovered = store.recoverInterrupted(deps.now());
+      if (recovered > 0) log("info", "resumed interrupted events", { count: recovered });
+      pump();
+    },
+    notify() {
+      if (!started || stopping || pumpQueued || running.size >= maxConcurrency) return;
+      pumpQueued = true;
+      queueMicrotask(() => {
+        pumpQueued = false;
+        pump();
+      });
+    },
+    async stop({ deadlineMs }) {
+      stopping = true;
+      cancelTimer?.();
+      cancelTimer = undefined;
+      if (running.size === 0) return;
+      let cancelDeadline: (() => void) | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        cancelDeadline = setTimer(resolve, deadlineMs);
+      });
+      await Promise.race([Promise.allSettled([...running.values()]), deadline]);
+      cancelDeadline?.();
+      if (running.size > 0) {
+        log("warn", "worker stopped with events in progress", { running: [...running.keys()] });
+      }
+    },
+    async idle() {
+      while (true) {
+        if (running.size > 0) {
+          await Promise.allSettled([...running.values()]);
+          continue;
+        }
+        const due = store.nextDueAtMs();
+        if (!started || stopping || due === null || due > deps.now()) return;
+        pump();
+        if (running.size === 0) return;
+      }
+    },
+  };
+}
+
+function jobFor(event: StoredEvent, text: string): DeliveryJob {
+  let payload: unknown = event.payload;
+  try {
+    payload = JSON.parse(event.payload);
+  } catch { /* stored as received: deliver the text */ }
+  return {
+    target: event.route.deliver,
+    chatId: event.route.chatId,
+    text,
+    payload,
+    source: event.source,
+    subscription: event.subscription,
+    eventType: event.eventType,
+    eventId: event.id,
+    deliveryId: event.deliveryId,
+    partsAlreadySent: event.partsSent,
+  };
+}
+
+/** Retrying cannot fix a permanent target/agent error, a missing skill or a broken SKILL.md. */
+function isPermanent(error: unknown): boolean {
+  if (error instanceof AgentError || error instanceof TargetError) return error.permanent;
+  return error instanceof NotFoundError || error instanceof ConfigError;
+}
+
+function describe(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.length > MAX_ERROR_CHARS ? message.slice(0, MAX_ERROR_CHARS) + "…" : message;
+}
+
+function realTimer(callback: () => void, delayMs: number): () => void {
+  const id = setTimeout(callback, delayMs);
+  return () => clearTimeout(id);
+}

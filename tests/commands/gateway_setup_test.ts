@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parseEnv } from "node:util";
+import { runCommand } from "../../commands/mod.ts";
+import { loadConfig } from "../../lib/config.ts";
+import { UsageError } from "../../lib/errors.ts";
+import { cleanEnv, eventually, fakeContext, MAIN, tempHome } from "../_helpers.ts";
+
+const COMMENTED = `# my settings, keep this comment
+platforms:
+  webhook:
+    enabled: false   # turned on by setup
+    extra:
+      port: 9000
+      custom_key: keep-me
+other_tool:
+  setting: 1
+`;
+
+Deno.test("setup with flags enables the platform and keeps comments and unknown keys", async () => {
+  await using h = await tempHome({ config: COMMENTED });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  const code = await runCommand(
+    ["gateway", "setup", "--enable", "--host", "0.0.0.0", "--port", "8700", "--generate-secret"],
+    ctx,
+  );
+  assert.equal(code, 0);
+  const text = await Deno.readTextFile(join(h.home, "config.yaml"));
+  assert.match(text, /# my settings, keep this comment/);
+  assert.match(text, /# turned on by setup/);
+  assert.match(text, /custom_key: keep-me/);
+  assert.match(text, /other_tool:\n  setting: 1/);
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.enabled, true);
+  assert.equal(config.webhook.host, "0.0.0.0");
+  assert.equal(config.webhook.port, 8700);
+  assert.match(config.webhook.secret!, /^[A-Za-z0-9_-]{43}$/);
+  assert.equal((await Deno.stat(join(h.home, "config.yaml"))).mode! & 0o777, 0o600);
+});
+
+Deno.test("setup records tokens and home channels in .env with mode 0600", async () => {
+  await using h = await tempHome({ env: "# mine\nOTHER=1\n" });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(
+    ["gateway", "setup", "--yes", "--telegram-token", "123:abc", "--telegram-home=-100200"],
+    ctx,
+  );
+  const path = join(h.home, ".env");
+  const text = await Deno.readTextFile(path);
+  assert.match(text, /# mine\nOTHER=1\n/);
+  assert.deepEqual(
+    { ...parseEnv(text) },
+    { OTHER: "1", TELEGRAM_BOT_TOKEN: "123:abc", TELEGRAM_HOME_CHANNEL: "-100200" },
+  );
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+});
+
+Deno.test("setup without a terminal and without flags is a usage error", async () => {
+  await using h = await tempHome();
+  await assert.rejects(
+    () => runCommand(["gateway", "setup"], fakeContext({ AGENT_HOME: h.home })),
+    (error: Error) => error instanceof UsageError && /--yes/.test(error.message),
+  );
+});
+
+Deno.test("setup refuses a bad port and leaves config.yaml untouched", async () => {
+  await using h = await tempHome({ config: COMMENTED });
+  await assert.rejects(
+    () => runCommand(["gateway", "setup", "--port", "99999"], fakeContext({ AGENT_HOME: h.home })),
+    /from 1 to 65535/,
+  );
+  assert.equal(await Deno.readTextFile(join(h.home, "config.yaml")), COMMENTED);
+});
+
+Deno.test("setup asks on a terminal, re-asks a bad answer, and takes the defaults on Enter", async () => {
+  await using h = await tempHome();
+  const ctx = fakeContext({ AGENT_HOME: h.home }, {
+    terminal: true,
+    input: ["", "", "abc", "8645", "", "telegram", "9:tok", "42"],
+  });
+  assert.equal(await runCommand(["gateway", "setup"], ctx), 0);
+  assert.match(ctx.output(), /Port must be a whole number/);
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.enabled, true);
+  assert.equal(config.webhook.host, "127.0.0.1");
+  assert.equal(config.webhook.port, 8645);
+  assert.equal(config.webhook.secret?.length, 43);
+  assert.equal(config.env.TELEGRAM_BOT_TOKEN, "9:tok");
+  assert.equal(config.env.TELEGRAM_HOME_CHANNEL, "42");
+});
+
+/** Runs tmux with the given arguments and returns its standard output. */
+async function tmux(...args: string[]): Promise<string> {
+  const output = await new Deno.Command("tmux", { args, stdout: "piped", stderr: "piped" }).output();
+  return new TextDecoder().decode(output.stdout);
+}
+
+const hasTmux = await new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" })
+  .output().then((o) => o.success, () => false);
+
+Deno.test({
+  name: "setup wizard works in a real terminal (tmux send-keys / capture-pane)",
+  ignore: !hasTmux,
+  async fn() {
+    await using h = await tempHome();
+    const session = `agent-setup-${crypto.randomUUID().slice(0, 8)}`;
+    const env = cleanEnv({ AGENT_HOME: h.home });
+    const command = [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN, "gateway", "setup"]
+      .map((a) => `'${a}'`).join(" ");
+    const envArgs = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+    await tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "40", ...envArgs,
+      `${command}; echo "EXIT=$?"; sleep 60`);
+    try {
+      const screen = () => tmux("capture-pane", "-p", "-t", session);
+      const answer = async (prompt: RegExp, keys: string) => {
+        await eventually(async () => prompt.test(await screen()), { timeoutMs: 30_000, what: `${prompt}` });
+        await tmux("send-keys", "-t", session, keys, "Enter");
+      };
+      await answer(/Enable the webhook platform\? \[Y\/n\]/, "y");
+      await answer(/Listen host \[127\.0\.0\.1\]/, "0.0.0.0");
+      await answer(/Port \[8644\]/, "8650");
+      await answer(/Global HMAC secret/, "terminal-secret-1");
+      await answer(/Chat platform for answers/, "");
+      const final = await eventually(async () => {
+        const text = await screen();
+        return /EXIT=\d+/.test(text) ? text : "";
+      }, { timeoutMs: 30_000, what: "setup to finish" });
+      assert.match(final, /EXIT=0/);
+      assert.match(final, /Wrote .*config\.yaml/);
+    } finally {
+      await tmux("kill-session", "-t", session);
+    }
+    const config = await loadConfig({ AGENT_HOME: h.home });
+    assert.equal(config.webhook.enabled, true);
+    assert.equal(config.webhook.host, "0.0.0.0");
+    assert.equal(config.webhook.port, 8650);
+    assert.equal(config.webhook.secret, "terminal-secret-1");
+  },
+});

@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import { AgentError, ConfigError } from "../../../lib/errors.ts";
+import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+
+function runner(
+  command: string[],
+  options: { timeoutSeconds?: number; env?: Record<string, string> } = {},
+) {
+  const settings: AgentSettings = {
+    provider: "command",
+    model: "",
+    command,
+    timeoutSeconds: options.timeoutSeconds ?? 30,
+  };
+  return createAgentRunner(settings, {
+    fetch,
+    env: { PATH: Deno.env.get("PATH"), ...options.env },
+  });
+}
+
+async function agentError(promise: Promise<unknown>): Promise<AgentError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof AgentError, `expected AgentError, got ${error}`);
+    return error;
+  }
+  assert.fail("expected the run to fail");
+}
+
+Deno.test("command runner writes the prompt on stdin and returns stdout trimmed", async () => {
+  const answer = await runner(["cat"])({ prompt: "hello agent\n", eventId: "evt_1" });
+  assert.equal(answer, "hello agent");
+});
+
+Deno.test("command runner puts the system prompt before the prompt on stdin", async () => {
+  const answer = await runner(["cat"])({ prompt: "event", systemPrompt: "skills", eventId: "e" });
+  assert.equal(answer, "skills\n\nevent");
+});
+
+Deno.test("command runner passes the given environment and AGENT_EVENT_ID, nothing else", async () => {
+  const script = "console.log(Deno.env.get('AGENT_EVENT_ID'), Deno.env.get('ONLY_HERE'), " +
+    "Deno.env.get('HOME') ?? 'no-home')";
+  const answer = await runner([Deno.execPath(), "eval", script], {
+    env: { ONLY_HERE: "yes", DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test" },
+  })({ prompt: "", eventId: "evt_42" });
+  assert.equal(answer, "evt_42 yes no-home");
+});
+
+Deno.test("command runner reports a non-zero exit as retryable with the end of stderr", async () => {
+  const script = "console.error('x'.repeat(2000) + 'rate limited'); Deno.exit(3)";
+  const error = await agentError(
+    runner([Deno.execPath(), "eval", script])({ prompt: "p", eventId: "e" }),
+  );
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /exited with 3: x+rate limited$/);
+  assert.ok(error.message.length < 700, "only a short tail of stderr");
+});
+
+Deno.test("command runner reports a program that fails without reading stdin", async () => {
+  const error = await agentError(runner(["false"])({ prompt: "x".repeat(1 << 20), eventId: "e" }));
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /"false" exited with 1/);
+});
+
+Deno.test("command runner reports empty output as retryable", async () => {
+  const error = await agentError(runner(["true"])({ prompt: "p", eventId: "e" }));
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /printed nothing/);
+});
+
+Deno.test("command runner kills a program that runs past the timeout, children included", async () => {
+  const started = performance.now();
+  const error = await agentError(
+    runner(["sh", "-c", "sleep 30; echo late"], { timeoutSeconds: 0.2 })({
+      prompt: "",
+      eventId: "e",
+    }),
+  );
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /did not finish within 0.2 s/);
+  assert.ok(performance.now() - started < 5_000, "the run ends soon after the timeout");
+});
+
+Deno.test("command runner reports a missing program as permanent", async () => {
+  const error = await agentError(
+    runner(["/nonexistent/agent-binary"])({ prompt: "p", eventId: "e" }),
+  );
+  assert.equal(error.permanent, true);
+  assert.match(error.message, /Cannot start the agent command/);
+});
+
+Deno.test("createAgentRunner() refuses provider command without a command", () => {
+  assert.throws(() => runner([]), ConfigError);
+});

@@ -1,0 +1,154 @@
+import assert from "node:assert/strict";
+import { AgentError, ConfigError } from "../../../lib/errors.ts";
+import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+import { type FakeLlmOptions, startFakeLlm } from "../../fakes/llm_server.ts";
+
+async function withFake(
+  options: FakeLlmOptions,
+  body: (settings: AgentSettings, fake: Awaited<ReturnType<typeof startFakeLlm>>) => Promise<void>,
+): Promise<void> {
+  const fake = await startFakeLlm(options);
+  try {
+    await body({
+      provider: "openai",
+      model: "test-model",
+      baseUrl: fake.url,
+      apiKey: "test-key",
+      timeoutSeconds: 5,
+    }, fake);
+  } finally {
+    await fake.close();
+  }
+}
+
+const deps = { fetch, env: {} };
+
+async function agentError(promise: Promise<unknown>): Promise<AgentError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof AgentError, `expected AgentError, got ${error}`);
+    return error;
+  }
+  assert.fail("expected the run to fail");
+}
+
+Deno.test("openai runner sends the system prompt and the prompt, and returns the answer", async () => {
+  await withFake({ answer: () => "  Looks like a flaky test.\n" }, async (settings, fake) => {
+    const run = createAgentRunner(settings, deps);
+    const answer = await run({ prompt: "CI failed", systemPrompt: "Be brief", eventId: "evt_1" });
+    assert.equal(answer, "Looks like a flaky test.");
+    assert.equal(fake.requests.length, 1);
+    assert.equal(fake.requests[0].authorization, "Bearer test-key");
+    assert.equal(fake.requests[0].model, "test-model");
+    assert.deepEqual(fake.requests[0].messages, [
+      { role: "system", content: "Be brief" },
+      { role: "user", content: "CI failed" },
+    ]);
+  });
+});
+
+Deno.test("openai runner takes key, base URL and model from the environment when unset", async () => {
+  await withFake({}, async (settings, fake) => {
+    const run = createAgentRunner(
+      { provider: "openai", model: "", timeoutSeconds: 5 },
+      {
+        fetch,
+        env: { OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.url, AGENT_MODEL: "test-model" },
+      },
+    );
+    assert.equal(await run({ prompt: "hi", eventId: "evt_1" }), "echo: hi");
+    assert.deepEqual(fake.requests[0].messages, [{ role: "user", content: "hi" }]);
+    assert.equal(settings.model, "test-model");
+  });
+});
+
+Deno.test("openai runner reports 429 as retryable with the Retry-After seconds", async () => {
+  await withFake({ answer: () => ({ status: 429, retryAfter: "7" }) }, async (settings) => {
+    const error = await agentError(
+      createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
+    );
+    assert.equal(error.permanent, false);
+    assert.equal(error.retryAfterSeconds, 7);
+    assert.match(error.message, /429/);
+  });
+});
+
+Deno.test("openai runner reports 500 as retryable and makes a single request", async () => {
+  await withFake({ answer: () => ({ status: 500 }) }, async (settings, fake) => {
+    const error = await agentError(
+      createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
+    );
+    assert.equal(error.permanent, false);
+    assert.equal(error.retryAfterSeconds, undefined);
+    assert.equal(fake.requests.length, 1, "the SDK must not retry on its own");
+  });
+});
+
+Deno.test("openai runner reports a wrong API key and an unknown model as permanent", async () => {
+  await withFake({}, async (settings) => {
+    const badKey = createAgentRunner({ ...settings, apiKey: "wrong" }, deps);
+    const keyError = await agentError(badKey({ prompt: "x", eventId: "e" }));
+    assert.equal(keyError.permanent, true);
+    assert.match(keyError.message, /401/);
+    assert.doesNotMatch(keyError.message, /wrong/, "the key is not echoed");
+    const badModel = createAgentRunner({ ...settings, model: "gpt-nope" }, deps);
+    const modelError = await agentError(badModel({ prompt: "x", eventId: "e" }));
+    assert.equal(modelError.permanent, true);
+    assert.match(modelError.message, /404/);
+  });
+});
+
+Deno.test("openai runner reports 400 as permanent", async () => {
+  await withFake({ answer: () => ({ status: 400, message: "context too long" }) }, async (s) => {
+    const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
+    assert.equal(error.permanent, true);
+    assert.match(error.message, /context too long/);
+  });
+});
+
+Deno.test("openai runner reports an empty answer as retryable", async () => {
+  await withFake({ answer: () => "   " }, async (settings) => {
+    const error = await agentError(
+      createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
+    );
+    assert.equal(error.permanent, false);
+    assert.match(error.message, /empty answer/);
+  });
+});
+
+Deno.test("openai runner times out a hanging endpoint with a retryable error", async () => {
+  await withFake({ answer: () => ({ hang: true }) }, async (settings) => {
+    const run = createAgentRunner({ ...settings, timeoutSeconds: 0.2 }, deps);
+    const error = await agentError(run({ prompt: "x", eventId: "e" }));
+    assert.equal(error.permanent, false);
+    assert.match(error.message, /did not answer within 0.2 s/);
+  });
+});
+
+Deno.test("openai runner reports a refused connection as retryable", async () => {
+  const fake = await startFakeLlm();
+  const url = fake.url;
+  await fake.close();
+  const run = createAgentRunner(
+    { provider: "openai", model: "m", baseUrl: url, apiKey: "k", timeoutSeconds: 5 },
+    deps,
+  );
+  const error = await agentError(run({ prompt: "x", eventId: "e" }));
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /Cannot reach the LLM endpoint/);
+});
+
+Deno.test("openai runner without an API key for api.openai.com fails permanently, naming the variable", async () => {
+  const run = createAgentRunner({ provider: "openai", model: "m", timeoutSeconds: 5 }, deps);
+  const error = await agentError(run({ prompt: "x", eventId: "e" }));
+  assert.equal(error.permanent, true);
+  assert.match(error.message, /OPENAI_API_KEY/);
+});
+
+Deno.test("createAgentRunner() refuses an unknown provider with ConfigError", () => {
+  assert.throws(
+    () => createAgentRunner({ provider: "magic" as "openai", model: "m", timeoutSeconds: 1 }, deps),
+    ConfigError,
+  );
+});

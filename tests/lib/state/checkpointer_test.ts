@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { startCheckpointer } from "../../../lib/state/_checkpointer.ts";
+import { tempHome } from "./_fixtures.ts";
+
+Deno.test("checkpointer copies the WAL in the background so it stays small", async () => {
+  const home = await tempHome();
+  await Deno.mkdir(`${home.dir}/state`);
+  const db = new DatabaseSync(home.dbPath);
+  db.exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0");
+  db.exec("CREATE TABLE blobs (body TEXT)");
+  const failures: string[] = [];
+  const checkpointer = startCheckpointer(home.dbPath, {
+    synchronous: "NORMAL",
+    maxWalFrames: 64,
+    onFailure: (reason) => failures.push(reason),
+  });
+  assert.ok(checkpointer, "a worker thread can be started");
+  const insert = db.prepare("INSERT INTO blobs VALUES (?)");
+  let largestWal = 0;
+  try {
+    for (let commit = 0; commit < 150; commit++) {
+      await checkpointer.beforeCommit();
+      db.exec("BEGIN IMMEDIATE");
+      for (let row = 0; row < 8; row++) insert.run("x".repeat(4000));
+      db.exec("COMMIT");
+      checkpointer.afterCommit();
+      largestWal = Math.max(largestWal, (await Deno.stat(`${home.dbPath}-wal`)).size);
+      if (commit % 10 === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  } finally {
+    await checkpointer.close();
+    db.close();
+    await home.cleanup();
+  }
+  assert.deepEqual(failures, []);
+  // 150 commits of 8 pages would make a WAL of ~5 MB without checkpoints.
+  assert.ok(largestWal < 2_000_000, `WAL grew to ${largestWal} bytes`);
+});
+
+Deno.test("checkpointer holds the next commit past maxWalFrames until the WAL can restart", async () => {
+  const home = await tempHome();
+  await Deno.mkdir(`${home.dir}/state`);
+  const db = new DatabaseSync(home.dbPath);
+  db.exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0");
+  db.exec("CREATE TABLE blobs (body TEXT)");
+  const checkpointer = startCheckpointer(home.dbPath, {
+    synchronous: "NORMAL",
+    maxWalFrames: 64,
+    maxWaitMs: 5_000,
+    onFailure: () => {},
+  })!;
+  const walFrames = () =>
+    (db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as { log: number }).log;
+  try {
+    const insert = db.prepare("INSERT INTO blobs VALUES (?)");
+    db.exec("BEGIN IMMEDIATE");
+    for (let row = 0; row < 100; row++) insert.run("x".repeat(4000));
+    db.exec("COMMIT");
+    checkpointer.afterCommit();
+    let gate: Promise<void> | undefined;
+    for (let waited = 0; !gate && waited < 2_000; waited += 5) {
+      await new Promise((resolve) => setTimeout(resolve, 5)); // the thread reports the WAL size
+      gate = checkpointer.beforeCommit();
+    }
+    assert.ok(gate, "a WAL of 100+ frames holds the next commit");
+    await gate;
+    db.exec("BEGIN IMMEDIATE");
+    insert.run("small");
+    db.exec("COMMIT");
+    assert.ok(walFrames() < 10, `the WAL restarted from its beginning (${walFrames()} frames)`);
+  } finally {
+    await checkpointer.close();
+    db.close();
+    await home.cleanup();
+  }
+});
+
+Deno.test("checkpointer reports a database it cannot open through onFailure", async () => {
+  const failures: string[] = [];
+  const reported = new Promise<void>((resolve) => {
+    const checkpointer = startCheckpointer("/nonexistent/folder/gateway.db", {
+      synchronous: "NORMAL",
+      onFailure: (reason) => {
+        failures.push(reason);
+        checkpointer?.close().then(resolve);
+      },
+    });
+  });
+  await reported;
+  assert.equal(failures.length, 1);
+});

@@ -1,0 +1,351 @@
+import assert from "node:assert/strict";
+import { AgentError, NotFoundError, TargetError } from "../../lib/errors.ts";
+import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
+import { createWorker, type DeliveryJob, type WorkerDeps } from "../../lib/worker.ts";
+
+const T0 = 1_700_000_000_000;
+
+/** A clock and timers that move only when the test says so. */
+function fakeTime() {
+  let now = T0;
+  let timers: { at: number; callback: () => void }[] = [];
+  return {
+    now: () => now,
+    setTimer(callback: () => void, delayMs: number) {
+      const timer = { at: now + delayMs, callback };
+      timers.push(timer);
+      return () => void (timers = timers.filter((t) => t !== timer));
+    },
+    /** Moves the clock and fires the timers that came due, earliest first. */
+    advance(ms: number) {
+      now += ms;
+      const due = timers.filter((t) => t.at <= now).sort((a, b) => a.at - b.at);
+      timers = timers.filter((t) => t.at > now);
+      for (const timer of due) timer.callback();
+    },
+  };
+}
+
+function event(overrides: Partial<NewEvent> = {}): NewEvent {
+  return {
+    subscription: "gh",
+    eventType: "issues",
+    deliveryId: crypto.randomUUID(),
+    dedupe: true,
+    source: "github",
+    mode: "agent",
+    payload: JSON.stringify({ issue: { number: 7 } }),
+    prompt: "Triage issue 7",
+    route: { deliver: "telegram", chatId: "123", skills: ["triage"] },
+    receivedAtMs: T0,
+    ...overrides,
+  };
+}
+
+interface Harness {
+  store: StateStore;
+  time: ReturnType<typeof fakeTime>;
+  worker: ReturnType<typeof createWorker>;
+  jobs: DeliveryJob[];
+  prompts: { prompt: string; systemPrompt?: string }[];
+  logs: { level: string; message: string; props: Record<string, unknown> }[];
+}
+
+/** A worker over an in-memory store; `agent` and `deliver` default to success. */
+async function withWorker(
+  overrides: Partial<WorkerDeps>,
+  body: (h: Harness) => Promise<void>,
+): Promise<void> {
+  const store = openStateStore(":memory:");
+  const time = fakeTime();
+  const jobs: DeliveryJob[] = [];
+  const prompts: Harness["prompts"] = [];
+  const logs: Harness["logs"] = [];
+  const worker = createWorker({
+    store,
+    runAgent: (request) => {
+      prompts.push(request);
+      return Promise.resolve(`answer to ${request.prompt}`);
+    },
+    deliver: (job) => {
+      jobs.push(job);
+      return Promise.resolve();
+    },
+    systemPrompt: (skills) => Promise.resolve(`base + ${skills.join(",")}`),
+    now: time.now,
+    random: () => 0.5,
+    setTimer: time.setTimer,
+    log: (level, message, props) => logs.push({ level, message, props }),
+    ...overrides,
+  });
+  try {
+    await body({ store, time, worker, jobs, prompts, logs });
+  } finally {
+    await worker.stop({ deadlineMs: 0 });
+    await store.close();
+  }
+}
+
+async function accept(store: StateStore, overrides: Partial<NewEvent> = {}): Promise<string> {
+  const result = await store.accept(event(overrides));
+  assert.equal(result.status, "accepted");
+  return result.eventId!;
+}
+
+/** Moves the clock to the next due event, lets the worker run it, until nothing is due. */
+async function runUntilSettled(h: Harness): Promise<void> {
+  await h.worker.idle();
+  for (let due = h.store.nextDueAtMs(); due !== null; due = h.store.nextDueAtMs()) {
+    h.time.advance(Math.max(0, due - h.time.now()));
+    await h.worker.idle();
+  }
+}
+
+Deno.test("worker runs the agent with the skills' system prompt and delivers the answer", async () => {
+  await withWorker({}, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await h.worker.idle();
+    assert.deepEqual(h.prompts, [
+      { prompt: "Triage issue 7", systemPrompt: "base + triage", eventId: id },
+    ]);
+    assert.deepEqual(h.jobs, [{
+      target: "telegram",
+      chatId: "123",
+      text: "answer to Triage issue 7",
+      payload: { issue: { number: 7 } },
+      source: "github",
+      subscription: "gh",
+      eventType: "issues",
+      eventId: id,
+      deliveryId: h.store.getEvent(id)!.deliveryId,
+      partsAlreadySent: 0,
+    }]);
+    const stored = h.store.getEvent(id)!;
+    assert.equal(stored.status, "delivered");
+    assert.equal(stored.response, "answer to Triage issue 7");
+    assert.deepEqual(h.logs.map((l) => l.message), ["agent run ok", "delivered"]);
+  });
+});
+
+Deno.test("worker retries a failed agent run after the backoff, then delivers", async () => {
+  let calls = 0;
+  const runAgent = () => {
+    calls += 1;
+    return calls === 1 ? Promise.reject(new AgentError("503 overloaded")) : Promise.resolve("ok");
+  };
+  await withWorker({ runAgent, retry: { initialDelayMs: 10_000 } }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await h.worker.idle();
+    const queued = h.store.getEvent(id)!;
+    assert.equal(queued.status, "queued");
+    assert.equal(queued.nextAttemptAtMs, T0 + 7_500, "equal jitter: 5 s + 0.5 * 5 s");
+    const retry = h.logs.find((l) => l.message === "retry scheduled")!;
+    assert.equal(retry.props.attempt, 1);
+    assert.equal(retry.props.delayMs, 7_500);
+
+    h.time.advance(7_499);
+    await h.worker.idle();
+    assert.equal(calls, 1, "not before the delay");
+    h.time.advance(1);
+    await h.worker.idle();
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.deepEqual(h.store.attempts(id).map((a) => a.error), ["503 overloaded", null]);
+  });
+});
+
+Deno.test("worker waits at least the Retry-After of a 429", async () => {
+  const runAgent = () => Promise.reject(new AgentError("429", { retryAfterSeconds: 120 }));
+  await withWorker({ runAgent, retry: { initialDelayMs: 1_000 } }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await h.worker.idle();
+    assert.ok(h.store.getEvent(id)!.nextAttemptAtMs! - T0 >= 120_000);
+  });
+});
+
+Deno.test("worker dead-letters a permanent failure at once", async () => {
+  const deliver = () => Promise.reject(new TargetError("chat not found", { permanent: true }));
+  await withWorker({ deliver }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await runUntilSettled(h);
+    const stored = h.store.getEvent(id)!;
+    assert.equal(stored.status, "failed");
+    assert.equal(stored.attempts, 1);
+    assert.equal(stored.lastError, "chat not found");
+    const failed = h.logs.find((l) => l.message === "failed")!;
+    assert.equal(failed.level, "error");
+    assert.equal(failed.props.step, "delivery");
+  });
+});
+
+Deno.test("worker dead-letters an event whose skill is no longer installed", async () => {
+  const systemPrompt = () => Promise.reject(new NotFoundError('Unknown skill "triage"'));
+  await withWorker({ systemPrompt }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await h.worker.idle();
+    assert.equal(h.store.getEvent(id)!.status, "failed");
+    assert.equal(h.prompts.length, 0);
+  });
+});
+
+Deno.test("worker gives up after maxAttempts and keeps every attempt's error", async () => {
+  let calls = 0;
+  const runAgent = () => Promise.reject(new AgentError(`timeout #${++calls}`));
+  await withWorker({ runAgent, retry: { maxAttempts: 5 } }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await runUntilSettled(h);
+    assert.equal(calls, 5);
+    assert.equal(h.store.getEvent(id)!.status, "failed");
+    assert.deepEqual(
+      h.store.attempts(id).map((a) => a.error),
+      ["timeout #1", "timeout #2", "timeout #3", "timeout #4", "timeout #5"],
+    );
+    const delays = h.logs.filter((l) => l.message === "retry scheduled").map((l) =>
+      l.props.delayMs
+    );
+    assert.deepEqual(delays, [7_500, 15_000, 30_000, 60_000], "doubling with jitter");
+    assert.equal(h.logs.at(-1)!.message, "failed");
+  });
+});
+
+Deno.test("worker does not run the agent again when only the delivery failed", async () => {
+  let deliveries = 0;
+  const texts: string[] = [];
+  const deliver = (job: DeliveryJob) => {
+    texts.push(job.text);
+    return ++deliveries === 1
+      ? Promise.reject(new TargetError("502 from Slack"))
+      : Promise.resolve();
+  };
+  await withWorker({ deliver }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await runUntilSettled(h);
+    assert.equal(h.prompts.length, 1);
+    assert.deepEqual(texts, ["answer to Triage issue 7", "answer to Triage issue 7"]);
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.deepEqual(h.store.attempts(id).map((a) => [a.step, a.error]), [
+      ["delivery", "502 from Slack"],
+      ["delivery", null],
+    ]);
+  });
+});
+
+Deno.test("worker resumes a split message after the parts already sent", async () => {
+  const seen: (number | undefined)[] = [];
+  const deliver = (job: DeliveryJob, onPartSent: (sent: number) => void) => {
+    seen.push(job.partsAlreadySent);
+    if (seen.length === 1) {
+      onPartSent(1);
+      onPartSent(2);
+      return Promise.reject(new TargetError("429", { retryAfterSeconds: 30 }));
+    }
+    return Promise.resolve();
+  };
+  await withWorker({ deliver }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await h.worker.idle();
+    assert.equal(h.store.getEvent(id)!.partsSent, 2);
+    await runUntilSettled(h);
+    assert.deepEqual(seen, [0, 2]);
+  });
+});
+
+Deno.test("worker keeps at most maxConcurrency events in progress", async () => {
+  let active = 0;
+  let peak = 0;
+  const gates: (() => void)[] = [];
+  const runAgent = () => {
+    active += 1;
+    peak = Math.max(peak, active);
+    return new Promise<string>((resolve) => gates.push(() => (active -= 1, resolve("ok"))));
+  };
+  await withWorker({ runAgent, maxConcurrency: 2 }, async (h) => {
+    for (let i = 0; i < 5; i++) await accept(h.store);
+    h.worker.start();
+    h.worker.notify();
+    await Promise.resolve();
+    assert.equal(active, 2);
+    assert.equal(h.store.listEvents({ status: "running" }).length, 2);
+    const done = h.worker.idle();
+    while (h.jobs.length < 5) {
+      gates.shift()?.();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    await done;
+    assert.equal(peak, 2);
+    assert.equal(h.store.listEvents({ status: "delivered" }).length, 5);
+  });
+});
+
+Deno.test("worker.stop() waits up to the deadline and leaves queued events queued", async () => {
+  let release: (value: string) => void = () => {};
+  const runAgent = () => new Promise<string>((resolve) => (release = resolve));
+  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+    const first = await accept(h.store);
+    const second = await accept(h.store);
+    h.worker.start();
+    let stopped = false;
+    const stopping = h.worker.stop({ deadlineMs: 5_000 }).then(() => (stopped = true));
+    await Promise.resolve();
+    assert.equal(stopped, false, "waits for the event in progress");
+    h.time.advance(5_000);
+    await stopping;
+    assert.equal(h.store.getEvent(first)!.status, "running");
+    assert.equal(h.store.getEvent(second)!.status, "queued");
+    h.worker.notify();
+    h.time.advance(60_000);
+    await Promise.resolve();
+    assert.equal(h.store.getEvent(second)!.status, "queued", "no claim after stop");
+    release("late answer");
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  });
+});
+
+Deno.test("worker.start() resumes events a previous run left running", async () => {
+  await withWorker({}, async (h) => {
+    const id = await accept(h.store);
+    h.store.claimDue(T0, 1); // a previous gateway claimed it, then crashed
+    h.worker.start();
+    await h.worker.idle();
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal(h.logs[0].message, "resumed interrupted events");
+  });
+});
+
+Deno.test("worker delivers a replayed direct-mode event without running the agent", async () => {
+  await withWorker({}, async (h) => {
+    const direct = event({ mode: "direct", prompt: "Deploy finished" });
+    const id = await h.store.recordDirect(direct, { delivered: false, error: "502", partsSent: 0 });
+    h.worker.start();
+    await h.worker.idle();
+    assert.equal(h.jobs.length, 0, "failed direct events stay failed until replayed");
+    h.store.replay(id, h.time.now());
+    h.time.advance(999);
+    assert.equal(h.store.getEvent(id)!.status, "queued");
+    h.time.advance(1); // the poll picks up a replay made by another process
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(h.prompts.length, 0);
+    assert.equal(h.jobs[0].text, "Deploy finished");
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+  });
+});
+
+Deno.test("worker.notify() starts an event accepted while the worker was idle", async () => {
+  await withWorker({ pollIntervalMs: 60_000 }, async (h) => {
+    h.worker.start();
+    await h.worker.idle();
+    const id = await accept(h.store, { receivedAtMs: h.time.now() });
+    h.worker.notify();
+    await Promise.resolve();
+    assert.equal(h.store.getEvent(id)!.status, "running");
+    await h.worker.idle();
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+  });
+});
