@@ -72,7 +72,9 @@ export const gatewaySetup: Command = {
   async run(argv, ctx) {
     const { values, positionals } = parseFlags(argv, options, usage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
-    if (values.enable && values.disable) throw new UsageError("Give --enable or --disable, not both");
+    if (values.enable && values.disable) {
+      throw new UsageError("Give --enable or --disable, not both");
+    }
     if (values.secret !== undefined && values["generate-secret"]) {
       throw new UsageError("Give --secret or --generate-secret, not both");
     }
@@ -129,7 +131,9 @@ export const gatewaySetup: Command = {
 function parsePort(text: string): number {
   const port = Number(text.trim());
   if (!/^\d+$/.test(text.trim()) || port < 1 || port > 65535) {
-    throw new UsageError(`Port must be a whole number from 1 to 65535, not ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `Port must be a whole number from 1 to 65535, not ${JSON.stringify(text)}`,
+    );
   }
   return port;
 }

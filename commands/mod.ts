@@ -50,7 +50,9 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
     return argv.length === 0 ? 2 : 0;
   }
   const command = COMMANDS.find((c) => c.path.every((word, i) => argv[i] === word));
-  if (!command) throw new UsageError(`Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${helpText()}`);
+  if (!command) {
+    throw new UsageError(`Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${helpText()}`);
+  }
   const rest = argv.slice(command.path.length);
   if (rest.includes("--help") || rest.includes("-h")) {
     ctx.stdout(command.usage);

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type Config } from "../lib/config.ts";
+import type { Config } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
 import type { Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
@@ -33,7 +33,9 @@ export const webhookTest: Command = {
     if (!config) return 1;
     const name = positionals[0];
     const route = (await allRoutes(config)).find((r) => r.name === name);
-    if (!route) throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+    if (!route) {
+      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+    }
     const secret = route.secret ?? (route.origin === "static" ? config.webhook.secret : undefined);
     if (!secret) {
       ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
@@ -56,7 +58,7 @@ function parseTestPayload(text: string | undefined): Record<string, unknown> {
     throw new UsageError(`--payload is not valid JSON: ${(error as Error).message}`);
   }
   if (payload === null || typeof payload !== "object" || Array.isArray(payload)) {
-    throw new UsageError("--payload must be a JSON object, e.g. '{\"issue\":{\"title\":\"x\"}}'");
+    throw new UsageError('--payload must be a JSON object, e.g. \'{"issue":{"title":"x"}}\'');
   }
   return payload as Record<string, unknown>;
 }

@@ -11,7 +11,7 @@ import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
 import { ConfigError } from "./errors.ts";
-import { homePaths, type HomePaths } from "./home.ts";
+import { type HomePaths, homePaths } from "./home.ts";
 import { NAME_PATTERN, type Route, type Subscription } from "./subscription.ts";
 
 /** The `platforms.webhook` section, after merging (CONTRACT §2). */
@@ -90,7 +90,11 @@ export async function loadConfig(processEnv: Record<string, string | undefined>)
   const host = pick("WEBHOOK_HOST", "platforms.webhook.extra.host", extra.host);
   const port = pick("WEBHOOK_PORT", "platforms.webhook.extra.port", extra.port);
   const secret = pick("WEBHOOK_SECRET", "platforms.webhook.extra.secret", extra.secret);
-  const publicUrl = pick("WEBHOOK_PUBLIC_URL", "platforms.webhook.extra.public_url", extra.public_url);
+  const publicUrl = pick(
+    "WEBHOOK_PUBLIC_URL",
+    "platforms.webhook.extra.public_url",
+    extra.public_url,
+  );
 
   const webhook: WebhookSettings = {
     enabled: toBoolean(enabled.value, enabled.from) ?? false,
@@ -224,9 +228,12 @@ function objectAt(root: unknown, keys: string[], file: string): Record<string, u
   for (const [i, key] of keys.entries()) {
     if (node === undefined || node === null) return {};
     if (typeof node !== "object" || Array.isArray(node)) {
-      throw new ConfigError(`${keys.slice(0, i).join(".") || "the top level"} in ${file} must be a mapping`, {
-        file,
-      });
+      throw new ConfigError(
+        `${keys.slice(0, i).join(".") || "the top level"} in ${file} must be a mapping`,
+        {
+          file,
+        },
+      );
     }
     node = (node as Record<string, unknown>)[key];
   }

@@ -7,7 +7,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { StoreUnavailableError } from "../lib/errors.ts";
-import { eventInfo, eventLabel, type EventInfo, matchesEvents } from "../lib/event_info.ts";
+import { type EventInfo, eventInfo, eventLabel, matchesEvents } from "../lib/event_info.ts";
 import type { RateLimiter } from "../lib/rate_limit.ts";
 import type { NewEvent, StateStore } from "../lib/state/mod.ts";
 import { NAME_PATTERN, type Route } from "../lib/subscription.ts";
@@ -257,7 +257,10 @@ async function deliverNow(
     const base = { subscription, event: eventName, delivery_id: deliveryId };
     try {
       const receipt = await deps.deliverDirect(job);
-      const eventId = await recordDirect(deps, event, { delivered: true, partsSent: receipt.parts });
+      const eventId = await recordDirect(deps, event, {
+        delivered: true,
+        partsSent: receipt.parts,
+      });
       log.info("delivered {subscription} {event} to {target}", {
         ...base,
         target: receipt.target,

@@ -17,7 +17,9 @@ export async function tempHome(
   options: { config?: string; env?: string } = {},
 ): Promise<{ home: string } & AsyncDisposable> {
   const home = await Deno.makeTempDir({ prefix: "agent-home-" });
-  if (options.config !== undefined) await Deno.writeTextFile(join(home, "config.yaml"), options.config);
+  if (options.config !== undefined) {
+    await Deno.writeTextFile(join(home, "config.yaml"), options.config);
+  }
   if (options.env !== undefined) await Deno.writeTextFile(join(home, ".env"), options.env);
   return {
     home,
@@ -134,7 +136,10 @@ export async function startGatewayProcess(
     }
   };
   const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  const timer = setTimeout(() => listening.reject(new Error(`gateway did not start:\n${text}`)), 30_000);
+  const timer = setTimeout(
+    () => listening.reject(new Error(`gateway did not start:\n${text}`)),
+    30_000,
+  );
   child.status.then((s) => listening.reject(new Error(`gateway exited ${s.code}:\n${text}`)));
   let stopped: Promise<number> | undefined;
   const stop = (signal: Deno.Signal = "SIGTERM") => {
@@ -150,7 +155,13 @@ export async function startGatewayProcess(
   };
   try {
     const url = await listening.promise;
-    return { url, child, output: () => text, stop, [Symbol.asyncDispose]: async () => void await stop() };
+    return {
+      url,
+      child,
+      output: () => text,
+      stop,
+      [Symbol.asyncDispose]: async () => void await stop(),
+    };
   } catch (error) {
     await stop("SIGKILL");
     throw error;

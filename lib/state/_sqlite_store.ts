@@ -177,6 +177,9 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     claimDue(nowMs, limit) {
       if (limit <= 0) return [];
       const claimed: StoredEvent[] = [];
+      const next = use(() => s.nextDue.get() as Row | undefined)?.due;
+      // A read first: most calls find nothing due and need not take the write lock.
+      if (next === null || next === undefined || Number(next) > nowMs) return claimed;
       use(() =>
         transaction(() => {
           for (const row of s.due.all(nowMs, limit) as Row[]) {

@@ -29,7 +29,7 @@ Deno.test("setup with flags enables the platform and keeps comments and unknown 
   assert.match(text, /# my settings, keep this comment/);
   assert.match(text, /# turned on by setup/);
   assert.match(text, /custom_key: keep-me/);
-  assert.match(text, /other_tool:\n  setting: 1/);
+  assert.match(text, /other_tool:\n {2}setting: 1/);
   const config = await loadConfig({ AGENT_HOME: h.home });
   assert.equal(config.webhook.enabled, true);
   assert.equal(config.webhook.host, "0.0.0.0");
@@ -91,7 +91,8 @@ Deno.test("setup asks on a terminal, re-asks a bad answer, and takes the default
 
 /** Runs tmux with the given arguments and returns its standard output. */
 async function tmux(...args: string[]): Promise<string> {
-  const output = await new Deno.Command("tmux", { args, stdout: "piped", stderr: "piped" }).output();
+  const output = await new Deno.Command("tmux", { args, stdout: "piped", stderr: "piped" })
+    .output();
   return new TextDecoder().decode(output.stdout);
 }
 
@@ -108,12 +109,25 @@ Deno.test({
     const command = [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN, "gateway", "setup"]
       .map((a) => `'${a}'`).join(" ");
     const envArgs = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
-    await tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "40", ...envArgs,
-      `${command}; echo "EXIT=$?"; sleep 60`);
+    await tmux(
+      "new-session",
+      "-d",
+      "-s",
+      session,
+      "-x",
+      "160",
+      "-y",
+      "40",
+      ...envArgs,
+      `${command}; echo "EXIT=$?"; sleep 60`,
+    );
     try {
       const screen = () => tmux("capture-pane", "-p", "-t", session);
       const answer = async (prompt: RegExp, keys: string) => {
-        await eventually(async () => prompt.test(await screen()), { timeoutMs: 30_000, what: `${prompt}` });
+        await eventually(async () => prompt.test(await screen()), {
+          timeoutMs: 30_000,
+          what: `${prompt}`,
+        });
         await tmux("send-keys", "-t", session, keys, "Enter");
       };
       await answer(/Enable the webhook platform\? \[Y\/n\]/, "y");

@@ -37,7 +37,10 @@ Deno.test("subscribe on an existing name updates it, keeping the secret and crea
   await using h = await tempHome({ config: enabledConfig() });
   let clock = Date.parse("2026-01-01T00:00:00Z");
   const ctx = () => fakeContext({ AGENT_HOME: h.home }, { now: () => clock });
-  await runCommand(["webhook", "subscribe", "gh", "--events", "issues", "--description", "d"], ctx());
+  await runCommand(
+    ["webhook", "subscribe", "gh", "--events", "issues", "--description", "d"],
+    ctx(),
+  );
   const first = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).gh;
   clock += 60_000;
   const update = ctx();
@@ -118,7 +121,10 @@ Deno.test("remove deletes a subscription; an unknown name is an error", async ()
   const ctx = fakeContext(env);
   assert.equal(await runCommand(["webhook", "remove", "gh"], ctx), 0);
   assert.match(ctx.output(), /Removed subscription "gh"/);
-  await assert.rejects(() => runCommand(["webhook", "remove", "gh"], fakeContext(env)), /No subscription named "gh"/);
+  await assert.rejects(
+    () => runCommand(["webhook", "remove", "gh"], fakeContext(env)),
+    /No subscription named "gh"/,
+  );
 });
 
 Deno.test("every webhook command answers a disabled platform with the three ways to enable it", async () => {
@@ -146,7 +152,10 @@ Deno.test("test explains a refused connection", async () => {
 Deno.test("test reports template paths the payload does not have", async () => {
   await using h = await tempHome({ config: enabledConfig(1) });
   const env = { AGENT_HOME: h.home };
-  await runCommand(["webhook", "subscribe", "gh", "--prompt", "{issue.title} {issue.nope}"], fakeContext(env));
+  await runCommand(
+    ["webhook", "subscribe", "gh", "--prompt", "{issue.title} {issue.nope}"],
+    fakeContext(env),
+  );
   const ctx = fakeContext(env);
   await runCommand(["webhook", "test", "gh", "--payload", '{"issue":{"title":"t"}}'], ctx);
   assert.match(ctx.err.join("\n"), /no \{issue\.nope\}/);
@@ -155,8 +164,10 @@ Deno.test("test reports template paths the payload does not have", async () => {
 Deno.test("20 concurrent subscribe processes all persist their records", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const results = await Promise.all(
-    Array.from({ length: 20 }, (_, i) =>
-      runCli(["webhook", "subscribe", `hook-${i}`, "--json"], { AGENT_HOME: h.home })),
+    Array.from(
+      { length: 20 },
+      (_, i) => runCli(["webhook", "subscribe", `hook-${i}`, "--json"], { AGENT_HOME: h.home }),
+    ),
   );
   for (const result of results) assert.equal(result.code, 0, result.stderr);
   const records = await readSubscriptions(join(h.home, "webhook_subscriptions.json"));

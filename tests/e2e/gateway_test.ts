@@ -89,7 +89,10 @@ Deno.test("GitHub events flow through the real gateway to a Telegram chat, in bo
 
   // Agent mode: three real events, each persisted (202), answered by the LLM, sent to chat 4242.
   for (const [event, payload] of [["issues", issue], ["pull_request", pull], ["push", push]]) {
-    const { status, body } = await postGitHub(hook("gh-agent"), payload, { event: event as string, secret });
+    const { status, body } = await postGitHub(hook("gh-agent"), payload, {
+      event: event as string,
+      secret,
+    });
     assert.equal(status, 202, JSON.stringify(body));
     assert.equal(body.status, "accepted");
   }
@@ -98,22 +101,42 @@ Deno.test("GitHub events flow through the real gateway to a Telegram chat, in bo
   });
   const prompts = llm.requests.map((r) => r.messages.at(-1)?.content ?? "");
   const repo = (issue.repository as { full_name: string }).full_name;
-  assert.ok(prompts.includes(`Event issues.opened on ${repo}: ${(issue.issue as { title: string }).title}{pull_request.title}`));
+  assert.ok(
+    prompts.includes(
+      `Event issues.opened on ${repo}: ${
+        (issue.issue as { title: string }).title
+      }{pull_request.title}`,
+    ),
+  );
   assert.ok(prompts.some((p) => p.startsWith("Event push on")));
   assert.ok(telegram.messages.every((m) => m.text.startsWith("Summary: Event")));
 
   // Direct mode: the rendered template is the message; 502 on target failure, then retry works.
   const delivery = crypto.randomUUID();
   telegram.failNext(1, { status: 500 });
-  const failed = await postGitHub(hook("gh-direct"), issue, { event: "issues", secret: "direct-secret-123", delivery });
+  const failed = await postGitHub(hook("gh-direct"), issue, {
+    event: "issues",
+    secret: "direct-secret-123",
+    delivery,
+  });
   assert.equal(failed.status, 502);
-  const retried = await postGitHub(hook("gh-direct"), issue, { event: "issues", secret: "direct-secret-123", delivery });
+  const retried = await postGitHub(hook("gh-direct"), issue, {
+    event: "issues",
+    secret: "direct-secret-123",
+    delivery,
+  });
   assert.equal(retried.status, 200);
   assert.equal(retried.body.status, "delivered");
-  const duplicate = await postGitHub(hook("gh-direct"), issue, { event: "issues", secret: "direct-secret-123", delivery });
+  const duplicate = await postGitHub(hook("gh-direct"), issue, {
+    event: "issues",
+    secret: "direct-secret-123",
+    delivery,
+  });
   assert.equal(duplicate.body.status, "duplicate");
   const direct = telegram.messages.filter((m) => m.to === "777");
-  assert.deepEqual(direct.map((m) => m.text), [`New issue: ${(issue.issue as { title: string }).title}`]);
+  assert.deepEqual(direct.map((m) => m.text), [
+    `New issue: ${(issue.issue as { title: string }).title}`,
+  ]);
 
   // Bad input gets its 4xx and the gateway stays up.
   const bad: [RequestInit & { path?: string }, number][] = [

@@ -24,7 +24,8 @@ Deno.test("loadConfig() puts the home in ~/.agent when AGENT_HOME is not set", a
 
 Deno.test("loadConfig() merges key by key: process env > .env > config.yaml", async () => {
   await using h = await tempHome({
-    config: `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 0.0.0.0\n      port: 9000\n      secret: from-yaml\n`,
+    config:
+      `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 0.0.0.0\n      port: 9000\n      secret: from-yaml\n`,
     env: "WEBHOOK_PORT=9100\nWEBHOOK_SECRET=from-dotenv\nTELEGRAM_BOT_TOKEN=t1\n",
   });
   const config = await loadConfig({ AGENT_HOME: h.home, WEBHOOK_SECRET: "from-process" });
@@ -90,7 +91,8 @@ Deno.test("loadConfig() reads static routes and refuses a bad route name", async
 
 Deno.test("loadConfig() reads the agent section with env overrides", async () => {
   await using h = await tempHome({
-    config: `agent:\n  provider: command\n  command: ["my-agent", "--print"]\n  timeout_seconds: 30\n`,
+    config:
+      `agent:\n  provider: command\n  command: ["my-agent", "--print"]\n  timeout_seconds: 30\n`,
   });
   const config = await loadConfig({ AGENT_HOME: h.home, AGENT_MODEL: "m1" });
   assert.equal(config.agent.provider, "command");
@@ -102,7 +104,10 @@ Deno.test("loadConfig() reads the agent section with env overrides", async () =>
 });
 
 Deno.test("webhookUrl() uses public_url, else localhost for wildcard and loopback hosts", () => {
-  assert.equal(webhookUrl({ host: "0.0.0.0", port: 8644 }, "gh"), "http://localhost:8644/webhooks/gh");
+  assert.equal(
+    webhookUrl({ host: "0.0.0.0", port: 8644 }, "gh"),
+    "http://localhost:8644/webhooks/gh",
+  );
   assert.equal(webhookUrl({ host: "127.0.0.1", port: 1 }, "gh"), "http://localhost:1/webhooks/gh");
   assert.equal(webhookUrl({ host: "10.0.0.5", port: 80 }, "gh"), "http://10.0.0.5:80/webhooks/gh");
   assert.equal(

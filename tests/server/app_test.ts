@@ -123,7 +123,9 @@ Deno.test("POST persists a signed GitHub event and answers 202 with its event id
 Deno.test("a repeated delivery id is answered duplicate and stored once", async () => {
   await using h = await harness();
   await (await h.request("/webhooks/gh", await github(ISSUE, { delivery: "same" }))).body?.cancel();
-  const second = await json(await h.request("/webhooks/gh", await github(ISSUE, { delivery: "same" })));
+  const second = await json(
+    await h.request("/webhooks/gh", await github(ISSUE, { delivery: "same" })),
+  );
   assert.deepEqual(second, { status: 200, body: { status: "duplicate", delivery_id: "same" } });
   assert.equal(h.store.listEvents({}).length, 1);
 });
@@ -137,7 +139,9 @@ Deno.test("each step of the pipeline answers with its own status, in order", asy
     ["/webhooks/gh", github("x".repeat(5000)), 413, /larger than 4096/],
     ["/webhooks/nosecret", github(ISSUE), 403, /no secret/],
     ["/webhooks/gh", { method: "POST", body: ISSUE }, 401, { error: "missing signature" }],
-    ["/webhooks/gh", github(ISSUE, { secret: "wrong-secret" }), 401, { error: "invalid signature" }],
+    ["/webhooks/gh", github(ISSUE, { secret: "wrong-secret" }), 401, {
+      error: "invalid signature",
+    }],
     ["/webhooks/gh", github("{not json"), 400, /not valid JSON/],
     ["/webhooks/gh", github(""), 400, /empty body/],
     ["/webhooks/gh", github(ISSUE, { event: "ping" }), 200, { status: "pong" }],
@@ -156,7 +160,10 @@ Deno.test("each step of the pipeline answers with its own status, in order", asy
 
 Deno.test("a static route without a secret of its own uses the global secret", async () => {
   await using h = await harness();
-  const ok = await h.request("/webhooks/static-global", await github(ISSUE, { secret: "global-secret-value" }));
+  const ok = await h.request(
+    "/webhooks/static-global",
+    await github(ISSUE, { secret: "global-secret-value" }),
+  );
   assert.equal(ok.status, 202);
   await ok.body?.cancel();
 });
@@ -171,7 +178,10 @@ Deno.test("a chunked body over the limit is refused with 413 while it is read", 
       else controller.close();
     },
   });
-  const response = await h.request("/webhooks/gh", { method: "POST", body, duplex: "half" } as RequestInit);
+  const response = await h.request(
+    "/webhooks/gh",
+    { method: "POST", body, duplex: "half" } as RequestInit,
+  );
   assert.equal(response.status, 413);
   await response.body?.cancel();
 });
@@ -191,19 +201,25 @@ Deno.test("over the subscription's rate limit the answer is 429 with Retry-After
 Deno.test("direct delivery answers 200 and records the delivery id only after success", async () => {
   await using h = await harness();
   h.failDelivery = true;
-  const failed = await json(await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })));
+  const failed = await json(
+    await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })),
+  );
   assert.equal(failed.status, 502);
   assert.equal(failed.body.error, "delivery failed");
   assert.doesNotMatch(JSON.stringify(failed.body), /xyz/, "target error details are not echoed");
 
   h.failDelivery = false;
-  const retried = await json(await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })));
+  const retried = await json(
+    await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })),
+  );
   assert.equal(retried.status, 200);
   assert.equal(retried.body.status, "delivered");
   assert.equal(h.delivered[0].text, "Hello Crash");
   assert.equal(h.delivered[0].target, "telegram");
 
-  const again = await json(await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })));
+  const again = await json(
+    await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })),
+  );
   assert.equal(again.body.status, "duplicate");
   assert.equal(h.delivered.length, 1);
 });
