@@ -143,6 +143,8 @@ async function runFetch(
   const started = performance.now();
   const deadline = started + seconds * 1000;
   let sent = 0;
+  // A client of its own, closed at the end, so no idle keep-alive connection delays stop().
+  using client = Deno.createHttpClient({});
   const loop = async () => {
     while (sent < count && performance.now() < deadline) {
       const delivery = `${run}-${sent++}`;
@@ -151,6 +153,7 @@ async function runFetch(
         method: "POST",
         headers: { ...bench.headers, "x-github-delivery": delivery },
         body,
+        client,
       });
       await response.body?.cancel();
       latencies.push(performance.now() - t0);
@@ -312,6 +315,7 @@ async function main(): Promise<void> {
   try {
     const samples = new Map(cases.map((bench) => [bench.key, [] as Sample[]]));
     for (let round = -1; round < ROUNDS; round++) {
+      console.error(round < 0 ? "warming up" : `round ${round + 1} of ${ROUNDS}`);
       for (const bench of cases) {
         const before = await settledEventCount(db);
         const sample = await load(bench, round < 0 ? WARMUP_SECONDS : CASE_SECONDS);

@@ -11,11 +11,12 @@ import { startGateway } from "../server/gateway.ts";
 import type { Command } from "./_command.ts";
 import { parseFlags } from "./_shared.ts";
 
-const usage = `Usage: agent gateway run [--port N]
+const usage = `Usage: agent gateway run [--port N] [--quiet]
 
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
-finish, queued work stays in the state database for the next start.`;
+finish, queued work stays in the state database for the next start. Every decision is
+logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
 
 /** Seconds running agent work may take to finish after a stop signal. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -26,7 +27,10 @@ export const gatewayRun: Command = {
   summary: "Start the webhook gateway",
   usage,
   async run(argv, ctx) {
-    const { values, positionals } = parseFlags(argv, { port: { type: "string" } }, usage);
+    const { values, positionals } = parseFlags(argv, {
+      port: { type: "string" },
+      quiet: { type: "boolean" },
+    }, usage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
     const env = values.port === undefined ? ctx.env : { ...ctx.env, WEBHOOK_PORT: values.port };
     let config = await loadConfig(env);
@@ -38,7 +42,7 @@ export const gatewayRun: Command = {
       ctx.stderr(platformDisabledMessage(config.paths));
       return 1;
     }
-    await startLogging({ file: config.paths.log, console: true });
+    await startLogging({ file: config.paths.log, console: !values.quiet });
     try {
       const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now });
       ctx.stdout(

@@ -7,8 +7,11 @@ import { UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { gatewayRun } from "./gateway_run.ts";
 import { gatewaySetup } from "./gateway_setup.ts";
+import { webhookEvents } from "./webhook_events.ts";
 import { webhookList } from "./webhook_list.ts";
 import { webhookRemove } from "./webhook_remove.ts";
+import { webhookReplay } from "./webhook_replay.ts";
+import { webhookRotateSecret } from "./webhook_rotate_secret.ts";
 import { webhookSubscribe } from "./webhook_subscribe.ts";
 import { webhookTest } from "./webhook_test.ts";
 
@@ -20,6 +23,9 @@ export const COMMANDS: readonly Command[] = [
   webhookList,
   webhookRemove,
   webhookTest,
+  webhookRotateSecret,
+  webhookEvents,
+  webhookReplay,
   gatewaySetup,
   gatewayRun,
 ];

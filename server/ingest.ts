@@ -120,7 +120,7 @@ async function handleWebhook(
     return reject(name, 429, "rate limit exceeded", { "retry-after": `${rate.retryAfterSeconds}` });
   }
 
-  let payload: unknown;
+  let payload: { value: unknown; json: string };
   try {
     payload = parsePayload(body, request.headers.get("content-type"));
   } catch (error) {
@@ -134,7 +134,7 @@ async function handleWebhook(
 async function dispatch(
   route: Route,
   headers: Headers,
-  payload: unknown,
+  { value: payload, json }: { value: unknown; json: string },
   deps: IngestDeps,
   inFlight: Set<string>,
 ): Promise<Response> {
@@ -153,7 +153,7 @@ async function dispatch(
     });
     return answer(200, { status: "ignored", event });
   }
-  const newEvent = buildEvent(route, info, payload, deps.now());
+  const newEvent = buildEvent(route, info, { payload, json }, deps.now());
   if (route.deliver_only) return deliverNow(newEvent, payload, deps, inFlight);
 
   let result;
@@ -193,7 +193,12 @@ function duplicate(subscription: string, event: string, deliveryId: string): Res
 }
 
 /** Renders the prompt (or direct message) and the route snapshot the worker will use. */
-function buildEvent(route: Route, info: EventInfo, payload: unknown, nowMs: number): NewEvent {
+function buildEvent(
+  route: Route,
+  info: EventInfo,
+  { payload, json }: { payload: unknown; json: string },
+  nowMs: number,
+): NewEvent {
   const context: TemplateContext = {
     event: eventLabel(info),
     subscription: route.name,
@@ -212,7 +217,7 @@ function buildEvent(route: Route, info: EventInfo, payload: unknown, nowMs: numb
     dedupe: !info.generatedDeliveryId,
     source: info.source,
     mode: route.deliver_only ? "direct" : "agent",
-    payload: JSON.stringify(payload),
+    payload: json,
     prompt,
     route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
     receivedAtMs: nowMs,

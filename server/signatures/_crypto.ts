@@ -1,12 +1,13 @@
 /**
- * WebCrypto plumbing shared by the schemes: strict hex and base64 decoding, a bounded cache of
- * imported HMAC keys, and the two constant-time checks (HMAC signature, plain token).
+ * HMAC plumbing shared by the schemes: strict hex and base64 decoding, a bounded cache of
+ * prepared HMAC keys, and the two constant-time checks (HMAC signature, plain token).
  *
- * Every comparison of secret-derived bytes goes through `crypto.subtle.verify`, which compares in
- * constant time; nothing here compares secrets with `===`.
+ * Every comparison of secret-derived bytes goes through `node:crypto` `timingSafeEqual` on
+ * equal-length digests; nothing here compares secrets with `===`.
  *
  * @module
  */
+import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
 
 /** Bytes of an HMAC-SHA256 digest. */
 const DIGEST_BYTES = 32;
@@ -21,7 +22,6 @@ export const DEFAULT_MAX_CACHED_KEYS = 1024;
  */
 export type KeyMaterial = "utf8" | "standard";
 
-const HMAC_SHA256 = { name: "HMAC", hash: "SHA-256" } as const;
 const encoder = new TextEncoder();
 
 /** UTF-8 bytes of `text`, typed for WebCrypto. */
@@ -92,29 +92,31 @@ function keyBytes(secret: string, material: KeyMaterial): Uint8Array<ArrayBuffer
 }
 
 /**
- * Imported HMAC-SHA256 keys, at most `maxEntries`, least recently used dropped first. One per
- * verifier (no module state); keyed by key material and secret, so schemes that derive the same
- * bytes share an entry. A secret that cannot be a key (empty, bad `whsec_` base64) caches `null`.
+ * A bounded least-recently-used cache of HMAC keys, keyed by (key material, secret), so each
+ * secret's key is prepared once (`node:crypto` `createSecretKey`).
  */
 export class KeyCache {
-  readonly #entries = new Map<string, Promise<CryptoKey | null>>();
+  readonly #entries = new Map<string, KeyObject | null>();
   readonly #maxEntries: number;
 
-  /** @param maxEntries Keys kept before the least recently used is dropped. @default {1024} */
+  /** @param maxEntries how many keys to keep @default {1024} */
   constructor(maxEntries: number = DEFAULT_MAX_CACHED_KEYS) {
     this.#maxEntries = Math.max(1, Math.floor(maxEntries));
   }
 
-  /** Number of cached keys. */
+  /** Number of keys held. */
   get size(): number {
     return this.#entries.size;
   }
 
-  /** The key for `secret` under `material`, imported on first use; `null` when it cannot be one. */
-  get(secret: string, material: KeyMaterial): Promise<CryptoKey | null> {
+  /**
+   * The key for `secret`, or null when the secret gives no key bytes (empty, or a `whsec_`
+   * secret that is not base64).
+   */
+  get(secret: string, material: KeyMaterial): KeyObject | null {
     const id = `${material}\u0000${secret}`;
     const cached = this.#entries.get(id);
-    if (cached) {
+    if (cached !== undefined) {
       this.#entries.delete(id);
       this.#entries.set(id, cached);
       return cached;
@@ -123,61 +125,60 @@ export class KeyCache {
       this.#entries.delete(this.#entries.keys().next().value!);
     }
     const bytes = keyBytes(secret, material);
-    const key = bytes === null || bytes.length === 0
-      ? Promise.resolve(null)
-      : crypto.subtle.importKey("raw", bytes, HMAC_SHA256, false, ["sign", "verify"])
-        .catch(() => null);
+    const key = bytes === null || bytes.length === 0 ? null : createSecretKey(bytes);
     this.#entries.set(id, key);
     return key;
   }
 }
 
 /**
- * Whether any of `signatures` is the HMAC-SHA256 of `data` under any of `secrets`.
+ * True when one of `signatures` is the HMAC-SHA256 of `data` under one of `secrets`.
+ * Signatures of the wrong length are skipped; equal-length ones are compared with
+ * `timingSafeEqual`, so the time taken does not depend on how many bytes match.
  *
- * @param keys The verifier's key cache.
- * @param candidates The secrets, the key material rule, the signed bytes and the decoded
- *   signatures (a signature that is not 32 bytes long never matches).
- * @returns True at the first match.
+ * Why `node:crypto` and not `crypto.subtle.verify`: measured on the 2-core machine with a
+ * 2 KB body, `crypto.subtle.verify` costs about 45-60 µs per call (an async round trip per
+ * call), `createHmac` about 10 µs, which is the difference between a 4,000 and a 10,000 req/s
+ * gateway (bench/ingest.ts).
  */
-export async function hmacMatches(
+export function hmacMatches(
   keys: KeyCache,
   candidates: {
     secrets: readonly string[];
     material: KeyMaterial;
     data: Uint8Array;
-    signatures: readonly Uint8Array<ArrayBuffer>[];
+    signatures: readonly Uint8Array[];
   },
 ): Promise<boolean> {
   const signatures = candidates.signatures.filter((sig) => sig.length === DIGEST_BYTES);
-  if (signatures.length === 0) return false;
-  const data = asBufferSource(candidates.data);
+  if (signatures.length === 0) return Promise.resolve(false);
   for (const secret of candidates.secrets) {
-    const key = await keys.get(secret, candidates.material);
+    const key = keys.get(secret, candidates.material);
     if (key === null) continue;
+    const expected = createHmac("sha256", key).update(candidates.data).digest();
     for (const signature of signatures) {
-      if (await crypto.subtle.verify("HMAC", key, signature, data)) return true;
+      if (timingSafeEqual(expected, signature)) return Promise.resolve(true);
     }
   }
-  return false;
+  return Promise.resolve(false);
 }
 
 /**
- * Whether `token` equals any of `secrets`, in constant time: HMAC(secret, secret) is checked
- * against the token with `crypto.subtle.verify`, which compares the two digests, so neither the
- * content nor the length of the secret leaks through timing.
+ * True when `token` equals one of `secrets`, compared in constant time: both sides are
+ * HMAC-ed with the secret's key first, so the comparison is over equal-length digests.
  */
-export async function tokenMatches(
+export function tokenMatches(
   keys: KeyCache,
   secrets: readonly string[],
   token: string,
 ): Promise<boolean> {
   const given = utf8(token);
   for (const secret of secrets) {
-    const key = await keys.get(secret, "utf8");
+    const key = keys.get(secret, "utf8");
     if (key === null) continue;
-    const expected = await crypto.subtle.sign("HMAC", key, utf8(secret));
-    if (await crypto.subtle.verify("HMAC", key, expected, given)) return true;
+    const expected = createHmac("sha256", key).update(utf8(secret)).digest();
+    const actual = createHmac("sha256", key).update(given).digest();
+    if (timingSafeEqual(expected, actual)) return Promise.resolve(true);
   }
-  return false;
+  return Promise.resolve(false);
 }

@@ -1,0 +1,232 @@
+/**
+ * Load benchmark of the ingest path, driven by `wrk` (installed from Debian when missing):
+ * a 2 KB JSON body signed as GitHub signs, a fresh `X-GitHub-Delivery` per request,
+ * 32 connections. Compares in one run, on one machine:
+ *
+ *   (a) a plain `Deno.serve` that reads the body and answers 202: the ceiling here;
+ *   (b) the gateway in direct mode, delivering to a loopback Telegram sink;
+ *   (c) the gateway in agent mode: durable write to SQLite, then 202.
+ *
+ * and prints req/s, p50/p99 and the ratios b/a, c/a, c/b. Then it keeps feeding agent mode
+ * until 1,000,000 distinct delivery ids are stored and prints the gateway's RSS along the way
+ * (ids live in the database, so it must stay flat).
+ *
+ * Usage: deno task bench [-- --seconds 10 --ids 1000000]
+ *
+ * @module
+ */
+import { createHmac } from "node:crypto";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: {
+    seconds: { type: "string", default: "10" },
+    connections: { type: "string", default: "32" },
+    ids: { type: "string", default: "1000000" },
+  },
+});
+const SECONDS = Number(flags.seconds);
+const CONNECTIONS = Number(flags.connections);
+const IDS = Number(flags.ids);
+const ROOT = new URL("..", import.meta.url).pathname;
+const SECRET = "bench-secret-0123456789abcdef";
+
+function ensureWrk(): void {
+  const has = () => new Deno.Command("sh", { args: ["-c", "command -v wrk"], stdout: "null" }).outputSync().success;
+  if (has()) return;
+  console.log("installing wrk from Debian...");
+  new Deno.Command("sh", { args: ["-c", "apt-get update -qq && apt-get install -y -qq wrk"] }).outputSync();
+  if (!has()) throw new Error("wrk is not installed and apt-get could not install it");
+}
+
+/** A 2 KB GitHub-like issues payload. */
+function payload(): string {
+  const base = { action: "opened", issue: { number: 1, title: "Crash on start", body: "" }, repository: { full_name: "octo/repo" } };
+  base.issue.body = "x".repeat(2048 - JSON.stringify(base).length);
+  return JSON.stringify(base);
+}
+
+/**
+ * The wrk Lua script: POST the body with a delivery id unique across runs, threads and
+ * requests (`<run>-<thread>-<n>`), so every request is a new event.
+ */
+function luaScript(body: string): string {
+  const signature = `sha256=${createHmac("sha256", SECRET).update(body).digest("hex")}`;
+  return `
+wrk.method = "POST"
+wrk.body = ${JSON.stringify(body)}
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-GitHub-Event"] = "issues"
+wrk.headers["X-Hub-Signature-256"] = "${signature}"
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("prefix", os.getenv("RUN_ID") .. "-" .. threads)
+end
+local counter = 0
+request = function()
+  counter = counter + 1
+  wrk.headers["X-GitHub-Delivery"] = prefix .. "-" .. counter
+  return wrk.format()
+end
+`;
+}
+
+interface WrkResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  non2xx: number;
+}
+
+function parseLatency(text: string, percentile: string): number {
+  const match = text.match(new RegExp(`\\s${percentile}%\\s+([\\d.]+)(us|ms|s)`));
+  if (!match) return NaN;
+  const value = Number(match[1]);
+  return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value;
+}
+
+let runs = 0;
+
+async function wrk(url: string, script: string, seconds: number): Promise<WrkResult> {
+  const output = await new Deno.Command("wrk", {
+    args: ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-s", script, url],
+    env: { RUN_ID: `${Date.now()}-${++runs}` },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  const rps = Number(text.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN);
+  const requests = Number(text.match(/(\d+) requests in/)?.[1] ?? 0);
+  const non2xx = Number(text.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0);
+  return { rps, p50Ms: parseLatency(text, "50"), p99Ms: parseLatency(text, "99"), requests, non2xx };
+}
+
+/** Starts a child process and waits for `pattern` on its output; returns the child and the match. */
+async function spawn(args: string[], env: Record<string, string>, pattern: RegExp) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env: { ...env, NO_COLOR: "1", RUST_BACKTRACE: "0" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const found = Promise.withResolvers<RegExpMatchArray>();
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk);
+      if (text.length > 100_000) text = text.slice(-50_000);
+      const match = text.match(pattern);
+      if (match) found.resolve(match);
+    }
+  };
+  pump(child.stdout);
+  pump(child.stderr);
+  const timer = setTimeout(() => found.reject(new Error(`no ${pattern} in:\n${text}`)), 30_000);
+  const match = await found.promise.finally(() => clearTimeout(timer));
+  return { child, match };
+}
+
+function rssKb(pid: number): { rss: number; peak: number } {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return {
+    rss: Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? 0),
+    peak: Number(status.match(/VmHWM:\s+(\d+)/)?.[1] ?? 0),
+  };
+}
+
+const CEILING = `
+Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
+  async (request) => { await request.arrayBuffer(); return new Response('{"status":"accepted"}', { status: 202, headers: { "content-type": "application/json" } }); });
+`;
+const SINK = `
+Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
+  async (request) => { await request.arrayBuffer(); return Response.json({ ok: true, result: { message_id: 1 } }); });
+`;
+const HANG = `
+Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
+  (request) => new Promise(() => {}));
+`;
+
+async function main() {
+  ensureWrk();
+  const home = await Deno.makeTempDir({ prefix: "agent-bench-" });
+  const children: Deno.ChildProcess[] = [];
+  try {
+    const body = payload();
+    const script = join(home, "post.lua");
+    await Deno.writeTextFile(script, luaScript(body));
+    const now = new Date().toISOString();
+    const record = (extra: object) => ({ secret: SECRET, rate_limit: 1_000_000_000, created_at: now, updated_at: now, ...extra });
+    await Deno.writeTextFile(join(home, "webhook_subscriptions.json"), JSON.stringify({
+      direct: record({ deliver: "telegram", deliver_only: true, deliver_extra: { chat_id: "1" }, prompt: "Issue {issue.title} on {repository.full_name}" }),
+      agent: record({ deliver: "log", prompt: "Summarise issue {issue.title} on {repository.full_name}" }),
+    }), { mode: 0o600 });
+    await Deno.writeTextFile(join(home, "config.yaml"), "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\nagent:\n  max_concurrency: 2\n  timeout_seconds: 3600\n");
+
+    const ceiling = await spawn(["eval", CEILING], {}, /listening on (\d+)/);
+    children.push(ceiling.child);
+    const sink = await spawn(["eval", SINK], {}, /listening on (\d+)/);
+    children.push(sink.child);
+    const llm = await spawn(["eval", HANG], {}, /listening on (\d+)/);
+    children.push(llm.child);
+    const gateway = await spawn(["run", "--allow-all", join(ROOT, "main.ts"), "gateway", "run", "--quiet"], {
+      ...Deno.env.toObject(),
+      AGENT_HOME: home,
+      TELEGRAM_API_URL: `http://127.0.0.1:${sink.match[1]}`,
+      TELEGRAM_BOT_TOKEN: "1:bench",
+      OPENAI_BASE_URL: `http://127.0.0.1:${llm.match[1]}/v1`,
+      OPENAI_API_KEY: "bench",
+    }, /listening on http:\/\/127\.0\.0\.1:(\d+)/);
+    children.push(gateway.child);
+    const gatewayUrl = `http://127.0.0.1:${gateway.match[1]}`;
+
+    console.log(`wrk: ${CONNECTIONS} connections, ${SECONDS} s per case, ${body.length}-byte signed body\n`);
+    // Warm up JIT and the database before measuring.
+    await wrk(`${gatewayUrl}/webhooks/agent`, script, 2);
+    await wrk(`${gatewayUrl}/webhooks/direct`, script, 2);
+    const a = await wrk(`http://127.0.0.1:${ceiling.match[1]}/`, script, SECONDS);
+    const b = await wrk(`${gatewayUrl}/webhooks/direct`, script, SECONDS);
+    const c = await wrk(`${gatewayUrl}/webhooks/agent`, script, SECONDS);
+    const row = (name: string, r: WrkResult) =>
+      `${name.padEnd(40)} ${r.rps.toFixed(0).padStart(8)} ${r.p50Ms.toFixed(2).padStart(8)} ${r.p99Ms.toFixed(2).padStart(8)} ${String(r.non2xx).padStart(8)}`;
+    console.log(`${"case".padEnd(40)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx".padStart(8)}`);
+    console.log(row("(a) plain Deno.serve, 202", a));
+    console.log(row("(b) gateway, direct delivery to sink", b));
+    console.log(row("(c) gateway, agent mode (durable + 202)", c));
+    console.log(`\nratios: b/a ${(b.rps / a.rps).toFixed(2)}  c/a ${(c.rps / a.rps).toFixed(2)}  c/b ${(c.rps / b.rps).toFixed(2)}`);
+    console.log(`targets: c ≥ 10000 req/s: ${c.rps >= 10_000 ? "met" : "NOT met"}; c p99 < 10 ms: ${c.p99Ms < 10 ? "met" : "NOT met"}; c/b ≥ 0.8: ${c.rps / b.rps >= 0.8 ? "met" : "NOT met"}`);
+
+    if (IDS > 0) {
+      const pid = gateway.child.pid;
+      const { DatabaseSync } = await import("node:sqlite");
+      const db = new DatabaseSync(join(home, "state", "gateway.db"), { readOnly: true });
+      const count = () => Number((db.prepare("SELECT count(*) AS n FROM idempotency_keys").get() as { n: number }).n);
+      console.log(`\nRSS of the gateway while storing ${IDS} distinct delivery ids (agent mode):`);
+      console.log(`${"ids stored".padStart(12)} ${"RSS MiB".padStart(9)} ${"peak MiB".padStart(9)}`);
+      let stored = count();
+      while (stored < IDS) {
+        const left = IDS - stored;
+        await wrk(`${gatewayUrl}/webhooks/agent`, script, Math.max(2, Math.min(20, Math.ceil(left / Math.max(1000, c.rps)))));
+        stored = count();
+        const mem = rssKb(pid);
+        console.log(`${String(stored).padStart(12)} ${(mem.rss / 1024).toFixed(1).padStart(9)} ${(mem.peak / 1024).toFixed(1).padStart(9)}`);
+      }
+      db.close();
+    }
+  } finally {
+    for (const child of children) {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await child.status;
+    }
+    await Deno.remove(home, { recursive: true }).catch(() => {});
+  }
+}
+
+await main();
