@@ -34,16 +34,22 @@ const ROOT = new URL("..", import.meta.url).pathname;
 const SECRET = "bench-secret-0123456789abcdef";
 
 function ensureWrk(): void {
-  const has = () => new Deno.Command("sh", { args: ["-c", "command -v wrk"], stdout: "null" }).outputSync().success;
+  const has = () =>
+    new Deno.Command("sh", { args: ["-c", "command -v wrk"], stdout: "null" }).outputSync().success;
   if (has()) return;
   console.log("installing wrk from Debian...");
-  new Deno.Command("sh", { args: ["-c", "apt-get update -qq && apt-get install -y -qq wrk"] }).outputSync();
+  new Deno.Command("sh", { args: ["-c", "apt-get update -qq && apt-get install -y -qq wrk"] })
+    .outputSync();
   if (!has()) throw new Error("wrk is not installed and apt-get could not install it");
 }
 
 /** A 2 KB GitHub-like issues payload. */
 function payload(): string {
-  const base = { action: "opened", issue: { number: 1, title: "Crash on start", body: "" }, repository: { full_name: "octo/repo" } };
+  const base = {
+    action: "opened",
+    issue: { number: 1, title: "Crash on start", body: "" },
+    repository: { full_name: "octo/repo" },
+  };
   base.issue.body = "x".repeat(2048 - JSON.stringify(base).length);
   return JSON.stringify(base);
 }
@@ -102,7 +108,13 @@ async function wrk(url: string, script: string, seconds: number): Promise<WrkRes
   const rps = Number(text.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN);
   const requests = Number(text.match(/(\d+) requests in/)?.[1] ?? 0);
   const non2xx = Number(text.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0);
-  return { rps, p50Ms: parseLatency(text, "50"), p99Ms: parseLatency(text, "99"), requests, non2xx };
+  return {
+    rps,
+    p50Ms: parseLatency(text, "50"),
+    p99Ms: parseLatency(text, "99"),
+    requests,
+    non2xx,
+  };
 }
 
 /** Starts a child process and waits for `pattern` on its output; returns the child and the match. */
@@ -161,12 +173,33 @@ async function main() {
     const script = join(home, "post.lua");
     await Deno.writeTextFile(script, luaScript(body));
     const now = new Date().toISOString();
-    const record = (extra: object) => ({ secret: SECRET, rate_limit: 1_000_000_000, created_at: now, updated_at: now, ...extra });
-    await Deno.writeTextFile(join(home, "webhook_subscriptions.json"), JSON.stringify({
-      direct: record({ deliver: "telegram", deliver_only: true, deliver_extra: { chat_id: "1" }, prompt: "Issue {issue.title} on {repository.full_name}" }),
-      agent: record({ deliver: "log", prompt: "Summarise issue {issue.title} on {repository.full_name}" }),
-    }), { mode: 0o600 });
-    await Deno.writeTextFile(join(home, "config.yaml"), "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\nagent:\n  max_concurrency: 2\n  timeout_seconds: 3600\n");
+    const record = (extra: object) => ({
+      secret: SECRET,
+      rate_limit: 1_000_000_000,
+      created_at: now,
+      updated_at: now,
+      ...extra,
+    });
+    await Deno.writeTextFile(
+      join(home, "webhook_subscriptions.json"),
+      JSON.stringify({
+        direct: record({
+          deliver: "telegram",
+          deliver_only: true,
+          deliver_extra: { chat_id: "1" },
+          prompt: "Issue {issue.title} on {repository.full_name}",
+        }),
+        agent: record({
+          deliver: "log",
+          prompt: "Summarise issue {issue.title} on {repository.full_name}",
+        }),
+      }),
+      { mode: 0o600 },
+    );
+    await Deno.writeTextFile(
+      join(home, "config.yaml"),
+      "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\nagent:\n  max_concurrency: 2\n  timeout_seconds: 3600\n",
+    );
 
     const ceiling = await spawn(["eval", CEILING], {}, /listening on (\d+)/);
     children.push(ceiling.child);
@@ -174,7 +207,14 @@ async function main() {
     children.push(sink.child);
     const llm = await spawn(["eval", HANG], {}, /listening on (\d+)/);
     children.push(llm.child);
-    const gateway = await spawn(["run", "--allow-all", join(ROOT, "main.ts"), "gateway", "run", "--quiet"], {
+    const gateway = await spawn([
+      "run",
+      "--allow-all",
+      join(ROOT, "main.ts"),
+      "gateway",
+      "run",
+      "--quiet",
+    ], {
       ...Deno.env.toObject(),
       AGENT_HOME: home,
       TELEGRAM_API_URL: `http://127.0.0.1:${sink.match[1]}`,
@@ -185,7 +225,9 @@ async function main() {
     children.push(gateway.child);
     const gatewayUrl = `http://127.0.0.1:${gateway.match[1]}`;
 
-    console.log(`wrk: ${CONNECTIONS} connections, ${SECONDS} s per case, ${body.length}-byte signed body\n`);
+    console.log(
+      `wrk: ${CONNECTIONS} connections, ${SECONDS} s per case, ${body.length}-byte signed body\n`,
+    );
     // Warm up JIT and the database before measuring.
     await wrk(`${gatewayUrl}/webhooks/agent`, script, 2);
     await wrk(`${gatewayUrl}/webhooks/direct`, script, 2);
@@ -193,28 +235,53 @@ async function main() {
     const b = await wrk(`${gatewayUrl}/webhooks/direct`, script, SECONDS);
     const c = await wrk(`${gatewayUrl}/webhooks/agent`, script, SECONDS);
     const row = (name: string, r: WrkResult) =>
-      `${name.padEnd(40)} ${r.rps.toFixed(0).padStart(8)} ${r.p50Ms.toFixed(2).padStart(8)} ${r.p99Ms.toFixed(2).padStart(8)} ${String(r.non2xx).padStart(8)}`;
-    console.log(`${"case".padEnd(40)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx".padStart(8)}`);
+      `${name.padEnd(40)} ${r.rps.toFixed(0).padStart(8)} ${r.p50Ms.toFixed(2).padStart(8)} ${
+        r.p99Ms.toFixed(2).padStart(8)
+      } ${String(r.non2xx).padStart(8)}`;
+    console.log(
+      `${"case".padEnd(40)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${
+        "p99 ms".padStart(8)
+      } ${"non-2xx".padStart(8)}`,
+    );
     console.log(row("(a) plain Deno.serve, 202", a));
     console.log(row("(b) gateway, direct delivery to sink", b));
     console.log(row("(c) gateway, agent mode (durable + 202)", c));
-    console.log(`\nratios: b/a ${(b.rps / a.rps).toFixed(2)}  c/a ${(c.rps / a.rps).toFixed(2)}  c/b ${(c.rps / b.rps).toFixed(2)}`);
-    console.log(`targets: c ≥ 10000 req/s: ${c.rps >= 10_000 ? "met" : "NOT met"}; c p99 < 10 ms: ${c.p99Ms < 10 ? "met" : "NOT met"}; c/b ≥ 0.8: ${c.rps / b.rps >= 0.8 ? "met" : "NOT met"}`);
+    console.log(
+      `\nratios: b/a ${(b.rps / a.rps).toFixed(2)}  c/a ${(c.rps / a.rps).toFixed(2)}  c/b ${
+        (c.rps / b.rps).toFixed(2)
+      }`,
+    );
+    console.log(
+      `targets: c ≥ 10000 req/s: ${c.rps >= 10_000 ? "met" : "NOT met"}; c p99 < 10 ms: ${
+        c.p99Ms < 10 ? "met" : "NOT met"
+      }; c/b ≥ 0.8: ${c.rps / b.rps >= 0.8 ? "met" : "NOT met"}`,
+    );
 
     if (IDS > 0) {
       const pid = gateway.child.pid;
       const { DatabaseSync } = await import("node:sqlite");
       const db = new DatabaseSync(join(home, "state", "gateway.db"), { readOnly: true });
-      const count = () => Number((db.prepare("SELECT count(*) AS n FROM idempotency_keys").get() as { n: number }).n);
+      const count = () =>
+        Number((db.prepare("SELECT count(*) AS n FROM idempotency_keys").get() as { n: number }).n);
       console.log(`\nRSS of the gateway while storing ${IDS} distinct delivery ids (agent mode):`);
-      console.log(`${"ids stored".padStart(12)} ${"RSS MiB".padStart(9)} ${"peak MiB".padStart(9)}`);
+      console.log(
+        `${"ids stored".padStart(12)} ${"RSS MiB".padStart(9)} ${"peak MiB".padStart(9)}`,
+      );
       let stored = count();
       while (stored < IDS) {
         const left = IDS - stored;
-        await wrk(`${gatewayUrl}/webhooks/agent`, script, Math.max(2, Math.min(20, Math.ceil(left / Math.max(1000, c.rps)))));
+        await wrk(
+          `${gatewayUrl}/webhooks/agent`,
+          script,
+          Math.max(2, Math.min(20, Math.ceil(left / Math.max(1000, c.rps)))),
+        );
         stored = count();
         const mem = rssKb(pid);
-        console.log(`${String(stored).padStart(12)} ${(mem.rss / 1024).toFixed(1).padStart(9)} ${(mem.peak / 1024).toFixed(1).padStart(9)}`);
+        console.log(
+          `${String(stored).padStart(12)} ${(mem.rss / 1024).toFixed(1).padStart(9)} ${
+            (mem.peak / 1024).toFixed(1).padStart(9)
+          }`,
+        );
       }
       db.close();
     }

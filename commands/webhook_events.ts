@@ -43,7 +43,7 @@ export const webhookEvents: Command = {
     }
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    const store = openStateStore(config.paths.stateDb);
+    const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
     try {
       const events = store.listEvents({ subscription: positionals[0], status, limit });
       if (values.json) {
@@ -85,7 +85,17 @@ function publicFields(event: StoredEvent) {
 }
 
 function table(events: StoredEvent[]): string {
-  const header = ["ID", "SUBSCRIPTION", "EVENT", "DELIVERY ID", "STATUS", "TRIES", "RECEIVED", "TOOK", "LAST ERROR"];
+  const header = [
+    "ID",
+    "SUBSCRIPTION",
+    "EVENT",
+    "DELIVERY ID",
+    "STATUS",
+    "TRIES",
+    "RECEIVED",
+    "TOOK",
+    "LAST ERROR",
+  ];
   const rows = events.map((e) => [
     e.id,
     e.subscription,
@@ -94,7 +104,9 @@ function table(events: StoredEvent[]): string {
     e.status,
     String(e.attempts),
     new Date(e.receivedAtMs).toISOString().replace("T", " ").slice(0, 19),
-    e.status === "delivered" || e.status === "failed" ? duration(e.updatedAtMs - e.receivedAtMs) : "-",
+    e.status === "delivered" || e.status === "failed"
+      ? duration(e.updatedAtMs - e.receivedAtMs)
+      : "-",
     (e.lastError ?? "").replace(/\s+/g, " ").slice(0, 60),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

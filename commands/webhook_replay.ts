@@ -24,7 +24,7 @@ export const webhookReplay: Command = {
     if (positionals.length !== 1) throw new UsageError(`Expected one <event-id>.\n\n${usage}`);
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    const store = openStateStore(config.paths.stateDb);
+    const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
     try {
       const event = store.replay(positionals[0], ctx.now());
       ctx.stdout(

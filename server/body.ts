@@ -106,7 +106,9 @@ export function parsePayload(
   if (mediaType === "application/x-www-form-urlencoded") {
     const form = new URLSearchParams(text);
     const payload = form.get("payload");
-    if (payload !== null) return { value: parseJson(payload, "the form field payload"), json: payload };
+    if (payload !== null) {
+      return { value: parseJson(payload, "the form field payload"), json: payload };
+    }
     const fields = Object.fromEntries(form);
     return { value: fields, json: JSON.stringify(fields) };
   }

@@ -14,15 +14,15 @@
  *
  * @module
  */
+import type { EventSource } from "../event_info.ts";
+
+export type { EventSource };
 export { openStateStore } from "./_sqlite_store.ts";
 export type { SqliteStateStore, StateStoreOptions } from "./_sqlite_store.ts";
 export type { GroupCommitStats } from "./_group_commit.ts";
 
 /** Where an event is in its life: `queued → running → delivered | failed`. */
 export type EventStatus = "queued" | "running" | "delivered" | "failed";
-
-/** Which family of sender the event came from (decides the `origin` target). */
-export type EventSource = "github" | "gitlab" | "stripe" | "standard" | "other";
 
 /**
  * The subscription's routing at accept time, so the worker does not depend on the subscription

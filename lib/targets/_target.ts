@@ -6,8 +6,9 @@
  * @module
  */
 
-/** Who sent the event, as told by its headers (CONTRACT §5, §6). Used by the `origin` target. */
-export type EventSource = "github" | "gitlab" | "stripe" | "standard" | "other";
+import type { EventSource } from "../event_info.ts";
+
+export type { EventSource };
 
 /** One message to deliver: the text, where it should go, and the event it answers. */
 export interface DeliveryJob {
