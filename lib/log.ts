@@ -70,9 +70,12 @@ export async function startLogging(
       maxSize: LOG_MAX_BYTES,
       maxFiles: LOG_MAX_FILES,
       formatter: lineFormatter,
-      // Buffered: one write per 16 KiB or 250 ms keeps logging off the ingest hot path.
+      // Buffered and non-blocking: one write per 16 KiB or 250 ms, and the fsync that follows
+      // each write runs off the event loop (the blocking mode fsyncs on it, which costs the
+      // ingest path milliseconds of p99 latency).
       bufferSize: 16_384,
       flushInterval: 250,
+      nonBlocking: true,
     });
   }
   if (options.console) {

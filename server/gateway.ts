@@ -104,8 +104,6 @@ export async function startGateway(
     newId: () => crypto.randomUUID(),
   });
 
-  const recovered = store.recoverInterrupted(now());
-  if (recovered > 0) workerLog.info("resuming {count} interrupted events", { count: recovered });
   const prune = () => {
     const pruned = store.prune(now(), { retentionDays: webhook.retentionDays });
     if (pruned.events || pruned.keys) workerLog.info("pruned old events and keys", pruned);

@@ -1,0 +1,322 @@
+/**
+ * End to end: an event answered 202 is never lost and never delivered twice. The real
+ * `main.ts gateway run` is killed (SIGKILL), stopped (SIGTERM), denied its database and
+ * restarted, with loopback servers playing Telegram and an OpenAI-compatible endpoint, and real
+ * GitHub payloads signed by `@octokit/webhooks-methods`.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { sign } from "@octokit/webhooks-methods";
+import {
+  type FakePlatform,
+  type PlannedFailure,
+  startFakeTelegram,
+} from "../fakes/chat_servers.ts";
+import { githubExample } from "../fakes/github_examples.ts";
+import { type FakeLlmAnswer, type FakeLlmRequest, startFakeLlm } from "../fakes/llm_server.ts";
+import { enabledConfig, eventually, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
+
+const SECRET = "durability-secret-0123";
+const CHAT = "4242";
+const ISSUE = githubExample("issues", "opened");
+
+/** One row of `agent webhook events --json`. */
+interface EventRow {
+  id: string;
+  delivery_id: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+  attempts_detail: {
+    attempt: number;
+    startedAtMs: number;
+    finishedAtMs: number | null;
+    step: string;
+    error: string | null;
+  }[];
+}
+
+/** A home whose config.yaml enables the platform and sets the `agent:` section. */
+function configWith(agent: string): string {
+  return `${enabledConfig(0)}agent:\n${agent}`;
+}
+
+/** What the LLM echoes: the prompt, which holds the delivery id. */
+function echo(request: FakeLlmRequest): string {
+  return `echo: ${request.messages.at(-1)?.content ?? ""}`;
+}
+
+/**
+ * A temporary home, a fake Telegram and a fake LLM, wired by environment variables, and the
+ * subscription `ci` (issues, prompt `Delivery {__delivery_id__}`, to Telegram chat 4242).
+ */
+async function stack(
+  config: string,
+  answer: (request: FakeLlmRequest, index: number) => FakeLlmAnswer | Promise<FakeLlmAnswer>,
+) {
+  const h = await tempHome({ config });
+  const telegram = startFakeTelegram();
+  const llm = await startFakeLlm({ answer });
+  const dispose = async () => {
+    await llm.close();
+    await telegram.close();
+    await h[Symbol.asyncDispose]();
+  };
+  const env = {
+    AGENT_HOME: h.home,
+    ...telegram.env,
+    OPENAI_BASE_URL: llm.url,
+    OPENAI_API_KEY: "test-key",
+    AGENT_MODEL: "test-model",
+  };
+  const sub = await runCli([
+    "webhook",
+    "subscribe",
+    "ci",
+    "--events",
+    "issues",
+    "--prompt",
+    "Delivery {__delivery_id__}",
+    "--deliver",
+    "telegram",
+    "--deliver-chat-id",
+    CHAT,
+    "--secret",
+    SECRET,
+  ], env);
+  if (sub.code !== 0) {
+    await dispose();
+    assert.fail(`subscribe failed: ${sub.stderr}`);
+  }
+  return { home: h.home, env, telegram, llm, [Symbol.asyncDispose]: dispose };
+}
+
+/** POSTs the `issues.opened` example to `ci`, signed, with delivery id `delivery`. */
+async function postIssue(url: string, delivery: string): Promise<Response> {
+  const body = JSON.stringify(ISSUE);
+  return await fetch(`${url}/webhooks/ci`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "issues",
+      "x-github-delivery": delivery,
+      "x-hub-signature-256": await sign(SECRET, body),
+    },
+    body,
+  });
+}
+
+/** `agent webhook events --json` for every event. */
+async function events(env: Record<string, string>): Promise<EventRow[]> {
+  const result = await runCli(["webhook", "events", "--json", "--limit", "1000"], env);
+  assert.equal(result.code, 0, result.stderr);
+  return JSON.parse(result.stdout);
+}
+
+async function allDelivered(env: Record<string, string>, count: number): Promise<EventRow[]> {
+  let rows: EventRow[] = [];
+  await eventually(async () => {
+    rows = await events(env);
+    return rows.length === count && rows.every((row) => row.status === "delivered");
+  }, { what: `${count} delivered events`, timeoutMs: 15_000 });
+  return rows;
+}
+
+/** Telegram messages per delivery id (each answer echoes `Delivery <id>`). */
+function messagesPerDelivery(telegram: FakePlatform): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const message of telegram.messages) {
+    assert.equal(message.to, CHAT);
+    const id = message.text.match(/Delivery (\S+)/)?.[1] ?? "?";
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Makes the fake answer `failure` once, to the request after its `count`-th accepted message. */
+function failAfterMessages(fake: FakePlatform, count: number, failure: PlannedFailure): void {
+  const push = fake.messages.push.bind(fake.messages);
+  fake.messages.push = (...items) => {
+    const length = push(...items);
+    if (length === count) fake.failNext(1, failure);
+    return length;
+  };
+}
+
+Deno.test("kill -9 with events running and queued loses none and delivers each exactly once", async () => {
+  let hang = true;
+  await using s = await stack(
+    configWith("  max_concurrency: 2\n  retry: {initial_delay_seconds: 0}\n"),
+    (request) => hang ? { hang: true } : echo(request),
+  );
+  await using first = await startGatewayProcess(s.env);
+  const deliveries = Array.from({ length: 20 }, (_, i) => `crash-${i}`);
+  for (const delivery of deliveries) {
+    const response = await postIssue(first.url, delivery);
+    const body = await response.text();
+    assert.equal(response.status, 202, body);
+  }
+  await eventually(() => s.llm.requests.length === 2, { what: "two agent runs hanging" });
+  assert.notEqual(await first.stop("SIGKILL"), 0);
+
+  const before = await events(s.env);
+  const statuses = before.map((row) => row.status).sort();
+  assert.deepEqual(statuses, [...Array(2).fill("running"), ...Array(18).fill("queued")].sort());
+  assert.equal(s.telegram.messages.length, 0);
+
+  hang = false;
+  await using second = await startGatewayProcess(s.env);
+  const after = await allDelivered(s.env, 20);
+  assert.deepEqual(
+    [...messagesPerDelivery(s.telegram)].sort(),
+    deliveries.map((delivery) => [delivery, 1]).sort(),
+  );
+  const interrupted = after.filter((row) => row.attempts === 2);
+  assert.equal(interrupted.length, 2, "the two running events resumed as a second attempt");
+  for (const row of interrupted) assert.match(row.attempts_detail[0].error ?? "", /interrupted/);
+  assert.equal(after.filter((row) => row.attempts === 1).length, 18);
+  assert.equal(await second.stop("SIGTERM"), 0);
+});
+
+Deno.test("a part already sent to Telegram is not sent again when a later part fails", async () => {
+  const answer = `First paragraph.\n${"alpha ".repeat(600)}\n\nSecond paragraph.\n${
+    "omega ".repeat(600)
+  }`;
+  await using s = await stack(
+    configWith("  max_concurrency: 1\n  retry: {initial_delay_seconds: 0}\n"),
+    () => answer,
+  );
+  failAfterMessages(s.telegram, 1, { status: 500 });
+  await using gateway = await startGatewayProcess(s.env);
+  const response = await postIssue(gateway.url, "split-1");
+  assert.equal(response.status, 202);
+  await response.body?.cancel();
+
+  const [row] = await allDelivered(s.env, 1);
+  const texts = s.telegram.messages.map((message) => message.text);
+  assert.equal(texts.length, 2);
+  assert.match(texts[0], /^\(1\/2\) First paragraph\./);
+  assert.match(texts[1], /^\(2\/2\) Second paragraph\./);
+  assert.equal(s.telegram.requests, 3, "part 1, part 2 refused with 500, part 2 again");
+  assert.equal(s.llm.requests.length, 1, "the saved answer is delivered, not asked again");
+  assert.equal(row.attempts, 2);
+  assert.equal(row.attempts_detail[0].step, "delivery");
+  assert.match(row.attempts_detail[0].error ?? "", /HTTP 500/);
+});
+
+Deno.test("an LLM 429 with Retry-After: 1 is retried after a second and ends delivered", async () => {
+  await using s = await stack(
+    configWith("  retry: {initial_delay_seconds: 0, max_attempts: 5}\n"),
+    (request, index) => index < 2 ? { status: 429, retryAfter: "1" } : echo(request),
+  );
+  await using gateway = await startGatewayProcess(s.env);
+  const response = await postIssue(gateway.url, "limited-1");
+  assert.equal(response.status, 202);
+  await response.body?.cancel();
+
+  const [row] = await allDelivered(s.env, 1);
+  assert.equal(row.attempts, 3);
+  assert.match(row.last_error ?? "", /429/, "a delivered event keeps its last failure");
+  const [one, two, three] = row.attempts_detail;
+  assert.match(one.error ?? "", /429/);
+  assert.match(two.error ?? "", /429/);
+  assert.equal(three.error, null);
+  assert.ok(two.startedAtMs - one.finishedAtMs! >= 1000, "Retry-After: 1 waited out");
+  assert.ok(three.startedAtMs - two.finishedAtMs! >= 1000, "Retry-After: 1 waited out");
+  assert.deepEqual([...messagesPerDelivery(s.telegram)], [["limited-1", 1]]);
+});
+
+Deno.test("an LLM that always answers 500 dead-letters the event after max_attempts", async () => {
+  await using s = await stack(
+    configWith("  retry: {initial_delay_seconds: 0, max_attempts: 2}\n"),
+    () => ({ status: 500, message: "model exploded" }),
+  );
+  await using gateway = await startGatewayProcess(s.env);
+  const response = await postIssue(gateway.url, "broken-1");
+  assert.equal(response.status, 202);
+  await response.body?.cancel();
+
+  const row = await eventually(
+    async () => (await events(s.env)).find((r) => r.status === "failed"),
+    {
+      what: "a failed event",
+    },
+  );
+  assert.equal(row.attempts, 2);
+  assert.match(row.last_error ?? "", /500.*model exploded/);
+  assert.deepEqual(row.attempts_detail.map((a) => [a.attempt, a.step]), [[1, "agent"], [
+    2,
+    "agent",
+  ]]);
+  assert.equal(s.llm.requests.length, 2);
+  assert.equal(s.telegram.requests, 0);
+});
+
+Deno.test("SIGTERM lets the running event finish and keeps the queued ones for the next start", async () => {
+  const release = Promise.withResolvers<void>();
+  await using s = await stack(
+    configWith("  max_concurrency: 1\n  retry: {initial_delay_seconds: 0}\n"),
+    async (request) => {
+      await release.promise;
+      return echo(request);
+    },
+  );
+  await using first = await startGatewayProcess(s.env);
+  for (const delivery of ["term-0", "term-1", "term-2"]) {
+    const response = await postIssue(first.url, delivery);
+    assert.equal(response.status, 202);
+    await response.body?.cancel();
+  }
+  await eventually(() => s.llm.requests.length === 1, { what: "one agent run in progress" });
+  const exited = first.stop("SIGTERM");
+  await eventually(() => first.output().includes("Stopping"), { what: "the gateway stopping" });
+  release.resolve();
+  assert.equal(await exited, 0, first.output());
+  assert.match(first.output(), /Gateway stopped/);
+
+  const stopped = await events(s.env);
+  assert.deepEqual(stopped.map((row) => row.status).sort(), ["delivered", "queued", "queued"]);
+  assert.equal(s.telegram.messages.length, 1);
+
+  await using second = await startGatewayProcess(s.env);
+  await allDelivered(s.env, 3);
+  assert.deepEqual(
+    [...messagesPerDelivery(s.telegram)].sort(),
+    [["term-0", 1], ["term-1", 1], ["term-2", 1]],
+  );
+  assert.equal(await second.stop(), 0);
+});
+
+Deno.test("a locked state database answers 503 with Retry-After and the retry is accepted", async () => {
+  await using s = await stack(configWith("  retry: {initial_delay_seconds: 0}\n"), echo);
+  await using gateway = await startGatewayProcess(s.env);
+  const warmup = await postIssue(gateway.url, "before-lock");
+  assert.equal(warmup.status, 202);
+  await warmup.body?.cancel();
+  await allDelivered(s.env, 1);
+
+  // Another connection holds the write lock past the gateway's busy timeout (5 s).
+  const db = new DatabaseSync(join(s.home, "state", "gateway.db"));
+  db.exec("BEGIN IMMEDIATE");
+  let refused: Response;
+  try {
+    refused = await postIssue(gateway.url, "during-lock");
+  } finally {
+    db.exec("ROLLBACK");
+    db.close();
+  }
+  assert.equal(refused.status, 503);
+  assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  assert.deepEqual(await refused.json(), { error: "event store unavailable, retry later" });
+
+  const retried = await postIssue(gateway.url, "during-lock");
+  assert.equal(retried.status, 202, "the 503 left the delivery id unclaimed");
+  await retried.body?.cancel();
+  const rows = await allDelivered(s.env, 2);
+  assert.deepEqual(rows.map((row) => row.delivery_id).sort(), ["before-lock", "during-lock"]);
+  assert.deepEqual(
+    [...messagesPerDelivery(s.telegram)].sort(),
+    [["before-lock", 1], ["during-lock", 1]],
+  );
+});

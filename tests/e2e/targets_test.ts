@@ -1,0 +1,358 @@
+/**
+ * End to end, in process: a signed webhook POST to the real gateway (`startGateway` on port 0)
+ * reaches every delivery target, in agent mode (through a loopback OpenAI-compatible endpoint)
+ * and in direct mode, and `origin` answers GitHub, GitLab and other senders where they belong.
+ * Loopback fakes play Telegram, Discord, Slack, GitHub and GitLab; GitHub payloads come from
+ * `@octokit/webhooks-examples` and are signed by `@octokit/webhooks-methods`.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { sign } from "@octokit/webhooks-methods";
+import { loadConfig } from "../../lib/config.ts";
+import type { StoredEvent } from "../../lib/state/mod.ts";
+import type { Subscription } from "../../lib/subscription.ts";
+import { startGateway } from "../../server/gateway.ts";
+import { enabledConfig, eventually, tempHome } from "../_helpers.ts";
+import {
+  type FakePlatform,
+  type PlatformKind,
+  type ReceivedMessage,
+  startFakePlatform,
+} from "../fakes/chat_servers.ts";
+import { githubExample } from "../fakes/github_examples.ts";
+import { startFakeLlm } from "../fakes/llm_server.ts";
+
+const KINDS: PlatformKind[] = ["telegram", "discord", "slack", "github", "gitlab"];
+const HOME_CHAT = "5555";
+
+/** An event as its sender signs it: GitHub HMAC, GitLab token, or a Bearer token. */
+type Sent =
+  | { sender: "github"; event: string; payload: Record<string, unknown> }
+  | { sender: "gitlab" | "bearer"; payload: Record<string, unknown> };
+
+const ISSUE = githubExample("issues", "opened");
+const PULL = githubExample("pull_request", "opened");
+const REPO = (ISSUE.repository as { full_name: string }).full_name;
+const ISSUE_OPENED: Sent = { sender: "github", event: "issues", payload: ISSUE };
+const PULL_OPENED: Sent = { sender: "github", event: "pull_request", payload: PULL };
+const PUSH: Sent = { sender: "github", event: "push", payload: githubExample("push") };
+const MERGE_REQUEST: Sent = {
+  sender: "gitlab",
+  payload: {
+    object_kind: "merge_request",
+    project: { id: 42, path_with_namespace: "group/project" },
+    object_attributes: { iid: 7, title: "Cache the build", action: "open" },
+  },
+};
+const ALERT: Sent = {
+  sender: "bearer",
+  payload: { event_type: "alert", alert: { name: "DiskFull", severity: "critical" } },
+};
+
+/** 5,000-odd characters of Markdown: paragraphs, then a code fence too long for one part. */
+const LONG_ANSWER = [
+  "# Incident report",
+  ...Array.from(
+    { length: 12 },
+    (_, i) => `Paragraph ${i + 1}: ${"the disk filled up. ".repeat(7)}`,
+  ),
+  ["```ts", ...Array.from({ length: 64 }, (_, i) => `const line${i} = "${"x".repeat(30)}";`), "```"]
+    .join("\n"),
+  "Done.",
+].map((block) => block.trim()).join("\n\n");
+
+const secretOf = (name: string) => `secret-of-${name}`;
+
+/** Starts the fakes, the fake LLM and the gateway with these subscriptions in a fresh home. */
+async function startWorld(
+  subscriptions: Record<string, Subscription>,
+  { extra = "" } = {},
+) {
+  const home = await tempHome({ config: enabledConfig(0, extra) });
+  const fakes = Object.fromEntries(KINDS.map((kind) => [kind, startFakePlatform(kind)])) as Record<
+    PlatformKind,
+    FakePlatform
+  >;
+  const llm = await startFakeLlm({
+    answer: ({ messages }) => {
+      const prompt = messages.at(-1)?.content ?? "";
+      return prompt.startsWith("LONG") ? LONG_ANSWER : `Answer: ${prompt}`;
+    },
+  });
+  const records = Object.fromEntries(
+    Object.entries(subscriptions).map(([name, sub]) => [name, { secret: secretOf(name), ...sub }]),
+  );
+  await Deno.writeTextFile(join(home.home, "webhook_subscriptions.json"), JSON.stringify(records));
+  const config = await loadConfig({
+    AGENT_HOME: home.home,
+    HOME: "/nonexistent",
+    ...Object.assign({}, ...KINDS.map((kind) => fakes[kind].env)),
+    TELEGRAM_HOME_CHANNEL: HOME_CHAT,
+    OPENAI_BASE_URL: llm.url,
+    OPENAI_API_KEY: "test-key",
+    AGENT_MODEL: "test-model",
+  });
+  const gateway = await startGateway(config);
+  return {
+    gateway,
+    fakes,
+    /** POSTs `sent` to `/webhooks/<name>`, authenticated with that subscription's secret. */
+    post: (name: string, sent: Sent) =>
+      post(`${gateway.url}/webhooks/${name}`, secretOf(name), sent),
+    /** Waits until an agent-mode event is delivered or failed. */
+    settled: (eventId: unknown): Promise<StoredEvent> =>
+      eventually(() => {
+        const event = gateway.store.getEvent(String(eventId));
+        return event?.status === "delivered" || event?.status === "failed" ? event : null;
+      }, { what: `event ${eventId} to be delivered or failed` }),
+    async [Symbol.asyncDispose]() {
+      await gateway.stop();
+      await llm.close();
+      await Promise.all(KINDS.map((kind) => fakes[kind].close()));
+      await home[Symbol.asyncDispose]();
+    },
+  };
+}
+
+async function post(url: string, secret: string, sent: Sent) {
+  const body = JSON.stringify(sent.payload);
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (sent.sender === "github") {
+    headers["x-github-event"] = sent.event;
+    headers["x-github-delivery"] = crypto.randomUUID();
+    headers["x-hub-signature-256"] = await sign(secret, body);
+  } else if (sent.sender === "gitlab") {
+    headers["x-gitlab-event"] = "Merge Request Hook";
+    headers["x-gitlab-event-uuid"] = crypto.randomUUID();
+    headers["x-gitlab-token"] = secret;
+  } else {
+    headers.authorization = `Bearer ${secret}`;
+  }
+  const response = await fetch(url, { method: "POST", headers, body });
+  return { status: response.status, body: await response.json() as Record<string, unknown> };
+}
+
+/**
+ * Each target, the event it is sent, and the platform call it must make: `to` as the fake
+ * records it, path, headers (`<token>` stands for the fake's token) and the JSON body whose
+ * `textField` holds the message.
+ */
+interface TargetCase {
+  target: string;
+  kind: PlatformKind;
+  chatId?: string;
+  sent: Sent;
+  to: string;
+  path: string;
+  headers: Record<string, string | RegExp>;
+  body: Record<string, unknown>;
+  textField: string;
+}
+
+const CASES: TargetCase[] = [
+  {
+    target: "telegram",
+    kind: "telegram",
+    chatId: "4242",
+    sent: ISSUE_OPENED,
+    to: "4242",
+    path: "/bot<token>/sendMessage",
+    headers: {},
+    body: { chat_id: "4242" },
+    textField: "text",
+  },
+  {
+    target: "discord",
+    kind: "discord",
+    chatId: "111222333",
+    sent: ISSUE_OPENED,
+    to: "111222333",
+    path: "/api/v10/channels/111222333/messages",
+    headers: { authorization: "Bot <token>", "user-agent": /^DiscordBot \(.+, .+\)$/ },
+    body: { allowed_mentions: { parse: [] } },
+    textField: "content",
+  },
+  {
+    target: "slack",
+    kind: "slack",
+    chatId: "C0123",
+    sent: ISSUE_OPENED,
+    to: "C0123",
+    path: "/api/chat.postMessage",
+    headers: { authorization: "Bearer <token>" },
+    body: { channel: "C0123" },
+    textField: "text",
+  },
+  {
+    target: "github_comment",
+    kind: "github",
+    sent: ISSUE_OPENED,
+    to: `${REPO}#1`,
+    path: `/repos/${REPO}/issues/1/comments`,
+    headers: { authorization: "Bearer <token>", "user-agent": /./, accept: /github/ },
+    body: {},
+    textField: "body",
+  },
+  {
+    target: "gitlab_comment",
+    kind: "gitlab",
+    sent: MERGE_REQUEST,
+    to: "42!7",
+    path: "/api/v4/projects/42/merge_requests/7/notes",
+    headers: { "private-token": "<token>" },
+    body: {},
+    textField: "body",
+  },
+];
+
+/** Asserts one recorded platform call: destination, path, auth headers and the exact body. */
+function assertCall(c: TargetCase, fake: FakePlatform, message: ReceivedMessage, text: string) {
+  const withToken = (value: string) => value.replace("<token>", fake.token);
+  assert.equal(message.to, c.to);
+  assert.equal(message.path, withToken(c.path));
+  for (const [name, expected] of Object.entries(c.headers)) {
+    if (expected instanceof RegExp) assert.match(message.headers[name] ?? "", expected, name);
+    else assert.equal(message.headers[name], withToken(expected), name);
+  }
+  assert.deepEqual(message.body, { ...c.body, [c.textField]: text });
+}
+
+const label = (sent: Sent) => sent.sender === "github" ? `${sent.event}.opened` : "merge_request";
+
+for (const c of CASES) {
+  Deno.test(`${c.target}: an agent answer arrives (202), a direct message gets 200, 502 on a 500, 429 waited out`, async (t) => {
+    const chat = c.chatId === undefined ? {} : { deliver_extra: { chat_id: c.chatId } };
+    const prompt = "{__event__} via {__subscription__}";
+    await using world = await startWorld({
+      agent: { deliver: c.target, ...chat, prompt: `Summarise ${prompt}` },
+      direct: { deliver: c.target, ...chat, prompt: `Direct ${prompt}`, deliver_only: true },
+    });
+    const fake = world.fakes[c.kind];
+
+    await t.step("agent mode: 202, then the LLM's answer at the platform", async () => {
+      const { status, body } = await world.post("agent", c.sent);
+      assert.equal(status, 202, JSON.stringify(body));
+      assert.equal(body.status, "accepted");
+      const event = await world.settled(body.event_id);
+      assert.equal(event.status, "delivered", event.lastError ?? "");
+      assert.equal(fake.messages.length, 1);
+      assertCall(c, fake, fake.messages[0], `Answer: Summarise ${label(c.sent)} via agent`);
+    });
+
+    await t.step("direct mode: 200 and the rendered template arrives", async () => {
+      const { status, body } = await world.post("direct", c.sent);
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.status, "delivered");
+      assertCall(c, fake, fake.messages.at(-1)!, `Direct ${label(c.sent)} via direct`);
+    });
+
+    await t.step("direct mode: the platform failing with 500 gets the sender a 502", async () => {
+      const before = fake.messages.length;
+      fake.failNext(1, { status: 500 });
+      const { status, body } = await world.post("direct", c.sent);
+      assert.equal(status, 502);
+      assert.equal(body.error, "delivery failed");
+      assert.doesNotMatch(JSON.stringify(body), new RegExp(fake.token));
+      assert.equal(fake.messages.length, before);
+    });
+
+    await t.step("direct mode: a 429 with retry_after 1 is waited out, then 200", async () => {
+      const requests = fake.requests;
+      fake.failNext(1, { status: 429, retryAfterSeconds: 1 });
+      const started = performance.now();
+      const { status } = await world.post("direct", c.sent);
+      assert.equal(status, 200);
+      assert.ok(performance.now() - started >= 950, "the gateway waited retry_after");
+      assert.equal(fake.requests, requests + 2);
+      assert.equal(fake.messages.at(-1)!.text, `Direct ${label(c.sent)} via direct`);
+    });
+  });
+}
+
+Deno.test("origin answers a GitHub issue or pull request with a comment, a GitLab merge request with a note, others at extra.home", async () => {
+  await using world = await startWorld(
+    { origin: { deliver: "origin", prompt: "Reply to {__event__}" } },
+    { extra: "      home: telegram:9001\n" },
+  );
+  const sends: [Sent, PlatformKind, string, string][] = [
+    [ISSUE_OPENED, "github", `/repos/${REPO}/issues/1/comments`, "issues.opened"],
+    [PULL_OPENED, "github", `/repos/${REPO}/issues/2/comments`, "pull_request.opened"],
+    [MERGE_REQUEST, "gitlab", "/api/v4/projects/42/merge_requests/7/notes", "merge_request"],
+    [ALERT, "telegram", `/bot${world.fakes.telegram.token}/sendMessage`, "alert"],
+  ];
+  for (const [sent, kind, path, event] of sends) {
+    const { status, body } = await world.post("origin", sent);
+    assert.equal(status, 202, JSON.stringify(body));
+    const stored = await world.settled(body.event_id);
+    assert.equal(stored.status, "delivered", stored.lastError ?? "");
+    const message = world.fakes[kind].messages.at(-1)!;
+    assert.equal(message.path, path);
+    assert.equal(message.text, `Answer: Reply to ${event}`);
+  }
+  assert.equal(world.fakes.github.messages.length, 2);
+  assert.equal(world.fakes.telegram.messages[0].to, "9001");
+});
+
+Deno.test("origin without extra.home fails an event that has no place to reply to, and says why", async () => {
+  await using world = await startWorld({ origin: { deliver: "origin" } });
+  const reasons = [
+    [ALERT, /"other" senders have no place to reply to.*no home target is configured/],
+    [PUSH, /GitHub "push" event has no issue or pull request.*no home target/],
+  ] as const;
+  for (const [sent, reason] of reasons) {
+    const { status, body } = await world.post("origin", sent);
+    assert.equal(status, 202);
+    const stored = await world.settled(body.event_id);
+    assert.equal(stored.status, "failed");
+    assert.match(stored.lastError ?? "", reason);
+  }
+  const failed = world.gateway.store.listEvents({}).filter((event) => event.status === "failed");
+  assert.equal(failed.length, 2);
+  assert.equal(world.fakes.telegram.requests, 0);
+});
+
+Deno.test("a long Markdown answer arrives at Telegram and Discord in numbered parts within each limit", async () => {
+  await using world = await startWorld({
+    "long-tg": { deliver: "telegram", deliver_extra: { chat_id: "4242" }, prompt: "LONG" },
+    "long-dc": { deliver: "discord", deliver_extra: { chat_id: "111222333" }, prompt: "LONG" },
+  });
+  assert.ok(LONG_ANSWER.length >= 5000 && LONG_ANSWER.includes("```ts\n"));
+  for (const [name, kind, limit] of [["long-tg", "telegram", 4096], ["long-dc", "discord", 2000]]) {
+    const { body } = await world.post(name as string, ISSUE_OPENED);
+    const stored = await world.settled(body.event_id);
+    assert.equal(stored.status, "delivered", stored.lastError ?? "");
+    const parts = world.fakes[kind as PlatformKind].messages.map((message) => message.text);
+    assert.ok(parts.length >= Math.ceil(LONG_ANSWER.length / (limit as number)), `${kind} parts`);
+    assert.equal(stored.partsSent, parts.length);
+    parts.forEach((part, i) => {
+      assert.ok(part.length <= (limit as number), `${kind} part ${i + 1} is within the limit`);
+      assert.ok(part.startsWith(`(${i + 1}/${parts.length})`), `${kind} part ${i + 1} numbered`);
+      const fences = part.split("\n").filter((line) => line.startsWith("```")).length;
+      assert.equal(fences % 2, 0, `${kind} part ${i + 1} has balanced code fences`);
+    });
+    assert.ok(
+      parts.some((part) => /^\(\d+\/\d+\)\n```ts\n/.test(part)),
+      `${kind} reopens the fence`,
+    );
+    const whole = parts.join("\n");
+    for (const line of LONG_ANSWER.split("\n").filter((line) => line && !line.startsWith("```"))) {
+      assert.ok(whole.includes(line), `${kind} lost nothing: ${line}`);
+    }
+  }
+});
+
+Deno.test("telegram without deliver_extra.chat_id goes to TELEGRAM_HOME_CHANNEL", async () => {
+  await using world = await startWorld({
+    "home-agent": { deliver: "telegram", prompt: "Home {__event__}" },
+    "home-direct": { deliver: "telegram", prompt: "Home {__event__}", deliver_only: true },
+  });
+  const agent = await world.post("home-agent", ISSUE_OPENED);
+  assert.equal((await world.settled(agent.body.event_id)).status, "delivered");
+  const direct = await world.post("home-direct", ISSUE_OPENED);
+  assert.equal(direct.status, 200);
+  const sent = world.fakes.telegram.messages.map(({ to, text }) => ({ to, text }));
+  assert.deepEqual(sent, [
+    { to: HOME_CHAT, text: "Answer: Home issues.opened" },
+    { to: HOME_CHAT, text: "Home issues.opened" },
+  ]);
+});
