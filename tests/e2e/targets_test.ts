@@ -52,10 +52,7 @@ const ALERT: Sent = {
 /** 5,000-odd characters of Markdown: paragraphs, then a code fence too long for one part. */
 const LONG_ANSWER = [
   "# Incident report",
-  ...Array.from(
-    { length: 12 },
-    (_, i) => `Paragraph ${i + 1}: ${"the disk filled up. ".repeat(7)}`,
-  ),
+  ...Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}: ${"the disk is full. ".repeat(8)}`),
   ["```ts", ...Array.from({ length: 64 }, (_, i) => `const line${i} = "${"x".repeat(30)}";`), "```"]
     .join("\n"),
   "Done.",
@@ -64,15 +61,10 @@ const LONG_ANSWER = [
 const secretOf = (name: string) => `secret-of-${name}`;
 
 /** Starts the fakes, the fake LLM and the gateway with these subscriptions in a fresh home. */
-async function startWorld(
-  subscriptions: Record<string, Subscription>,
-  { extra = "" } = {},
-) {
+async function startWorld(subscriptions: Record<string, Subscription>, { extra = "" } = {}) {
   const home = await tempHome({ config: enabledConfig(0, extra) });
-  const fakes = Object.fromEntries(KINDS.map((kind) => [kind, startFakePlatform(kind)])) as Record<
-    PlatformKind,
-    FakePlatform
-  >;
+  const fakes = {} as Record<PlatformKind, FakePlatform>;
+  for (const kind of KINDS) fakes[kind] = startFakePlatform(kind);
   const llm = await startFakeLlm({
     answer: ({ messages }) => {
       const prompt = messages.at(-1)?.content ?? "";
