@@ -13,26 +13,8 @@
 import { retryDelayMs } from "./_retry.ts";
 import { AgentError, ConfigError, NotFoundError, TargetError } from "./errors.ts";
 import type { AgentRunner } from "./agents/mod.ts";
-import type { EventSource, StateStore, StoredEvent } from "./state/mod.ts";
-
-/** What the worker hands to the delivery function (see `lib/targets`). */
-export interface DeliveryJob {
-  /** Target name from the subscription (`log`, `telegram`, `origin`, ...). */
-  target: string;
-  /** Rendered `deliver_extra.chat_id`, when set. */
-  chatId?: string;
-  /** The message: the agent's answer, or a direct-mode event's rendered template. */
-  text: string;
-  /** The parsed payload (for `origin`, `github_comment`, ...). */
-  payload: unknown;
-  source: EventSource;
-  subscription: string;
-  eventType: string;
-  eventId: string;
-  deliveryId: string;
-  /** Parts of a split message delivered by an earlier attempt: not sent again. */
-  partsAlreadySent?: number;
-}
+import type { StateStore, StoredEvent } from "./state/mod.ts";
+import type { DeliveryJob } from "./targets/mod.ts";
 
 /**
  * Delivers a message to its target.

@@ -1,17 +1,6 @@
 import assert from "node:assert/strict";
-import examples from "@octokit/webhooks-examples" with { type: "json" };
 import { eventInfo, eventLabel, matchesEvents, MAX_ID_CHARS } from "../../lib/event_info.ts";
-
-function githubExample(name: string, action?: string): Record<string, unknown> {
-  const definitions = examples as unknown as {
-    name: string;
-    examples: Record<string, unknown>[];
-  }[];
-  const found = definitions.find((definition) => definition.name === name)?.examples
-    .find((example) => action === undefined || example.action === action);
-  assert.ok(found, `no ${name}.${action} example in @octokit/webhooks-examples`);
-  return found;
-}
+import { githubExample } from "../fakes/github_examples.ts";
 
 let generated = 0;
 const newId = () => `generated-${++generated}`;

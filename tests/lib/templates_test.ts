@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import examples from "@octokit/webhooks-examples" with { type: "json" };
 import {
   CUT_MARKER,
   defaultPrompt,
@@ -9,19 +8,9 @@ import {
   renderTemplate,
   type TemplateContext,
 } from "../../lib/templates.ts";
+import { githubExample } from "../fakes/github_examples.ts";
 
 const context: TemplateContext = { event: "issues", subscription: "gh-issues", deliveryId: "d-42" };
-
-function githubExample(name: string, action?: string): Record<string, unknown> {
-  const definitions = examples as unknown as {
-    name: string;
-    examples: Record<string, unknown>[];
-  }[];
-  const found = definitions.find((definition) => definition.name === name)?.examples
-    .find((example) => action === undefined || example.action === action);
-  assert.ok(found, `no ${name}.${action} example in @octokit/webhooks-examples`);
-  return found;
-}
 
 const payload = {
   issue: { title: "Crash on start", number: 7, draft: false, closed_at: null, score: 1.5 },

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { AgentError, NotFoundError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
-import { createWorker, type DeliveryJob, type WorkerDeps } from "../../lib/worker.ts";
+import type { DeliveryJob } from "../../lib/targets/mod.ts";
+import { createWorker, type WorkerDeps } from "../../lib/worker.ts";
 
 const T0 = 1_700_000_000_000;
 
