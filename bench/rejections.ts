@@ -11,8 +11,7 @@
  * share the gateway's thread and so lower every rate alike. Cases are interleaved over rounds
  * and each case's median round is reported. The database is checked after every round
  * (rejections add no event; accepted requests add one each) and at the end by a fixed-count
- * pass with exact accounting. The agent never runs during the measurement: its HTTP client
- * waits until the end.
+ * pass with exact accounting. The agent endpoint never answers, so the worker stays idle.
  *
  * Run: `deno run -A bench/rejections.ts` (about 50 s; loopback only; stops by itself).
  *
@@ -217,7 +216,7 @@ async function setUp(home: string) {
     join(home, "config.yaml"),
     "platforms:\n  webhook:\n    enabled: true\n    extra: {host: 127.0.0.1, port: 0}\n" +
       // The agent endpoint is never reached (fetch is held), but stays on loopback regardless.
-      "agent: {provider: openai, model: bench, base_url: 'http://127.0.0.1:9/v1'}\n",
+      "agent: {provider: openai, model: bench, base_url: 'http://127.0.0.1:9/v1', timeout_seconds: 1}\n",
   );
   await Deno.writeTextFile(
     join(home, "webhook_subscriptions.json"),
@@ -255,6 +254,17 @@ async function setUp(home: string) {
     },
   ];
   return { cases, files, body: new TextEncoder().encode(body) };
+}
+
+/**
+ * The agent endpoint as `fetch`: it never answers, so the worker holds `max_concurrency` events
+ * until the SDK's 1 s timeout and the measurement is of ingest alone. An endpoint that failed
+ * at once would have the worker spin through the backlog instead.
+ */
+function silentAgent(_input: unknown, init?: RequestInit): Promise<Response> {
+  return new Promise((_, reject) => {
+    init?.signal?.addEventListener("abort", () => reject(init.signal!.reason), { once: true });
+  });
 }
 
 async function hasWrk(): Promise<boolean> {
@@ -301,11 +311,7 @@ async function main(): Promise<void> {
   const { cases, files, body } = await setUp(home);
   const config = await loadConfig({ AGENT_HOME: home, HOME: home });
   await startLogging({ file: config.paths.log });
-  // The worker's agent call waits here, so the measurement is of ingest alone.
-  const agentHeld = Promise.withResolvers<void>();
-  const gateway = await startGateway(config, {
-    fetch: () => agentHeld.promise.then(() => new Response("{}", { status: 503 })),
-  });
+  const gateway = await startGateway(config, { fetch: silentAgent });
   const db = new DatabaseSync(config.paths.stateDb, { readOnly: true });
   const wrk = await hasWrk();
   const load = (bench: Case, seconds: number) =>
@@ -340,8 +346,7 @@ async function main(): Promise<void> {
     );
   } finally {
     db.close();
-    agentHeld.resolve();
-    await gateway.stop({ deadlineMs: 5_000 });
+    await gateway.stop({ deadlineMs: 2_000 });
     await stopLogging();
     await Deno.remove(home, { recursive: true });
   }

@@ -107,6 +107,14 @@ async function send(
   const { route, event, secret, config, ctx } = options;
   const body = JSON.stringify(options.payload);
   const url = localUrl(config, route.name);
+  const auth = await authHeaders(route.auth, secret, body);
+  if (!auth) {
+    ctx.stderr(
+      `Subscription "${route.name}" only accepts ${route.auth} signatures; test can sign as ` +
+        "github, gitlab or bearer. Send a real event from the provider instead.",
+    );
+    return 1;
+  }
   let response: Response;
   try {
     response = await ctx.fetch(url, {
@@ -115,8 +123,8 @@ async function send(
         "content-type": "application/json",
         "x-github-event": event,
         "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": await signGitHub(secret, body),
         "user-agent": "agent-webhook-test",
+        ...auth,
       },
       body,
     });
@@ -140,6 +148,27 @@ async function send(
     ctx.stdout("The gateway refused the signature: is it running with the same home folder?");
   }
   return response.ok ? 0 : 1;
+}
+
+/**
+ * The authentication headers for the subscription's pinned scheme (GitHub when not pinned),
+ * or null for a scheme `test` cannot produce.
+ */
+async function authHeaders(
+  scheme: string | undefined,
+  secret: string,
+  body: string,
+): Promise<Record<string, string> | null> {
+  switch (scheme ?? "github") {
+    case "github":
+      return { "x-hub-signature-256": await signGitHub(secret, body) };
+    case "gitlab":
+      return { "x-gitlab-token": secret };
+    case "bearer":
+      return { authorization: `Bearer ${secret}` };
+    default:
+      return null;
+  }
 }
 
 /** `sha256=<hex>` HMAC of the body, as GitHub signs (X-Hub-Signature-256). */

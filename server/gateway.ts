@@ -37,6 +37,8 @@ export interface RunningGateway {
 export interface GatewayOptions {
   fetch?: typeof fetch;
   now?: () => number;
+  /** Waits out platform rate limits (429 `retry_after`); tests pass a fake. */
+  sleep?: (ms: number) => Promise<void>;
   /** Called once listening, with the URL. */
   onListen?: (url: string) => void;
 }
@@ -67,7 +69,7 @@ export async function startGateway(
   const targets: TargetContext = {
     env: config.env,
     fetch: fetchFn,
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     log: (message, properties) => targetLog.info(message, properties),
     homeTarget: webhook.homeTarget,
   };

@@ -55,8 +55,10 @@ function answer(status: number, body: Json, headers: Record<string, string> = {}
 }
 
 function reject(name: string, status: number, error: string, headers?: Record<string, string>) {
-  log.warn("rejected {subscription}: {reason}", { subscription: name, status, reason: error });
-  return answer(status, { error }, headers);
+  // The name comes from the URL: cap what an unknown one can write to the log.
+  const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
+  log.warn("rejected {subscription}: {reason}", { subscription, status, reason: error });
+  return answer(status, { error: error.replace(name, subscription) }, headers);
 }
 
 /** Handles one request to `/webhooks/<name>`; see {@link createWebhookHandler}. */

@@ -1,0 +1,289 @@
+/**
+ * In-process tests of `agent webhook events` and `agent webhook replay`, over a state database
+ * filled directly through the store in a temporary home.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { webhookEvents } from "../../commands/webhook_events.ts";
+import { webhookReplay } from "../../commands/webhook_replay.ts";
+import { NotFoundError, UsageError } from "../../lib/errors.ts";
+import { type NewEvent, openStateStore, type SqliteStateStore } from "../../lib/state/mod.ts";
+import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
+
+const T0 = Date.parse("2026-03-01T10:00:00Z");
+
+function newEvent(overrides: Partial<NewEvent>): NewEvent {
+  return {
+    subscription: "gh",
+    eventType: "issues.opened",
+    deliveryId: crypto.randomUUID(),
+    dedupe: true,
+    source: "github",
+    mode: "agent",
+    payload: JSON.stringify({ action: "opened", token: "payload-secret" }),
+    prompt: "Triage: payload-secret",
+    route: { deliver: "telegram", chatId: "42", skills: [] },
+    receivedAtMs: T0,
+    ...overrides,
+  };
+}
+
+/**
+ * A home (platform enabled) whose state database holds, oldest first:
+ * `gh` delivered after 1.5 s, `gh` failed twice with a multi-line error, `ci` queued,
+ * `ci` running. Ids are fixed so prefixes are predictable.
+ */
+async function homeWithEvents() {
+  const h = await tempHome({ config: enabledConfig() });
+  const ids = ["evt_aaa001", "evt_aaa002", "evt_bbb001", "evt_ccc001"];
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+    newId: () => ids.shift()!,
+    now: () => T0 + 500,
+  });
+  try {
+    await fill(store);
+  } finally {
+    await store.close();
+  }
+  return h;
+}
+
+async function fill(store: SqliteStateStore): Promise<void> {
+  const accept = async (event: NewEvent) => {
+    const result = await store.accept(event);
+    assert.equal(result.status, "accepted");
+    return (result as { eventId: string }).eventId;
+  };
+  const delivered = await accept(newEvent({ deliveryId: "d-delivered" }));
+  const failed = await accept(newEvent({ deliveryId: "d-failed", receivedAtMs: T0 + 1 }));
+  store.claimDue(T0 + 1, 2);
+  store.saveResponse(delivered, "the answer");
+  store.markDelivered(delivered, T0 + 1500);
+  store.markRetry(failed, "LLM endpoint answered 500", "agent", T0 + 2000, T0 + 1000);
+  store.claimDue(T0 + 2000, 1);
+  store.markFailed(failed, "Telegram failed\n   (HTTP 500):\tdown", "delivery", T0 + 3000);
+  await accept(newEvent({ subscription: "ci", eventType: "push", deliveryId: "d-queued" }));
+  await accept(newEvent({ subscription: "ci", eventType: "push", deliveryId: "d-running" }));
+  // Both are claimed; the older one is put back, so one event of each status remains.
+  const claimed = store.claimDue(T0 + 10_000, 2).map((event) => event.id);
+  assert.deepEqual(claimed, ["evt_bbb001", "evt_ccc001"]);
+  store.markRetry("evt_bbb001", "later", "agent", T0 + 60_000, T0 + 10_000);
+}
+
+async function run(
+  command: typeof webhookEvents,
+  home: string,
+  args: string[],
+): Promise<{ code: number; out: string; err: string }> {
+  const ctx = fakeContext({ AGENT_HOME: home }, { now: () => T0 + 100_000 });
+  const code = await command.run(args, ctx);
+  return { code, out: ctx.output(), err: ctx.err.join("\n") };
+}
+
+async function json(home: string, args: string[] = []): Promise<Record<string, unknown>[]> {
+  const { code, out } = await run(webhookEvents, home, ["--json", ...args]);
+  assert.equal(code, 0);
+  return JSON.parse(out);
+}
+
+/** Asserts that `promise` rejects with an instance of `type` whose message matches `message`. */
+async function rejectsWith(
+  promise: Promise<unknown>,
+  type: new (...args: never[]) => Error,
+  message: RegExp,
+): Promise<void> {
+  await assert.rejects(promise, (error: Error) => {
+    assert.ok(error instanceof type, `expected ${type.name}, got ${error}`);
+    assert.match(error.message, message);
+    return true;
+  });
+}
+
+Deno.test("webhook events prints a table, newest first, with tries, duration and last error", async () => {
+  await using h = await homeWithEvents();
+  const { code, out } = await run(webhookEvents, h.home, []);
+  assert.equal(code, 0);
+  const lines = out.split("\n");
+  assert.match(
+    lines[0],
+    /^ID\s+SUBSCRIPTION\s+EVENT\s+DELIVERY ID\s+STATUS\s+TRIES\s+RECEIVED\s+TOOK\s+LAST ERROR$/,
+  );
+  assert.deepEqual(lines.slice(1).map((line) => line.split(/\s{2,}/).slice(0, 6)), [
+    ["evt_ccc001", "ci", "push", "d-running", "running", "1"],
+    ["evt_bbb001", "ci", "push", "d-queued", "queued", "1"],
+    ["evt_aaa002", "gh", "issues.opened", "d-failed", "failed", "2"],
+    ["evt_aaa001", "gh", "issues.opened", "d-delivered", "delivered", "1"],
+  ]);
+  assert.match(lines[4], /2026-03-01 10:00:00\s+1\.5 s$/, "delivered: took 1.5 s, no error");
+  assert.match(lines[3], /3\.0 s\s+Telegram failed \(HTTP 500\): down$/, "one line per event");
+  assert.match(lines[2], /\s-\s+later$/, "queued: no duration yet");
+  assert.doesNotMatch(out, /payload-secret/);
+});
+
+Deno.test("webhook events cuts long delivery ids and errors so a row stays one line", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+  });
+  const { eventId } = await store.accept(newEvent({ deliveryId: "x".repeat(40) })) as {
+    eventId: string;
+  };
+  store.claimDue(T0, 1);
+  store.markFailed(eventId, `${"e".repeat(100)} tail`, "agent", T0 + 10);
+  await store.close();
+  const { out } = await run(webhookEvents, h.home, []);
+  const row = out.split("\n")[1];
+  assert.match(row, new RegExp(` ${"x".repeat(23)}… `));
+  assert.match(row, new RegExp(`${"e".repeat(60)}$`));
+  assert.doesNotMatch(row, /tail/);
+});
+
+Deno.test("webhook events --json gives every public field and the attempts, not the payload", async () => {
+  await using h = await homeWithEvents();
+  const rows = await json(h.home);
+  assert.deepEqual(rows.map((row) => row.id), [
+    "evt_ccc001",
+    "evt_bbb001",
+    "evt_aaa002",
+    "evt_aaa001",
+  ]);
+  const failed = rows[2];
+  assert.deepEqual(failed, {
+    id: "evt_aaa002",
+    subscription: "gh",
+    event: "issues.opened",
+    delivery_id: "d-failed",
+    mode: "agent",
+    status: "failed",
+    attempts: 2,
+    received_at: "2026-03-01T10:00:00.001Z",
+    updated_at: "2026-03-01T10:00:03.000Z",
+    next_attempt_at: null,
+    target: "telegram",
+    last_error: "Telegram failed\n   (HTTP 500):\tdown",
+    attempts_detail: [
+      {
+        eventId: "evt_aaa002",
+        attempt: 1,
+        startedAtMs: T0 + 1,
+        finishedAtMs: T0 + 1000,
+        step: "agent",
+        error: "LLM endpoint answered 500",
+      },
+      {
+        eventId: "evt_aaa002",
+        attempt: 2,
+        startedAtMs: T0 + 2000,
+        finishedAtMs: T0 + 3000,
+        step: "delivery",
+        error: "Telegram failed\n   (HTTP 500):\tdown",
+      },
+    ],
+  });
+  assert.equal(rows[1].next_attempt_at, "2026-03-01T10:01:00.000Z");
+  assert.doesNotMatch(JSON.stringify(rows), /payload-secret|the answer/);
+});
+
+Deno.test("webhook events filters by subscription, status and limit", async () => {
+  await using h = await homeWithEvents();
+  const ids = async (args: string[]) => (await json(h.home, args)).map((row) => row.id);
+  assert.deepEqual(await ids(["gh"]), ["evt_aaa002", "evt_aaa001"]);
+  assert.deepEqual(await ids(["--status", "queued"]), ["evt_bbb001"]);
+  assert.deepEqual(await ids(["ci", "--status", "running"]), ["evt_ccc001"]);
+  assert.deepEqual(await ids(["gh", "--status", "running"]), []);
+  assert.deepEqual(await ids(["--limit", "2"]), ["evt_ccc001", "evt_bbb001"]);
+  assert.deepEqual(await ids(["nobody"]), []);
+  const empty = await run(webhookEvents, h.home, ["nobody"]);
+  assert.equal(empty.out, "No events yet.");
+});
+
+Deno.test("webhook events refuses a bad status, limit or extra argument with a usage error", async () => {
+  await using h = await homeWithEvents();
+  const cases: [string[], RegExp][] = [
+    [["--status", "done"], /--status must be one of: queued, running, delivered, failed/],
+    [["--limit", "0"], /--limit must be a whole number/],
+    [["--limit", "2.5"], /--limit must be a whole number/],
+    [["--limit", "lots"], /--limit must be a whole number/],
+    [["gh", "ci"], /at most one <name>/],
+    [["--since", "1h"], /Unknown option '--since'/],
+  ];
+  for (const [args, message] of cases) {
+    await rejectsWith(run(webhookEvents, h.home, args), UsageError, message);
+  }
+});
+
+Deno.test("webhook events and replay answer a disabled platform with how to enable it", async () => {
+  await using h = await tempHome();
+  for (const [command, args] of [[webhookEvents, []], [webhookReplay, ["evt_x"]]] as const) {
+    const { code, err } = await run(command, h.home, [...args]);
+    assert.equal(code, 1);
+    assert.match(err, /Webhook platform is not enabled/);
+    assert.match(err, /agent gateway setup/);
+  }
+});
+
+Deno.test("webhook replay requeues a failed event as a new series and keeps its history", async () => {
+  await using h = await homeWithEvents();
+  const { code, out } = await run(webhookReplay, h.home, ["evt_aaa002"]);
+  assert.equal(code, 0);
+  assert.match(out, /^Queued evt_aaa002 \(gh, issues\.opened\) again\./);
+  assert.match(out, /agent webhook events/);
+  const [row] = await json(h.home, ["gh", "--status", "queued"]);
+  assert.equal(row.id, "evt_aaa002");
+  assert.equal(row.attempts, 0);
+  assert.equal(row.last_error, null);
+  assert.equal(row.next_attempt_at, "2026-03-01T10:01:40.000Z", "due at the command's now");
+  assert.equal((row.attempts_detail as unknown[]).length, 2, "earlier attempts are kept");
+
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+  });
+  try {
+    const event = store.getEvent("evt_aaa002")!;
+    assert.equal(event.response, null, "the agent runs again");
+    assert.equal(event.partsSent, 0);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("webhook replay takes a unique prefix and a delivered event too", async () => {
+  await using h = await homeWithEvents();
+  const { code, out } = await run(webhookReplay, h.home, ["evt_aaa001"]);
+  assert.equal(code, 0);
+  assert.match(out, /Queued evt_aaa001/);
+  const byPrefix = await run(webhookReplay, h.home, ["evt_b"]);
+  assert.equal(byPrefix.code, 0);
+  assert.match(byPrefix.out, /^Queued evt_bbb001 \(ci, push\) again/);
+  const statuses = (await json(h.home)).map((row) => [row.id, row.status]);
+  assert.deepEqual(statuses, [
+    ["evt_ccc001", "running"],
+    ["evt_bbb001", "queued"],
+    ["evt_aaa002", "failed"],
+    ["evt_aaa001", "queued"],
+  ]);
+});
+
+Deno.test("webhook replay refuses an unknown id, an ambiguous prefix and a running event", async () => {
+  await using h = await homeWithEvents();
+  await rejectsWith(
+    run(webhookReplay, h.home, ["evt_zzz"]),
+    NotFoundError,
+    /No event "evt_zzz"/,
+  );
+  await rejectsWith(
+    run(webhookReplay, h.home, ["evt_aaa"]),
+    NotFoundError,
+    /"evt_aaa" is ambiguous: evt_aaa00[12], evt_aaa00[12]/,
+  );
+  await rejectsWith(
+    run(webhookReplay, h.home, ["evt_ccc001"]),
+    UsageError,
+    /Cannot replay evt_ccc001: it is running now/,
+  );
+  await rejectsWith(run(webhookReplay, h.home, []), UsageError, /Expected one <event-id>/);
+  await rejectsWith(run(webhookReplay, h.home, ["a", "b"]), UsageError, /Expected one/);
+  const unchanged = (await json(h.home)).map((row) => row.status);
+  assert.deepEqual(unchanged, ["running", "queued", "failed", "delivered"]);
+});
