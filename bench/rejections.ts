@@ -38,6 +38,8 @@ const CHECK_COUNT = 2_000;
 
 const SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuv";
 
+type Bytes = Uint8Array<ArrayBuffer>;
+
 /** One kind of request and the status every one of them must get. */
 interface Case {
   key: string;
@@ -57,6 +59,8 @@ interface Sample {
   statuses: Record<string, number>;
   /** Requests sent but not answered when the run ended (wrk abandons them). */
   unanswered: number;
+  /** Socket errors: connect, read, write, timeout. */
+  errors: number;
 }
 
 /** The wrk script: a fresh delivery id per request, responses counted by status. */
@@ -68,12 +72,12 @@ for name, value in string.gmatch(os.getenv("BENCH_HEADERS"), "([^\\n:]+):([^\\n]
   wrk.headers[name] = value
 end
 -- sent and statuses are globals: thread:get() reads a thread's globals.
-local threads = {}
+local threads, run = {}, os.getenv("BENCH_RUN")
 sent, statuses = 0, {}
 function setup(thread) thread:set("tid", #threads + 1); table.insert(threads, thread) end
 function request()
   sent = sent + 1
-  wrk.headers["X-GitHub-Delivery"] = os.getenv("BENCH_RUN") .. "-" .. tid .. "-" .. sent
+  wrk.headers["X-GitHub-Delivery"] = run .. "-" .. tid .. "-" .. sent
   return wrk.format()
 end
 function response(status) statuses[status] = (statuses[status] or 0) + 1 end
@@ -85,9 +89,11 @@ function done(summary, latency)
     for code, n in pairs(thread:get("statuses")) do merged[code] = (merged[code] or 0) + n end
   end
   for code, n in pairs(merged) do table.insert(parts, string.format('"%d":%d', code, n)) end
-  io.write(string.format('BENCH {"requests":%d,"sent":%d,"us":%d,"p50":%d,"p99":%d,"statuses":{%s}}\\n',
-    summary.requests, total_sent, summary.duration, latency:percentile(50),
-    latency:percentile(99), table.concat(parts, ",")))
+  local e = summary.errors
+  io.write(string.format('BENCH {"requests":%d,"sent":%d,"us":%d,"p50":%d,"p99":%d,' ..
+    '"errors":%d,"statuses":{%s}}\\n', summary.requests, total_sent, summary.duration,
+    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout,
+    table.concat(parts, ",")))
 end
 `;
 
@@ -123,6 +129,7 @@ async function runWrk(
     p99Ms: r.p99 / 1000,
     statuses: r.statuses,
     unanswered: r.sent - r.requests,
+    errors: r.errors,
   };
 }
 
@@ -133,7 +140,7 @@ async function runWrk(
 async function runFetch(
   url: string,
   bench: Case,
-  options: { seconds?: number; count?: number; body: Uint8Array<ArrayBuffer> },
+  options: { seconds?: number; count?: number; body: Bytes },
 ): Promise<Sample> {
   const { seconds = Infinity, count = Infinity, body } = options;
   const latencies: number[] = [];
@@ -170,6 +177,7 @@ async function runFetch(
     p99Ms: at(0.99),
     statuses,
     unanswered: 0,
+    errors: 0,
   };
 }
 
@@ -188,9 +196,10 @@ async function settledEventCount(db: DatabaseSync): Promise<number> {
 /** Throws unless every answered request got the case's status. */
 function assertStatuses(bench: Case, sample: Sample): void {
   const wrong = Object.entries(sample.statuses).filter(([code]) => Number(code) !== bench.expected);
-  if (wrong.length > 0 || sample.requests === 0) {
+  if (wrong.length > 0 || sample.requests === 0 || sample.errors > 0) {
     throw new Error(
-      `${bench.label}: expected only ${bench.expected}, got ${JSON.stringify(sample.statuses)}`,
+      `${bench.label}: expected only ${bench.expected}, got ${JSON.stringify(sample.statuses)}` +
+        ` and ${sample.errors} socket errors`,
     );
   }
 }
@@ -215,7 +224,7 @@ async function setUp(home: string) {
   await Deno.writeTextFile(
     join(home, "config.yaml"),
     "platforms:\n  webhook:\n    enabled: true\n    extra: {host: 127.0.0.1, port: 0}\n" +
-      // The agent endpoint is never reached (fetch is held), but stays on loopback regardless.
+      // The agent's fetch is silentAgent; the base URL stays on loopback regardless.
       "agent: {provider: openai, model: bench, base_url: 'http://127.0.0.1:9/v1', timeout_seconds: 1}\n",
   );
   await Deno.writeTextFile(
@@ -229,26 +238,16 @@ async function setUp(home: string) {
   await Deno.writeTextFile(files.body, body);
   const common = { "content-type": "application/json", "x-github-event": "push" };
   const valid = { ...common, "x-hub-signature-256": await sign(SECRET, body) };
+  const wrong = { ...common, "x-hub-signature-256": await sign("not-the-secret", body) };
+  const gh = "/webhooks/gh";
   const cases: Case[] = [
-    { key: "a", label: "(a) valid signature", path: "/webhooks/gh", headers: valid, expected: 202 },
-    {
-      key: "b",
-      label: "(b) wrong signature",
-      path: "/webhooks/gh",
-      headers: { ...common, "x-hub-signature-256": await sign("not-the-secret", body) },
-      expected: 401,
-    },
-    {
-      key: "c",
-      label: "(c) missing signature",
-      path: "/webhooks/gh",
-      headers: common,
-      expected: 401,
-    },
+    { key: "a", label: "(a) valid signature", path: gh, headers: valid, expected: 202 },
+    { key: "b", label: "(b) wrong signature", path: gh, headers: wrong, expected: 401 },
+    { key: "c", label: "(c) missing signature", path: gh, headers: common, expected: 401 },
     {
       key: "d",
       label: "(d) unknown subscription",
-      path: "/webhooks/nope",
+      path: "/webhooks/x",
       headers: valid,
       expected: 404,
     },
@@ -279,31 +278,61 @@ async function hasWrk(): Promise<boolean> {
 const median = (values: number[]) =>
   values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)];
 
+const row = (cells: (string | number)[]) =>
+  cells.map((cell, i) => i === 0 ? String(cell).padEnd(28) : String(cell).padStart(8)).join(" ");
+
 function printTable(cases: Case[], samples: Map<string, Sample[]>, client: string): void {
   console.log(
-    `\nIngest of a ${client}, ${CONNECTIONS} connections, median of ${ROUNDS} x ${CASE_SECONDS} s`,
+    `\n${client}, ${CONNECTIONS} connections, median of ${ROUNDS} rounds of ${CASE_SECONDS} s`,
   );
-  console.log(
-    `${"case".padEnd(28)} ${"status".padStart(6)} ${"req/s".padStart(9)} ${"p50 ms".padStart(8)} ${
-      "p99 ms".padStart(8)
-    }`,
-  );
-  const rate = (s: Sample) => s.requests / s.seconds;
+  console.log(row(["case", "status", "req/s", "p50 ms", "p99 ms"]));
   const rates = new Map<string, number>();
   for (const bench of cases) {
     const runs = samples.get(bench.key)!;
-    const rps = median(runs.map(rate));
+    const rps = median(runs.map((s) => s.requests / s.seconds));
     rates.set(bench.key, rps);
     const p50 = median(runs.map((s) => s.p50Ms)).toFixed(2);
     const p99 = median(runs.map((s) => s.p99Ms)).toFixed(2);
-    console.log(
-      `${bench.label.padEnd(28)} ${String(bench.expected).padStart(6)} ${
-        Math.round(rps).toString().padStart(9)
-      } ${p50.padStart(8)} ${p99.padStart(8)}`,
-    );
+    console.log(row([bench.label, bench.expected, Math.round(rps), p50, p99]));
   }
   const ratio = (key: string) => (rates.get(key)! / rates.get("a")!).toFixed(2);
   console.log(`ratios of req/s: b/a ${ratio("b")}, c/a ${ratio("c")}, d/a ${ratio("d")}`);
+}
+
+/** Interleaved timed rounds; checks the statuses and the database after each run. */
+async function timedRounds(
+  cases: Case[],
+  load: (bench: Case, s: number) => Promise<Sample>,
+  db: DatabaseSync,
+) {
+  const samples = new Map(cases.map((bench) => [bench.key, [] as Sample[]]));
+  let rejected = 0;
+  for (let round = -1; round < ROUNDS; round++) {
+    console.error(round < 0 ? "warming up" : `round ${round + 1} of ${ROUNDS}`);
+    for (const bench of cases) {
+      const before = await settledEventCount(db);
+      const sample = await load(bench, round < 0 ? WARMUP_SECONDS : CASE_SECONDS);
+      assertStatuses(bench, sample);
+      assertStored(bench, sample, (await settledEventCount(db)) - before);
+      if (bench.expected !== 202) rejected += sample.requests;
+      if (round >= 0) samples.get(bench.key)!.push(sample);
+    }
+  }
+  return { samples, rejected };
+}
+
+/** Fixed count of each case, every request awaited: stored events must equal 202 answers. */
+async function exactCheck(url: string, cases: Case[], body: Bytes, db: DatabaseSync) {
+  const before = await settledEventCount(db);
+  let accepted = 0;
+  for (const bench of cases) {
+    const sample = await runFetch(url, bench, { count: CHECK_COUNT, body });
+    assertStatuses(bench, sample);
+    accepted += sample.statuses["202"] ?? 0;
+  }
+  const added = (await settledEventCount(db)) - before;
+  if (added !== accepted) throw new Error(`${added} events stored for ${accepted} accepted`);
+  return { accepted, rejected: CHECK_COUNT * cases.length - accepted, added };
 }
 
 async function main(): Promise<void> {
@@ -319,30 +348,13 @@ async function main(): Promise<void> {
       ? runWrk(gateway.url, bench, { seconds, files })
       : runFetch(gateway.url, bench, { seconds, body });
   try {
-    const samples = new Map(cases.map((bench) => [bench.key, [] as Sample[]]));
-    for (let round = -1; round < ROUNDS; round++) {
-      console.error(round < 0 ? "warming up" : `round ${round + 1} of ${ROUNDS}`);
-      for (const bench of cases) {
-        const before = await settledEventCount(db);
-        const sample = await load(bench, round < 0 ? WARMUP_SECONDS : CASE_SECONDS);
-        assertStatuses(bench, sample);
-        assertStored(bench, sample, (await settledEventCount(db)) - before);
-        if (round >= 0) samples.get(bench.key)!.push(sample);
-      }
-    }
-    printTable(cases, samples, wrk ? "wrk client" : "in-process fetch client");
-    // Exact accounting: every request awaited, so stored events must equal 202 answers.
-    const before = await settledEventCount(db);
-    let accepted = 0;
-    for (const bench of cases) {
-      const sample = await runFetch(gateway.url, bench, { count: CHECK_COUNT, body });
-      assertStatuses(bench, sample);
-      accepted += sample.statuses["202"] ?? 0;
-    }
-    const added = (await settledEventCount(db)) - before;
-    if (added !== accepted) throw new Error(`${added} events stored for ${accepted} accepted`);
+    const { samples, rejected } = await timedRounds(cases, load, db);
+    printTable(cases, samples, wrk ? "wrk" : "in-process fetch (shares the gateway's thread)");
+    console.log(`state database: 0 events from ${rejected} rejected requests`);
+    const exact = await exactCheck(gateway.url, cases, body, db);
     console.log(
-      `exact check: ${CHECK_COUNT} of each case → ${accepted} accepted, ${added} events stored, 0 from rejections`,
+      `exact check (fetch, ${CHECK_COUNT} per case): ${exact.accepted} accepted → ` +
+        `${exact.added} events stored; ${exact.rejected} rejected → 0`,
     );
   } finally {
     db.close();

@@ -53,7 +53,7 @@ export const webhookEvents: Command = {
         }));
         ctx.stdout(JSON.stringify(rows, null, 2));
       } else if (events.length === 0) {
-        ctx.stdout("No events yet.");
+        ctx.stdout(positionals[0] || status ? "No events match." : "No events yet.");
       } else {
         ctx.stdout(table(events));
       }

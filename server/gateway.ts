@@ -63,6 +63,9 @@ export async function startGateway(
   const { webhook, agent, paths } = config;
   const store = openStateStore(paths.stateDb, {
     idempotencyTtlSeconds: webhook.idempotencyTtlSeconds,
+    // SQLite calls block the event loop: a lock held by another process (a CLI command) may
+    // stall every request this long before the sender gets 503.
+    busyTimeoutMs: 1000,
   });
   const workerLog = getLogger(["agent", "worker"]);
   const targetLog = getLogger(["agent", "target"]);

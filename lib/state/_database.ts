@@ -62,8 +62,9 @@ const STATEMENTS = {
   savePartsSent: "UPDATE events SET parts_sent = ?, updated_at = ? WHERE id = ?",
   setStatus: "UPDATE events SET status = ?, next_attempt_at = ?, last_error = ?, updated_at = ? " +
     "WHERE id = ?",
-  delivered: "UPDATE events SET status = 'delivered', next_attempt_at = NULL, updated_at = ? " +
-    "WHERE id = ?",
+  // The errors of earlier attempts stay in the attempts table; the event itself no longer has one.
+  delivered: "UPDATE events SET status = 'delivered', next_attempt_at = NULL, last_error = NULL, " +
+    "updated_at = ? WHERE id = ?",
   closeAttempt: CLOSE_ATTEMPT,
   nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
   byId: "SELECT * FROM events WHERE id = ?",

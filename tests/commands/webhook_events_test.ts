@@ -195,7 +195,7 @@ Deno.test("webhook events filters by subscription, status and limit", async () =
   assert.deepEqual(await ids(["--limit", "2"]), ["evt_ccc001", "evt_bbb001"]);
   assert.deepEqual(await ids(["nobody"]), []);
   const empty = await run(webhookEvents, h.home, ["nobody"]);
-  assert.equal(empty.out, "No events yet.");
+  assert.equal(empty.out, "No events match.");
 });
 
 Deno.test("webhook events refuses a bad status, limit or extra argument with a usage error", async () => {
