@@ -11,6 +11,7 @@
  * @module
  */
 import { retryDelayMs } from "./_retry.ts";
+import { setImmediate } from "node:timers";
 import { AgentError, ConfigError, NotFoundError, TargetError } from "./errors.ts";
 import type { AgentRunner } from "./agents/mod.ts";
 import type { StateStore, StoredEvent } from "./state/mod.ts";
@@ -142,6 +143,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   }
 
   async function runEvent(event: StoredEvent): Promise<void> {
+    // A macrotask boundary per event: a backlog of events that fail without I/O (a missing
+    // API key) must not starve the HTTP server or block a graceful stop.
+    await new Promise((resolve) => setImmediate(resolve));
     const context = {
       eventId: event.id,
       subscription: event.subscription,

@@ -25,7 +25,11 @@ export function createApp(deps: IngestDeps): Hono {
 
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
   app.all("/webhooks/:name", (c) => handleWebhook(c.req.raw, c.req.param("name")));
-  app.notFound((c) => c.json({ error: `not found: ${c.req.method} ${c.req.path}` }, 404));
+  app.notFound((c) => {
+    const path = c.req.path.length > 200 ? `${c.req.path.slice(0, 200)}…` : c.req.path;
+    log.warn("not found {method} {path}", { method: c.req.method, path, status: 404 });
+    return c.json({ error: `not found: ${c.req.method} ${path}` }, 404);
+  });
   app.onError((error, c) => {
     log.error("internal error on {method} {path}: {reason}", {
       method: c.req.method,

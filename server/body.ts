@@ -8,22 +8,48 @@
 
 /** Why a body was refused; `status` is the HTTP answer. */
 export class BodyError extends Error {
-  readonly status: 400 | 413;
-  constructor(status: 400 | 413, message: string) {
+  readonly status: 400 | 408 | 413;
+  constructor(status: 400 | 408 | 413, message: string) {
     super(message);
     this.name = "BodyError";
     this.status = status;
   }
 }
 
+/** How long a sender may take to send a whole body, in milliseconds. @default {30000} */
+export const BODY_TIMEOUT_MS = 30_000;
+
 /**
- * Reads the raw body, refusing it as soon as it is known to be larger than `maxBytes`.
+ * Reads the raw body, refusing it as soon as it is known to be larger than `maxBytes`, or when
+ * it has not fully arrived within `timeoutMs` (a sender that stalls must not hold a request,
+ * and a graceful stop, for ever).
  * @param request the incoming request
  * @param maxBytes the largest body accepted, in bytes
+ * @param timeoutMs the time allowed for the whole body, in milliseconds
  * @returns the body bytes (empty for no body)
- * @throws BodyError 413 when too large (Content-Length or counted), 400 when the stream breaks
+ * @throws BodyError 413 when too large (Content-Length or counted), 408 when too slow, 400
+ *   when the stream breaks
  */
-export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+export async function readBody(
+  request: Request,
+  maxBytes: number,
+  timeoutMs: number = BODY_TIMEOUT_MS,
+): Promise<Uint8Array> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new BodyError(408, `request body not received within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([readWhole(request, maxBytes), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readWhole(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     const length = Number(declared);

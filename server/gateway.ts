@@ -37,6 +37,8 @@ export interface RunningGateway {
 export interface GatewayOptions {
   fetch?: typeof fetch;
   now?: () => number;
+  /** Time allowed to receive a whole request body, in milliseconds. @default {30000} */
+  bodyTimeoutMs?: number;
   /** Waits out platform rate limits (429 `retry_after`); tests pass a fake. */
   sleep?: (ms: number) => Promise<void>;
   /** Called once listening, with the URL. */
@@ -98,6 +100,7 @@ export async function startGateway(
   const app = createApp({
     findRoute,
     maxBodyBytes: webhook.maxBodyBytes,
+    bodyTimeoutMs: options.bodyTimeoutMs,
     rateLimitPerMinute: webhook.rateLimitPerMinute,
     globalSecret: webhook.secret,
     verifier: createSignatureVerifier(),

@@ -22,6 +22,8 @@ export interface IngestDeps {
   findRoute(name: string): Route | undefined;
   /** Largest accepted body, in bytes. */
   maxBodyBytes: number;
+  /** Time allowed to receive a whole body, in milliseconds. @default {30000} */
+  bodyTimeoutMs?: number;
   /** Default requests per minute per subscription. */
   rateLimitPerMinute: number;
   /** Global secret (`extra.secret`): used by static routes without a secret of their own. */
@@ -89,7 +91,7 @@ async function handleWebhook(
 
   let body: Uint8Array;
   try {
-    body = await readBody(request, deps.maxBodyBytes);
+    body = await readBody(request, deps.maxBodyBytes, deps.bodyTimeoutMs);
   } catch (error) {
     if (error instanceof BodyError) return reject(name, error.status, error.message);
     throw error;

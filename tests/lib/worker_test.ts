@@ -271,7 +271,7 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
     for (let i = 0; i < 5; i++) await accept(h.store);
     h.worker.start();
     h.worker.notify();
-    await Promise.resolve();
+    await new Promise((resolve) => setTimeout(resolve, 0)); // each event starts on a macrotask
     assert.equal(active, 2);
     assert.equal(h.store.listEvents({ status: "running" }).length, 2);
     const done = h.worker.idle();
@@ -292,6 +292,7 @@ Deno.test("worker.stop() waits up to the deadline and leaves queued events queue
     const first = await accept(h.store);
     const second = await accept(h.store);
     h.worker.start();
+    await new Promise((resolve) => setTimeout(resolve, 0)); // the first event reaches the agent
     let stopped = false;
     const stopping = h.worker.stop({ deadlineMs: 5_000 }).then(() => (stopped = true));
     await Promise.resolve();
