@@ -99,7 +99,8 @@ let runs = 0;
 
 async function wrk(url: string, script: string, seconds: number): Promise<WrkResult> {
   const output = await new Deno.Command("wrk", {
-    args: ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-s", script, url],
+    // One wrk thread: the load generator keeps to one of the two cores.
+    args: ["-t1", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-s", script, url],
     env: { RUN_ID: `${Date.now()}-${++runs}` },
     stdout: "piped",
     stderr: "piped",
