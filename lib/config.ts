@@ -10,6 +10,7 @@
 import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
+import { isStringList, objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
 import { ConfigError } from "./errors.ts";
 import { type HomePaths, homePaths } from "./home.ts";
 import { NAME_PATTERN, type Route, type Subscription } from "./subscription.ts";
@@ -61,16 +62,16 @@ export interface Config {
   env: Record<string, string | undefined>;
 }
 
-type Source = { file: string; key: string };
-
 /**
  * Reads the home folder's `config.yaml` and `.env` and merges them with the process env.
+ * `.env` and the subscription file are narrowed to mode 0600 when broader (they hold secrets).
  * @param processEnv the process environment (wins over `.env`)
  * @returns the merged configuration
  * @throws ConfigError for unreadable or malformed files and values, naming key and file
  */
 export async function loadConfig(processEnv: Record<string, string | undefined>): Promise<Config> {
   const paths = homePaths(processEnv);
+  await Promise.all([narrowMode(paths.envFile), narrowMode(paths.subscriptions)]);
   const dotEnv = await readEnvFile(paths.envFile);
   const env = { ...dotEnv, ...processEnv };
   const yaml = await readYamlFile(paths.config);
@@ -189,6 +190,19 @@ function staticRoutes(value: unknown, file: string): Map<string, Route> {
   return routes;
 }
 
+/**
+ * Makes a file that holds secrets readable by its owner only (0600) when it is broader; a
+ * missing file, or one we may not change, is left alone.
+ */
+async function narrowMode(path: string): Promise<void> {
+  try {
+    const { mode } = await Deno.stat(path);
+    if (mode !== null && (mode & 0o077) !== 0) await Deno.chmod(path, mode & 0o700);
+  } catch {
+    // Missing, or not ours to change: reading it reports any real problem.
+  }
+}
+
 /** Reads `.env` with `node:util` `parseEnv`; a missing file is empty. */
 async function readEnvFile(path: string): Promise<Record<string, string>> {
   try {
@@ -221,90 +235,6 @@ async function readYamlFile(path: string): Promise<{ exists: boolean; data: unkn
       cause: error,
     });
   }
-}
-
-function objectAt(root: unknown, keys: string[], file: string): Record<string, unknown> {
-  let node = root;
-  for (const [i, key] of keys.entries()) {
-    if (node === undefined || node === null) return {};
-    if (typeof node !== "object" || Array.isArray(node)) {
-      throw new ConfigError(
-        `${keys.slice(0, i).join(".") || "the top level"} in ${file} must be a mapping`,
-        {
-          file,
-        },
-      );
-    }
-    node = (node as Record<string, unknown>)[key];
-  }
-  if (node === undefined || node === null) return {};
-  if (typeof node !== "object" || Array.isArray(node)) {
-    throw new ConfigError(`${keys.join(".")} in ${file} must be a mapping`, { file });
-  }
-  return node as Record<string, unknown>;
-}
-
-const TRUE_WORDS = new Set(["true", "1", "yes", "on"]);
-const FALSE_WORDS = new Set(["false", "0", "no", "off"]);
-
-/**
- * Reads a boolean written as YAML boolean or one of true/false/1/0/yes/no/on/off.
- * @throws ConfigError for anything else
- */
-export function toBoolean(value: unknown, from: Source): boolean | undefined {
-  if (value === undefined || value === null || value === "") return undefined;
-  if (typeof value === "boolean") return value;
-  const word = String(value).trim().toLowerCase();
-  if (TRUE_WORDS.has(word)) return true;
-  if (FALSE_WORDS.has(word)) return false;
-  throw new ConfigError(
-    `${from.key} in ${from.file} must be true or false (or 1/0, yes/no, on/off), not ${
-      JSON.stringify(value)
-    }`,
-    { file: from.file },
-  );
-}
-
-function toInteger(
-  value: unknown,
-  from: Source,
-  range: { min?: number; max?: number },
-): number | undefined {
-  if (value === undefined || value === null || value === "") return undefined;
-  const text = String(value).trim();
-  const number = /^-?\d+$/.test(text) ? Number(text) : NaN;
-  const { min = -Infinity, max = Infinity } = range;
-  if (!Number.isSafeInteger(number) || number < min || number > max) {
-    const bounds = max === Infinity ? `at least ${min}` : `from ${min} to ${max}`;
-    throw new ConfigError(
-      `${from.key} in ${from.file} must be a whole number ${bounds}, not ${JSON.stringify(value)}`,
-      { file: from.file },
-    );
-  }
-  return number;
-}
-
-function toText(value: unknown, from: Source): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === "string") return value;
-  if (typeof value === "number") return String(value);
-  throw new ConfigError(`${from.key} in ${from.file} must be a string`, { file: from.file });
-}
-
-function toUrl(value: unknown, from: Source): string | undefined {
-  const text = toText(value, from);
-  if (!text) return undefined;
-  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) {
-    throw new ConfigError(
-      `${from.key} in ${from.file} must be an http(s) URL, not ${JSON.stringify(text)}`,
-      { file: from.file },
-    );
-  }
-  return text.replace(/\/+$/, "");
-}
-
-function isStringList(value: unknown): value is string[] {
-  return Array.isArray(value) && value.every((v) => typeof v === "string");
 }
 
 const LOCAL_HOSTS = new Set(["0.0.0.0", "::", "[::]", "127.0.0.1", "::1", "[::1]", "localhost"]);

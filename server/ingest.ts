@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
 import { StoreUnavailableError } from "../lib/errors.ts";
 import { type EventInfo, eventInfo, eventLabel, matchesEvents } from "../lib/event_info.ts";
 import type { RateLimiter } from "../lib/rate_limit.ts";
@@ -14,6 +13,8 @@ import { NAME_PATTERN, type Route } from "../lib/subscription.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "../lib/templates.ts";
 import { BodyError, parsePayload, readBody } from "./body.ts";
+import { deliverNow } from "./_direct.ts";
+import { answer, duplicate, log, reject } from "./_respond.ts";
 import type { SchemeName, SignatureVerifier } from "./signatures/mod.ts";
 
 /** What the ingest pipeline needs; `gateway run` builds the real ones, tests pass fakes. */
@@ -41,27 +42,8 @@ export interface IngestDeps {
   newId(): string;
 }
 
-const log = getLogger(["agent", "ingest"]);
-
 /** Seconds a sender is asked to wait after a 503 from the state database. */
 const STORE_RETRY_AFTER_SECONDS = 5;
-
-type Json = Record<string, unknown>;
-
-/** A JSON answer with optional extra headers. */
-function answer(status: number, body: Json, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json", ...headers },
-  });
-}
-
-function reject(name: string, status: number, error: string, headers?: Record<string, string>) {
-  // The name comes from the URL: cap what an unknown one can write to the log.
-  const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
-  log.warn("rejected {subscription}: {reason}", { subscription, status, reason: error });
-  return answer(status, { error: error.replace(name, subscription) }, headers);
-}
 
 /** Handles one request to `/webhooks/<name>`; see {@link createWebhookHandler}. */
 export type WebhookHandler = (request: Request, name: string) => Promise<Response>;
@@ -191,11 +173,6 @@ async function dispatch(
   });
 }
 
-function duplicate(subscription: string, event: string, deliveryId: string): Response {
-  log.info("duplicate {subscription} {event}", { subscription, event, delivery_id: deliveryId });
-  return answer(200, { status: "duplicate", delivery_id: deliveryId });
-}
-
 /** Renders the prompt (or direct message) and the route snapshot the worker will use. */
 function buildEvent(
   route: Route,
@@ -226,93 +203,6 @@ function buildEvent(
     route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
     receivedAtMs: nowMs,
   };
-}
-
-/** Direct deliveries under way, keyed by subscription and delivery id. */
-const inFlightKey = (event: NewEvent) => `${event.subscription}\u0000${event.deliveryId}`;
-
-/**
- * Direct delivery (CONTRACT §4, §6): 200 when the target took the message, 502 when it did
- * not. The delivery id is only recorded after success, so the sender's retry of a 502 goes
- * through. A retry that arrives while the first attempt is still sending gets 409.
- */
-async function deliverNow(
-  event: NewEvent,
-  payload: unknown,
-  deps: IngestDeps,
-  inFlight: Set<string>,
-): Promise<Response> {
-  const { subscription, eventType: eventName, deliveryId } = event;
-  if (event.dedupe && deps.store.hasSeen(subscription, deliveryId, event.receivedAtMs)) {
-    return duplicate(subscription, eventName, deliveryId);
-  }
-  const key = inFlightKey(event);
-  if (event.dedupe && inFlight.has(key)) {
-    return reject(subscription, 409, "this delivery is already being sent", { "retry-after": "5" });
-  }
-  inFlight.add(key);
-  try {
-    const job: DeliveryJob = {
-      target: event.route.deliver,
-      chatId: event.route.chatId,
-      text: event.prompt,
-      payload,
-      source: event.source,
-      subscription,
-      eventType: eventName,
-      eventId: "",
-      deliveryId,
-    };
-    const base = { subscription, event: eventName, delivery_id: deliveryId };
-    try {
-      const receipt = await deps.deliverDirect(job);
-      const eventId = await recordDirect(deps, event, {
-        delivered: true,
-        partsSent: receipt.parts,
-      });
-      log.info("delivered {subscription} {event} to {target}", {
-        ...base,
-        target: receipt.target,
-        parts: receipt.parts,
-        event_id: eventId,
-      });
-      return answer(200, { status: "delivered", ...base, event_id: eventId });
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      const eventId = await recordDirect(deps, event, {
-        delivered: false,
-        error: reason,
-        partsSent: 0,
-      });
-      log.error("failed {subscription} {event} to {target}: {reason}", {
-        ...base,
-        status: 502,
-        target: event.route.deliver,
-        reason,
-        event_id: eventId,
-      });
-      return answer(502, { status: "error", error: "delivery failed", ...base });
-    }
-  } finally {
-    inFlight.delete(key);
-  }
-}
-
-/** Records a direct delivery; a store failure is logged, not turned into a wrong answer. */
-async function recordDirect(
-  deps: IngestDeps,
-  event: NewEvent,
-  outcome: { delivered: boolean; error?: string; partsSent: number },
-): Promise<string | null> {
-  try {
-    return await deps.store.recordDirect(event, outcome);
-  } catch (error) {
-    log.error("could not record direct delivery for {subscription}: {reason}", {
-      subscription: event.subscription,
-      reason: (error as Error).message,
-    });
-    return null;
-  }
 }
 
 /** The route's secret and the previous secrets still in their grace period; else the global one. */

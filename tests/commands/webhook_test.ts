@@ -185,3 +185,56 @@ Deno.test("the CLI exits 2 on usage errors and 1 on a corrupt subscription file"
   assert.match(corrupt.stderr, /webhook_subscriptions\.json is corrupt/);
   assert.equal(await Deno.readTextFile(join(h.home, "webhook_subscriptions.json")), "[1,");
 });
+
+Deno.test("subscribe stores --auth and --rate-limit, and refuses bad values", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home };
+  await runCommand(
+    ["webhook", "subscribe", "alerts", "--auth", "bearer", "--rate-limit", "600"],
+    fakeContext(env),
+  );
+  const record = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).alerts;
+  assert.equal(record.auth, "bearer");
+  assert.equal(record.rate_limit, 600);
+  await assert.rejects(
+    () => runCommand(["webhook", "subscribe", "alerts", "--auth", "md5"], fakeContext(env)),
+    /--auth must be one of: github, gitlab/,
+  );
+  await assert.rejects(
+    () => runCommand(["webhook", "subscribe", "alerts", "--rate-limit", "0"], fakeContext(env)),
+    /--rate-limit must be a whole number/,
+  );
+});
+
+Deno.test("subscribe refuses unknown skills with the list of installed ones", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const skill = join(h.home, "skills", "triage");
+  await Deno.mkdir(skill, { recursive: true });
+  await Deno.writeTextFile(
+    join(skill, "SKILL.md"),
+    "---\nname: triage\ndescription: Label and prioritise issues\n---\nLabel the issue.\n",
+  );
+  const env = { AGENT_HOME: h.home };
+  await assert.rejects(
+    () => runCommand(["webhook", "subscribe", "gh", "--skills", "triage,deploy"], fakeContext(env)),
+    /Unknown skill deploy\. Installed skills: triage/,
+  );
+  assert.equal(
+    await runCommand(["webhook", "subscribe", "gh", "--skills", "triage"], fakeContext(env)),
+    0,
+  );
+  const record = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).gh;
+  assert.deepEqual(record.skills, ["triage"]);
+});
+
+Deno.test("the CLI narrows a .env and a subscription file readable by others to 0600", async () => {
+  await using h = await tempHome({ config: enabledConfig(), env: "TELEGRAM_BOT_TOKEN=1:x\n" });
+  const envFile = join(h.home, ".env");
+  const subscriptions = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(subscriptions, "{}");
+  await Deno.chmod(envFile, 0o644);
+  await Deno.chmod(subscriptions, 0o644);
+  await runCommand(["webhook", "list"], fakeContext({ AGENT_HOME: h.home }));
+  assert.equal((await Deno.stat(envFile)).mode! & 0o777, 0o600);
+  assert.equal((await Deno.stat(subscriptions)).mode! & 0o777, 0o600);
+});

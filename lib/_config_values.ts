@@ -1,0 +1,111 @@
+/**
+ * Reading typed values out of parsed configuration (YAML, `.env`, process env). Each reader
+ * throws a {@link ConfigError} that names the key and the file; none falls back silently.
+ *
+ * @module
+ */
+import { ConfigError } from "./errors.ts";
+
+/** Where a value was read: the file (or "the process environment") and the key. */
+export type Source = { file: string; key: string };
+
+/**
+ * The mapping at `keys` below `root`; empty when absent.
+ * @throws ConfigError when a node on the way is not a mapping
+ */
+export function objectAt(root: unknown, keys: string[], file: string): Record<string, unknown> {
+  let node = root;
+  for (const [i, key] of keys.entries()) {
+    if (node === undefined || node === null) return {};
+    if (typeof node !== "object" || Array.isArray(node)) {
+      throw new ConfigError(
+        `${keys.slice(0, i).join(".") || "the top level"} in ${file} must be a mapping`,
+        {
+          file,
+        },
+      );
+    }
+    node = (node as Record<string, unknown>)[key];
+  }
+  if (node === undefined || node === null) return {};
+  if (typeof node !== "object" || Array.isArray(node)) {
+    throw new ConfigError(`${keys.join(".")} in ${file} must be a mapping`, { file });
+  }
+  return node as Record<string, unknown>;
+}
+
+const TRUE_WORDS = new Set(["true", "1", "yes", "on"]);
+const FALSE_WORDS = new Set(["false", "0", "no", "off"]);
+
+/**
+ * Reads a boolean written as YAML boolean or one of true/false/1/0/yes/no/on/off.
+ * @throws ConfigError for anything else
+ */
+export function toBoolean(value: unknown, from: Source): boolean | undefined {
+  if (value === undefined || value === null || value === "") return undefined;
+  if (typeof value === "boolean") return value;
+  const word = String(value).trim().toLowerCase();
+  if (TRUE_WORDS.has(word)) return true;
+  if (FALSE_WORDS.has(word)) return false;
+  throw new ConfigError(
+    `${from.key} in ${from.file} must be true or false (or 1/0, yes/no, on/off), not ${
+      JSON.stringify(value)
+    }`,
+    { file: from.file },
+  );
+}
+
+/**
+ * Reads a whole number within `range`.
+ * @throws ConfigError for anything else
+ */
+export function toInteger(
+  value: unknown,
+  from: Source,
+  range: { min?: number; max?: number },
+): number | undefined {
+  if (value === undefined || value === null || value === "") return undefined;
+  const text = String(value).trim();
+  const number = /^-?\d+$/.test(text) ? Number(text) : NaN;
+  const { min = -Infinity, max = Infinity } = range;
+  if (!Number.isSafeInteger(number) || number < min || number > max) {
+    const bounds = max === Infinity ? `at least ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(
+      `${from.key} in ${from.file} must be a whole number ${bounds}, not ${JSON.stringify(value)}`,
+      { file: from.file },
+    );
+  }
+  return number;
+}
+
+/**
+ * Reads a string (a number is taken as its text).
+ * @throws ConfigError for other types
+ */
+export function toText(value: unknown, from: Source): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return String(value);
+  throw new ConfigError(`${from.key} in ${from.file} must be a string`, { file: from.file });
+}
+
+/**
+ * Reads an http(s) URL, without its trailing slashes.
+ * @throws ConfigError for anything else
+ */
+export function toUrl(value: unknown, from: Source): string | undefined {
+  const text = toText(value, from);
+  if (!text) return undefined;
+  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) {
+    throw new ConfigError(
+      `${from.key} in ${from.file} must be an http(s) URL, not ${JSON.stringify(text)}`,
+      { file: from.file },
+    );
+  }
+  return text.replace(/\/+$/, "");
+}
+
+/** True for an array of strings. */
+export function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === "string");
+}

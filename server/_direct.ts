@@ -1,0 +1,97 @@
+/**
+ * Direct delivery (CONTRACT §4, §6): the rendered template is sent to the target while the
+ * sender waits; 200 when the target took it, 502 when it did not.
+ *
+ * @module
+ */
+import type { NewEvent } from "../lib/state/mod.ts";
+import type { DeliveryJob } from "../lib/targets/mod.ts";
+import { answer, duplicate, log, reject } from "./_respond.ts";
+import type { IngestDeps } from "./ingest.ts";
+
+/** Direct deliveries under way, keyed by subscription and delivery id. */
+const inFlightKey = (event: NewEvent) => `${event.subscription}\u0000${event.deliveryId}`;
+
+/**
+ * Direct delivery (CONTRACT §4, §6): 200 when the target took the message, 502 when it did
+ * not. The delivery id is only recorded after success, so the sender's retry of a 502 goes
+ * through. A retry that arrives while the first attempt is still sending gets 409.
+ */
+export async function deliverNow(
+  event: NewEvent,
+  payload: unknown,
+  deps: IngestDeps,
+  inFlight: Set<string>,
+): Promise<Response> {
+  const { subscription, eventType: eventName, deliveryId } = event;
+  if (event.dedupe && deps.store.hasSeen(subscription, deliveryId, event.receivedAtMs)) {
+    return duplicate(subscription, eventName, deliveryId);
+  }
+  const key = inFlightKey(event);
+  if (event.dedupe && inFlight.has(key)) {
+    return reject(subscription, 409, "this delivery is already being sent", { "retry-after": "5" });
+  }
+  inFlight.add(key);
+  try {
+    const job: DeliveryJob = {
+      target: event.route.deliver,
+      chatId: event.route.chatId,
+      text: event.prompt,
+      payload,
+      source: event.source,
+      subscription,
+      eventType: eventName,
+      eventId: "",
+      deliveryId,
+    };
+    const base = { subscription, event: eventName, delivery_id: deliveryId };
+    try {
+      const receipt = await deps.deliverDirect(job);
+      const eventId = await recordDirect(deps, event, {
+        delivered: true,
+        partsSent: receipt.parts,
+      });
+      log.info("delivered {subscription} {event} to {target}", {
+        ...base,
+        target: receipt.target,
+        parts: receipt.parts,
+        event_id: eventId,
+      });
+      return answer(200, { status: "delivered", ...base, event_id: eventId });
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      const eventId = await recordDirect(deps, event, {
+        delivered: false,
+        error: reason,
+        partsSent: 0,
+      });
+      log.error("failed {subscription} {event} to {target}: {reason}", {
+        ...base,
+        status: 502,
+        target: event.route.deliver,
+        reason,
+        event_id: eventId,
+      });
+      return answer(502, { status: "error", error: "delivery failed", ...base });
+    }
+  } finally {
+    inFlight.delete(key);
+  }
+}
+
+/** Records a direct delivery; a store failure is logged, not turned into a wrong answer. */
+async function recordDirect(
+  deps: IngestDeps,
+  event: NewEvent,
+  outcome: { delivered: boolean; error?: string; partsSent: number },
+): Promise<string | null> {
+  try {
+    return await deps.store.recordDirect(event, outcome);
+  } catch (error) {
+    log.error("could not record direct delivery for {subscription}: {reason}", {
+      subscription: event.subscription,
+      reason: (error as Error).message,
+    });
+    return null;
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * The JSON answers of the ingest pipeline and the log line that goes with each refusal.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+
+/** The ingest pipeline's logger: one line per decision. */
+export const log = getLogger(["agent", "ingest"]);
+
+type Json = Record<string, unknown>;
+
+/** A JSON answer with optional extra headers. */
+export function answer(status: number, body: Json, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+/** A refusal: `{"error": ...}` with its status, and a warning line in the log. */
+export function reject(
+  name: string,
+  status: number,
+  error: string,
+  headers?: Record<string, string>,
+) {
+  // The name comes from the URL: cap what an unknown one can write to the log.
+  const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
+  log.warn("rejected {subscription}: {reason}", { subscription, status, reason: error });
+  return answer(status, { error: error.replace(name, subscription) }, headers);
+}
+
+/** The answer to a delivery id already seen, and its log line. */
+export function duplicate(subscription: string, event: string, deliveryId: string): Response {
+  log.info("duplicate {subscription} {event}", { subscription, event, delivery_id: deliveryId });
+  return answer(200, { status: "duplicate", delivery_id: deliveryId });
+}
