@@ -12,7 +12,7 @@ import type { NewEvent, StateStore } from "../lib/state/mod.ts";
 import { NAME_PATTERN, type Route } from "../lib/subscription.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "../lib/templates.ts";
-import { BodyError, parsePayload, readBody } from "./body.ts";
+import { BodyDeadlines, BodyError, parsePayload, readBody } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
 import { answer, duplicate, log, reject } from "./_respond.ts";
 import type { SchemeName, SignatureVerifier } from "./signatures/mod.ts";
@@ -55,15 +55,15 @@ export type WebhookHandler = (request: Request, name: string) => Promise<Respons
  *   bad input never throws, unexpected errors reach `app.onError`
  */
 export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
-  const inFlight = new Set<string>();
-  return (request, name) => handleWebhook(request, name, deps, inFlight);
+  const state = { inFlight: new Set<string>(), deadlines: new BodyDeadlines(deps.bodyTimeoutMs) };
+  return (request, name) => handleWebhook(request, name, deps, state);
 }
 
 async function handleWebhook(
   request: Request,
   name: string,
   deps: IngestDeps,
-  inFlight: Set<string>,
+  { inFlight, deadlines }: { inFlight: Set<string>; deadlines: BodyDeadlines },
 ): Promise<Response> {
   if (request.method !== "POST") {
     return reject(name, 405, `method ${request.method} not allowed: use POST`, { allow: "POST" });
@@ -73,7 +73,7 @@ async function handleWebhook(
 
   let body: Uint8Array;
   try {
-    body = await readBody(request, deps.maxBodyBytes, deps.bodyTimeoutMs);
+    body = await readBody(request, deps.maxBodyBytes, deadlines);
   } catch (error) {
     if (error instanceof BodyError) return reject(name, error.status, error.message);
     throw error;
