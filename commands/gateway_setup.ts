@@ -55,10 +55,11 @@ const options = {
   ...Object.fromEntries(Object.keys(ENV_FLAGS).map((flag) => [flag, { type: "string" as const }])),
 } as const;
 
+/** What to write; an absent field leaves config.yaml as it is. */
 interface Answers {
-  enabled: boolean;
-  host: string;
-  port: number;
+  enabled?: boolean;
+  host?: string;
+  port?: number;
   secret?: string;
   /** Variables for `.env`: tokens and home channels. */
   env: Record<string, string>;
@@ -78,48 +79,35 @@ export const gatewaySetup: Command = {
     if (values.secret !== undefined && values["generate-secret"]) {
       throw new UsageError("Give --secret or --generate-secret, not both");
     }
-    const config = await loadConfig(ctx.env);
+    // Only config.yaml's own values: a WEBHOOK_* override in the environment is not saved.
+    const config = await loadConfig(ctx.env, { fileOnly: true });
     const current = config.webhook;
     const flagged = Object.keys(values).length > 0;
     if (!flagged && !ctx.isTerminal) {
       throw new UsageError(`Not a terminal: pass flags, or --yes for the defaults.\n\n${usage}`);
     }
-    const answers: Answers = flagged
-      ? {
-        enabled: values.disable ? false : true,
-        host: values.host ?? current.host,
-        port: values.port === undefined ? current.port : parsePort(values.port),
-        secret: values.secret ??
-          (values["generate-secret"] || (!current.secret && values.yes)
-            ? generateSecret()
-            : undefined),
-        env: Object.fromEntries(
-          Object.entries(ENV_FLAGS)
-            .filter(([flag]) => typeof values[flag as keyof typeof values] === "string")
-            .map(([flag, key]) => [key, values[flag as keyof typeof values] as string]),
-        ),
-      }
-      : await ask(ctx, current);
-    const edits: ConfigEdit[] = [
-      { path: ["platforms", "webhook", "enabled"], value: answers.enabled },
-      { path: ["platforms", "webhook", "extra", "host"], value: answers.host },
-      { path: ["platforms", "webhook", "extra", "port"], value: answers.port },
-    ];
-    if (answers.secret) {
-      edits.push({ path: ["platforms", "webhook", "extra", "secret"], value: answers.secret });
-    }
-    await editConfigFile(config.paths.config, edits);
+    const answers: Answers = flagged ? fromFlags(values, current) : await ask(ctx, current);
+    const edits: ConfigEdit[] = [];
+    const set = (path: string[], value: unknown) => {
+      if (value !== undefined) edits.push({ path: ["platforms", "webhook", ...path], value });
+    };
+    set(["enabled"], answers.enabled);
+    set(["extra", "host"], answers.host);
+    set(["extra", "port"], answers.port);
+    set(["extra", "secret"], answers.secret);
+    if (edits.length > 0) await editConfigFile(config.paths.config, edits);
     const envKeys = Object.keys(answers.env);
     if (envKeys.length > 0) await setEnvValues(config.paths.envFile, answers.env);
+    const after = (await loadConfig(ctx.env, { fileOnly: true })).webhook;
     ctx.stdout(
       [
-        `Wrote ${config.paths.config}`,
-        `  webhooks: ${answers.enabled ? "enabled" : "disabled"}`,
-        `  listen:   ${answers.host}:${answers.port}`,
+        edits.length ? `Wrote ${config.paths.config}` : `${config.paths.config} unchanged`,
+        `  webhooks: ${after.enabled ? "enabled" : "disabled"}`,
+        `  listen:   ${after.host}:${after.port}`,
         answers.secret ? `  secret:   ${answers.secret}` : "  secret:   (unchanged)",
         ...(envKeys.length ? [`Wrote ${envKeys.join(", ")} to ${config.paths.envFile}`] : []),
         "",
-        answers.enabled
+        after.enabled
           ? "Next: agent gateway run   (then: agent webhook subscribe <name>)"
           : "The gateway will refuse to start until webhooks are enabled.",
       ].join("\n"),
@@ -127,6 +115,30 @@ export const gatewaySetup: Command = {
     return 0;
   },
 };
+
+/**
+ * The edits the flags ask for. `enabled` changes only with --enable, --disable or --yes;
+ * --yes also fills in the defaults for what is not set yet (host, port, a generated secret).
+ */
+function fromFlags(
+  values: Record<string, string | boolean | undefined>,
+  current: { host: string; port: number; secret?: string },
+): Answers {
+  const yes = values.yes === true;
+  const text = (flag: string) => values[flag] as string | undefined;
+  const generate = values["generate-secret"] === true || (yes && !current.secret);
+  return {
+    enabled: values.disable ? false : values.enable || yes ? true : undefined,
+    host: text("host") ?? (yes ? current.host : undefined),
+    port: text("port") !== undefined ? parsePort(text("port")!) : yes ? current.port : undefined,
+    secret: text("secret") ?? (generate ? generateSecret() : undefined),
+    env: Object.fromEntries(
+      Object.entries(ENV_FLAGS)
+        .filter(([flag]) => typeof values[flag] === "string")
+        .map(([flag, key]) => [key, values[flag] as string]),
+    ),
+  };
+}
 
 function parsePort(text: string): number {
   const port = Number(text.trim());
@@ -179,7 +191,8 @@ async function askChatPlatform(
     ctx,
     () => line(`Chat platform for answers (${names.join("/")}, Enter to skip) `),
     (a) => {
-      if (a === "" || a in CHAT_PLATFORMS) return a.toLowerCase();
+      const name = a.toLowerCase();
+      if (name === "" || Object.hasOwn(CHAT_PLATFORMS, name)) return name;
       throw new UsageError(`Answer one of ${names.join(", ")}, or press Enter`);
     },
   );

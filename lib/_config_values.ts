@@ -104,8 +104,3 @@ export function toUrl(value: unknown, from: Source): string | undefined {
   }
   return text.replace(/\/+$/, "");
 }
-
-/** True for an array of strings. */
-export function isStringList(value: unknown): value is string[] {
-  return Array.isArray(value) && value.every((v) => typeof v === "string");
-}

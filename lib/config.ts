@@ -10,10 +10,10 @@
 import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
-import { isStringList, objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
+import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
 import { ConfigError } from "./errors.ts";
 import { type HomePaths, homePaths } from "./home.ts";
-import { NAME_PATTERN, type Route, type Subscription } from "./subscription.ts";
+import { checkRecord, NAME_PATTERN, type Route } from "./subscription.ts";
 
 /** The `platforms.webhook` section, after merging (CONTRACT §2). */
 export interface WebhookSettings {
@@ -65,14 +65,22 @@ export interface Config {
 /**
  * Reads the home folder's `config.yaml` and `.env` and merges them with the process env.
  * `.env` and the subscription file are narrowed to mode 0600 when broader (they hold secrets).
- * @param processEnv the process environment (wins over `.env`)
+ * @param processEnv the process environment (wins over `.env`); empty values count as unset
+ * @param options.fileOnly read `config.yaml` alone, without `.env` and environment overrides
+ *   (what `gateway setup` shows and edits)
  * @returns the merged configuration
  * @throws ConfigError for unreadable or malformed files and values, naming key and file
  */
-export async function loadConfig(processEnv: Record<string, string | undefined>): Promise<Config> {
+export async function loadConfig(
+  processEnv: Record<string, string | undefined>,
+  options: { fileOnly?: boolean } = {},
+): Promise<Config> {
   const paths = homePaths(processEnv);
   await Promise.all([narrowMode(paths.envFile), narrowMode(paths.subscriptions)]);
-  const dotEnv = await readEnvFile(paths.envFile);
+  const dotEnv = options.fileOnly ? {} : await readEnvFile(paths.envFile);
+  // An empty variable (`WEBHOOK_PORT=`) is unset, not a value that hides the layers below.
+  const given = (env: Record<string, string | undefined>, key: string) =>
+    !options.fileOnly && env[key] !== undefined && env[key] !== "";
   const env = { ...dotEnv, ...processEnv };
   const yaml = await readYamlFile(paths.config);
   const webhookYaml = objectAt(yaml.data, ["platforms", "webhook"], paths.config);
@@ -80,9 +88,9 @@ export async function loadConfig(processEnv: Record<string, string | undefined>)
   const agentYaml = objectAt(yaml.data, ["agent"], paths.config);
 
   const pick = (envKey: string, yamlKey: string, yamlValue: unknown) =>
-    envKey in processEnv && processEnv[envKey] !== undefined
+    given(processEnv, envKey)
       ? { value: processEnv[envKey], from: { file: "the process environment", key: envKey } }
-      : envKey in dotEnv
+      : given(dotEnv, envKey)
       ? { value: dotEnv[envKey], from: { file: paths.envFile, key: envKey } }
       : { value: yamlValue, from: { file: paths.config, key: yamlKey } };
   const at = (key: string) => ({ file: paths.config, key: `platforms.webhook.extra.${key}` });
@@ -179,13 +187,8 @@ function staticRoutes(value: unknown, file: string): Map<string, Route> {
     if (record === null || typeof record !== "object" || Array.isArray(record)) {
       throw new ConfigError(`${key} in ${file} must be a mapping of subscription fields`, { file });
     }
-    const r = record as Record<string, unknown>;
-    for (const list of ["events", "skills"]) {
-      if (r[list] !== undefined && !isStringList(r[list])) {
-        throw new ConfigError(`${key}.${list} in ${file} must be a list of strings`, { file });
-      }
-    }
-    routes.set(name, { ...(r as Subscription), name, origin: "static" });
+    const checked = checkRecord(record as Record<string, unknown>, `${key} in ${file}`, file);
+    routes.set(name, { ...checked, name, origin: "static" });
   }
   return routes;
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { ConfigError } from "./errors.ts";
 
 /** Where a subscription comes from: the CLI-managed file, or `config.yaml` (read-only). */
 export type RouteOrigin = "dynamic" | "static";
@@ -45,3 +46,83 @@ export interface Route extends Subscription {
 
 /** Names allowed for subscriptions (CONTRACT §3). */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const TEXT_FIELDS = [
+  "description",
+  "secret",
+  "prompt",
+  "deliver",
+  "auth",
+  "created_at",
+  "updated_at",
+];
+
+/**
+ * Checks the field types of one record read from a file and normalises what people naturally
+ * write by hand: a numeric `deliver_extra.chat_id` (YAML `chat_id: -100123`) becomes a string.
+ * Unknown fields are kept as they are.
+ * @param record the parsed object
+ * @param where names the record in messages, e.g. `subscription "gh" in /home/u/.agent/x.json`
+ * @param file the file it came from
+ * @returns the record with its fields checked
+ * @throws ConfigError naming the field and the file for a value of the wrong type
+ */
+export function checkRecord(
+  record: Record<string, unknown>,
+  where: string,
+  file: string,
+): Subscription {
+  const fail = (field: string, rule: string): never => {
+    throw new ConfigError(`${where}: ${field} ${rule}`, { file });
+  };
+  for (const field of TEXT_FIELDS) {
+    if (record[field] !== undefined && typeof record[field] !== "string") {
+      fail(field, "must be a string");
+    }
+  }
+  for (const field of ["events", "skills"]) {
+    const value = record[field];
+    if (
+      value !== undefined && !(Array.isArray(value) && value.every((v) => typeof v === "string"))
+    ) {
+      fail(field, "must be a list of strings");
+    }
+  }
+  if (record.deliver_only !== undefined && typeof record.deliver_only !== "boolean") {
+    fail("deliver_only", "must be true or false");
+  }
+  const limit = record.rate_limit;
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && (limit as number) >= 1)) {
+    fail("rate_limit", "must be a whole number of requests per minute (≥ 1)");
+  }
+  const checked = { ...record } as Subscription;
+  const extra = record.deliver_extra;
+  if (extra !== undefined) {
+    if (extra === null || typeof extra !== "object" || Array.isArray(extra)) {
+      fail("deliver_extra", "must be a mapping");
+    }
+    const chatId = (extra as Record<string, unknown>).chat_id;
+    if (chatId !== undefined && typeof chatId !== "string" && typeof chatId !== "number") {
+      fail("deliver_extra.chat_id", "must be a string");
+    }
+    checked.deliver_extra = {
+      ...(extra as object),
+      ...(chatId === undefined ? {} : { chat_id: String(chatId) }),
+    };
+  }
+  const previous = record.previous_secrets;
+  if (
+    previous !== undefined &&
+    !(Array.isArray(previous) &&
+      previous.every((p) =>
+        p !== null && typeof p === "object" && typeof p.secret === "string" &&
+        typeof p.expires_at === "string"
+      ))
+  ) {
+    fail("previous_secrets", "must be a list of {secret, expires_at}");
+  }
+  if (record.deliver_only === true && (record.deliver === undefined || record.deliver === "log")) {
+    fail("deliver_only", "needs a real target in deliver (not log)");
+  }
+  return checked;
+}

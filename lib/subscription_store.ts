@@ -7,7 +7,7 @@
  */
 import { dirname } from "node:path";
 import { ConfigError } from "./errors.ts";
-import type { Subscription } from "./subscription.ts";
+import { checkRecord, type Subscription } from "./subscription.ts";
 
 /** The file's content: subscription records keyed by name. */
 export type SubscriptionRecords = Record<string, Subscription>;
@@ -48,14 +48,16 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
       file: path,
     });
   }
+  const records: SubscriptionRecords = {};
   for (const [name, record] of Object.entries(data)) {
     if (record === null || typeof record !== "object" || Array.isArray(record)) {
       throw new ConfigError(`${path} is corrupt: subscription "${name}" is not an object`, {
         file: path,
       });
     }
+    records[name] = checkRecord(record, `subscription "${name}" in ${path}`, path);
   }
-  return data as SubscriptionRecords;
+  return records;
 }
 
 /**

@@ -151,3 +151,15 @@ Deno.test({
     assert.equal(config.webhook.secret, "terminal-secret-1");
   },
 });
+
+Deno.test("setup changes only what its flags name: tokens alone keep a disabled platform off", async () => {
+  await using h = await tempHome();
+  const env = { AGENT_HOME: h.home, WEBHOOK_HOST: "0.0.0.0", WEBHOOK_PORT: "9999" };
+  await runCommand(["gateway", "setup", "--disable"], fakeContext(env));
+  await runCommand(["gateway", "setup", "--slack-home", "C1"], fakeContext(env));
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.enabled, false);
+  assert.equal(config.env.SLACK_HOME_CHANNEL, "C1");
+  const text = await Deno.readTextFile(join(h.home, "config.yaml"));
+  assert.doesNotMatch(text, /0\.0\.0\.0|9999/, "environment overrides are not saved");
+});

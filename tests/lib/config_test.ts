@@ -115,3 +115,37 @@ Deno.test("webhookUrl() uses public_url, else localhost for wildcard and loopbac
     "https://hooks.example.com/webhooks/gh",
   );
 });
+
+Deno.test("loadConfig() checks static route fields and turns a numeric chat id into a string", async () => {
+  await using h = await tempHome({
+    config:
+      `platforms:\n  webhook:\n    extra:\n      routes:\n        tg: {deliver: telegram, deliver_extra: {chat_id: -100123}}\n`,
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.routes.get("tg")?.deliver_extra?.chat_id, "-100123");
+  const bad: [string, RegExp][] = [
+    ["{prompt: 3}", /routes\.r in .*config\.yaml: prompt must be a string/],
+    ["{events: issues}", /events must be a list of strings/],
+    ["{rate_limit: abc}", /rate_limit must be a whole number/],
+    ["{deliver_only: true, deliver: log}", /deliver_only needs a real target/],
+    ["{deliver_extra: [1]}", /deliver_extra must be a mapping/],
+  ];
+  for (const [route, message] of bad) {
+    await Deno.writeTextFile(
+      join(h.home, "config.yaml"),
+      `platforms:\n  webhook:\n    extra:\n      routes:\n        r: ${route}\n`,
+    );
+    await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), message, route);
+  }
+});
+
+Deno.test("loadConfig() treats an empty variable as unset", async () => {
+  await using h = await tempHome({
+    config: `platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 18644\n`,
+    env: "WEBHOOK_PORT=\nWEBHOOK_ENABLED=\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home, WEBHOOK_HOST: "" });
+  assert.equal(config.webhook.port, 18644);
+  assert.equal(config.webhook.enabled, true);
+  assert.equal(config.webhook.host, "127.0.0.1");
+});

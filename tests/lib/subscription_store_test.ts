@@ -74,3 +74,15 @@ Deno.test("SubscriptionFileCache keeps the last good records when the file turns
   assert.deepEqual(Object.keys(cache.current()), ["a"]);
   assert.match(cache.lastError!.message, /corrupt/);
 });
+
+Deno.test("readSubscriptions() refuses a record with a badly typed field, naming it", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(path, JSON.stringify({ gh: { secret: "s", events: "issues" } }));
+  await assert.rejects(
+    () => readSubscriptions(path),
+    (error: Error) =>
+      error instanceof ConfigError && error.message.includes(`subscription "gh" in ${path}`) &&
+      error.message.includes("events must be a list of strings"),
+  );
+});
