@@ -6,40 +6,50 @@
  */
 import { runCommand } from "./commands/mod.ts";
 import type { CommandContext } from "./commands/_command.ts";
-import { ConfigError, NotFoundError, UsageError } from "./lib/errors.ts";
+import { StoreUnavailableError } from "./lib/errors.ts";
 
 /** Builds the real context: process env, stdio, fetch, clock and the stop signal. */
 function realContext(): CommandContext {
-  const shutdown = new AbortController();
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    Deno.addSignalListener(signal, () => shutdown.abort(signal));
-  }
   const encoder = new TextEncoder();
+  let shutdown: AbortController | undefined;
   return {
     env: Deno.env.toObject(),
     stdout: (text) => Deno.stdout.writeSync(encoder.encode(text + "\n")),
     stderr: (text) => Deno.stderr.writeSync(encoder.encode(text + "\n")),
     readLine: (question) => Promise.resolve(prompt(question.trimEnd())),
-    isTerminal: Deno.stdin.isTerminal(),
+    isTerminal: Deno.stdin.isTerminal() && Deno.stdout.isTerminal(),
     fetch: globalThis.fetch,
     now: Date.now,
-    shutdownSignal: shutdown.signal,
+    // Only a command that asks for it (gateway run) takes over SIGINT/SIGTERM; every other
+    // command keeps the default, so Ctrl-C stops it.
+    get shutdownSignal() {
+      if (!shutdown) {
+        const controller = shutdown = new AbortController();
+        for (const signal of ["SIGINT", "SIGTERM"] as const) {
+          Deno.addSignalListener(signal, () => controller.abort(signal));
+        }
+      }
+      return shutdown.signal;
+    },
   };
 }
 
-/** Runs the CLI and turns typed errors into exit codes: usage 2, other known failures 1. */
+/**
+ * Runs the CLI and turns errors into exit codes: a typed error's own code (usage 2, others 1)
+ * with its message; an unavailable state database 1; anything unexpected 1 with its stack.
+ */
 async function main(argv: string[]): Promise<number> {
   const ctx = realContext();
   try {
     return await runCommand(argv, ctx);
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (error instanceof Error && typeof (error as { exitCode?: unknown }).exitCode === "number") {
       ctx.stderr(`Error: ${error.message}`);
-      return error.exitCode;
+      return (error as Error & { exitCode: number }).exitCode;
     }
-    if (error instanceof ConfigError || error instanceof NotFoundError) {
+    if (error instanceof StoreUnavailableError) {
       ctx.stderr(`Error: ${error.message}`);
-      return error.exitCode;
+      return 1;
     }
     if (error instanceof Deno.errors.AddrInUse) {
       ctx.stderr(`Error: the port is already in use (${error.message}); set another with --port`);

@@ -17,13 +17,16 @@ export interface CommandContext {
   stderr: (text: string) => void;
   /** Reads one line from standard input for interactive prompts; `null` at end of input. */
   readLine: (prompt: string) => Promise<string | null>;
-  /** True when standard input and output are a terminal (interactive prompts allowed). */
+  /** True when standard input and output are both a terminal (interactive prompts allowed). */
   isTerminal: boolean;
   /** HTTP client, for `webhook test`. */
   fetch: typeof fetch;
   /** Clock, in milliseconds since the epoch. */
   now: () => number;
-  /** Resolves when the process is asked to stop (SIGINT/SIGTERM); `gateway run` waits on it. */
+  /**
+   * Aborted when the process is asked to stop (SIGINT/SIGTERM); `gateway run` waits on it.
+   * Reading it is what takes over the signals, so other commands stop on Ctrl-C as usual.
+   */
   shutdownSignal: AbortSignal;
 }
 

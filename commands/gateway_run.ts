@@ -18,7 +18,7 @@ enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests
 finish, queued work stays in the state database for the next start. Every decision is
 logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
 
-/** Seconds running agent work may take to finish after a stop signal. */
+/** Milliseconds running agent work may take to finish after a stop signal. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
 /** `agent gateway run`. */
@@ -35,7 +35,7 @@ export const gatewayRun: Command = {
     const env = values.port === undefined ? ctx.env : { ...ctx.env, WEBHOOK_PORT: values.port };
     let config = await loadConfig(env);
     if (!config.configFileExists && await createDefaultConfig(config.paths.config)) {
-      ctx.stdout(`Created ${config.paths.config}: webhook platform enabled on 127.0.0.1:8644`);
+      ctx.stdout(`Created ${config.paths.config} (webhook platform enabled)`);
       config = await loadConfig(env);
     }
     if (!config.webhook.enabled) {

@@ -95,9 +95,13 @@ export const gatewaySetup: Command = {
     set(["extra", "host"], answers.host);
     set(["extra", "port"], answers.port);
     set(["extra", "secret"], answers.secret);
-    if (edits.length > 0) await editConfigFile(config.paths.config, edits);
     const envKeys = Object.keys(answers.env);
-    if (envKeys.length > 0) await setEnvValues(config.paths.envFile, answers.env);
+    if (envKeys.length > 0) {
+      await setEnvValues(config.paths.envFile, answers.env).catch((error) => {
+        throw error instanceof TypeError ? new UsageError(error.message) : error;
+      });
+    }
+    if (edits.length > 0) await editConfigFile(config.paths.config, edits);
     const after = (await loadConfig(ctx.env, { fileOnly: true })).webhook;
     ctx.stdout(
       [

@@ -20,6 +20,9 @@ posts it to the running gateway. --payload is a JSON object; --event sets X-GitH
 
 const options = { payload: { type: "string" }, event: { type: "string" } } as const;
 
+/** How long `test` waits for the gateway's answer, in milliseconds. */
+const TEST_TIMEOUT_MS = 30_000;
+
 /** `agent webhook test`. */
 export const webhookTest: Command = {
   path: ["webhook", "test"],
@@ -127,6 +130,7 @@ async function send(
         ...auth,
       },
       body,
+      signal: AbortSignal.timeout(TEST_TIMEOUT_MS),
     });
   } catch (error) {
     ctx.stderr(

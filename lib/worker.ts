@@ -124,8 +124,13 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     cancelTimer?.();
     let delayMs = pollIntervalMs;
     if (!useInterval && running.size < maxConcurrency) {
-      const due = store.nextDueAtMs();
-      if (due !== null) delayMs = Math.min(pollIntervalMs, Math.max(1, due - deps.now()));
+      try {
+        const due = store.nextDueAtMs();
+        if (due !== null) delayMs = Math.min(pollIntervalMs, Math.max(1, due - deps.now()));
+      } catch (error) {
+        // A busy database: poll again at the interval rather than end the process.
+        log("warn", "cannot read the next due time", { error: describe(error) });
+      }
     }
     cancelTimer = setTimer(pump, delayMs);
   }
@@ -146,6 +151,14 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     // A macrotask boundary per event: a backlog of events that fail without I/O (a missing
     // API key) must not starve the HTTP server or block a graceful stop.
     await new Promise((resolve) => setImmediate(resolve));
+    if (event.attempts > retry.maxAttempts) {
+      // Attempts interrupted by crashes count too: an event that takes the process down every
+      // time it runs ends as a dead letter instead of crashing it for ever.
+      const error = `interrupted ${event.attempts - 1} times (crash or restart during the run)`;
+      store.markFailed(event.id, error, "agent", deps.now());
+      log("error", "failed", { eventId: event.id, subscription: event.subscription, error });
+      return;
+    }
     const context = {
       eventId: event.id,
       subscription: event.subscription,

@@ -27,8 +27,9 @@ export function reject(
 ) {
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
-  log.warn("rejected {subscription}: {reason}", { subscription, status, reason: error });
-  return answer(status, { error: error.replace(name, subscription) }, headers);
+  const reason = error.replace(name, subscription);
+  log.warn("rejected {subscription}: {reason}", { subscription, status, reason });
+  return answer(status, { error: reason }, headers);
 }
 
 /** The answer to a delivery id already seen, and its log line. */

@@ -113,8 +113,13 @@ export async function startGateway(
   });
 
   const prune = () => {
-    const pruned = store.prune(now(), { retentionDays: webhook.retentionDays });
-    if (pruned.events || pruned.keys) workerLog.info("pruned old events and keys", pruned);
+    try {
+      const pruned = store.prune(now(), { retentionDays: webhook.retentionDays });
+      if (pruned.events || pruned.keys) workerLog.info("pruned old events and keys", pruned);
+    } catch (error) {
+      // A busy or full database must not end the process: the next hour tries again.
+      workerLog.warn("prune failed: {reason}", { reason: (error as Error).message });
+    }
   };
   prune();
   const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);

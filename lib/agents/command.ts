@@ -5,7 +5,9 @@
  *
  * Standard input is the system prompt (base prompt and skills), a blank line, then the event
  * prompt, so a program that takes a single prompt still gets the skills. The environment is the
- * gateway's, plus `AGENT_EVENT_ID`.
+ * gateway's, plus `AGENT_EVENT_ID`, minus the gateway's own secrets ({@link WITHHELD_VARIABLES}):
+ * the program reads untrusted payload text, so a prompt injection must not find the webhook
+ * secret or the bot tokens there. Its own credentials (an LLM key) pass through.
  *
  * @module
  */
@@ -14,10 +16,22 @@ import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
 const STDERR_TAIL_CHARS = 500;
 
+/** Variables never passed to the agent program: the gateway's secrets and target tokens. */
+export const WITHHELD_VARIABLES: ReadonlySet<string> = new Set([
+  "WEBHOOK_SECRET",
+  "TELEGRAM_BOT_TOKEN",
+  "DISCORD_BOT_TOKEN",
+  "SLACK_BOT_TOKEN",
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "GITLAB_TOKEN",
+]);
+
 /**
  * Builds a runner that executes `settings.command`.
  * @param settings `command` (program and arguments) and `timeoutSeconds`
- * @param deps `env`: the program's environment (nothing else is inherited)
+ * @param deps `env`: the program's environment, less {@link WITHHELD_VARIABLES} (nothing else
+ *   is inherited)
  * @returns the runner. A run fails with a retryable AgentError on a non-zero exit (with the end
  *   of stderr), an empty stdout, or a timeout (the program and its children are killed);
  *   with a permanent one when the program cannot be found
@@ -30,7 +44,9 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
   }
   const [program, ...args] = argv;
   const env = Object.fromEntries(
-    Object.entries(deps.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    Object.entries(deps.env).filter((entry): entry is [string, string] =>
+      entry[1] !== undefined && !WITHHELD_VARIABLES.has(entry[0])
+    ),
   );
 
   return async ({ prompt, systemPrompt, eventId }) => {

@@ -13,6 +13,7 @@
  * @module
  */
 
+import { parseRetryAfterSeconds } from "../_retry.ts";
 import { TargetError } from "../errors.ts";
 import type { SendContext } from "./_target.ts";
 
@@ -151,16 +152,13 @@ function classify(
  */
 export function retryAfter(headers: Headers, body: unknown): number | undefined {
   const record = asRecord(body);
-  const candidates = [
-    asRecord(record?.parameters)?.retry_after,
-    record?.retry_after,
-    headers.get("retry-after"),
-  ];
-  for (const candidate of candidates) {
-    const seconds = typeof candidate === "string" ? Number(candidate.trim()) : candidate;
-    if (typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0) return seconds;
+  for (const candidate of [asRecord(record?.parameters)?.retry_after, record?.retry_after]) {
+    if (typeof candidate === "number" && Number.isFinite(candidate) && candidate >= 0) {
+      return candidate;
+    }
   }
-  return undefined;
+  // Seconds or an HTTP date (RFC 9110 §10.2.3), parsed as the agent runner parses it.
+  return parseRetryAfterSeconds(headers.get("retry-after"), Date.now());
 }
 
 /** The platform's own words for an error: Telegram `description`, Slack `error`, ... */

@@ -34,8 +34,8 @@ const TOKENS = ["GITHUB_TOKEN", "GH_TOKEN"] as const;
  * @throws {TargetError} permanent for anything else.
  */
 export function parseGitHubItem(value: string): GitHubItem {
-  const match = /^([\w.-]+\/[\w.-]+)#([1-9]\d*)$/.exec(value.trim());
-  if (match === null) {
+  const match = /^([^#\s]+)#([1-9]\d*)$/.exec(value.trim());
+  if (match === null || !isRepoName(match[1])) {
     throw new TargetError(
       `a GitHub issue or pull request is written owner/repo#123, got "${value}"`,
       {
@@ -47,6 +47,15 @@ export function parseGitHubItem(value: string): GitHubItem {
 }
 
 /**
+ * True for a GitHub `owner/repo` name: owner letters, digits and `-`; repo letters, digits,
+ * `.`, `_` and `-`, but not `.` or `..` (which would climb the API path).
+ */
+export function isRepoName(value: string): boolean {
+  const match = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})$/.exec(value);
+  return match !== null && match[1] !== "." && match[1] !== "..";
+}
+
+/**
  * The issue or pull request a GitHub webhook payload is about: `repository.full_name` with
  * `issue.number` (issues, issue comments), `pull_request.number` (pull requests, reviews) or
  * `number`.
@@ -55,7 +64,8 @@ export function parseGitHubItem(value: string): GitHubItem {
  */
 export function githubItem(payload: unknown): GitHubItem | undefined {
   const repo = field(payload, "repository.full_name");
-  if (typeof repo !== "string") return undefined;
+  // The payload chooses the API path we call with the bot token: only a real owner/repo.
+  if (typeof repo !== "string" || !isRepoName(repo)) return undefined;
   for (const path of ["issue.number", "pull_request.number", "number"]) {
     const number = field(payload, path);
     if (typeof number === "number" && Number.isInteger(number) && number > 0) {

@@ -9,7 +9,7 @@ import examples from "@octokit/webhooks-examples" with { type: "json" };
 type Definition = { name: string; examples: Record<string, unknown>[] };
 
 /**
- * The first example payload of `name` (and `action`, when given).
+ * A copy of the first example payload of `name` (and `action`, when given).
  * @throws AssertionError when the package has no such example
  */
 export function githubExample(name: string, action?: string): Record<string, unknown> {
@@ -17,5 +17,5 @@ export function githubExample(name: string, action?: string): Record<string, unk
     .find((definition) => definition.name === name)?.examples
     .find((example) => action === undefined || example.action === action);
   assert.ok(found, `no ${name}${action ? `.${action}` : ""} example in @octokit/webhooks-examples`);
-  return found;
+  return structuredClone(found);
 }

@@ -321,6 +321,25 @@ Deno.test("worker.start() resumes events a previous run left running", async () 
   });
 });
 
+Deno.test("an event interrupted by a crash on every attempt ends failed, not run again", async () => {
+  let runs = 0;
+  const runAgent = () => (runs++, Promise.resolve("never"));
+  await withWorker({ runAgent, retry: { maxAttempts: 3 } }, async (h) => {
+    const id = await accept(h.store);
+    for (let crash = 0; crash < 3; crash++) {
+      h.store.claimDue(T0, 1); // a gateway claims it and dies during the run
+      h.store.recoverInterrupted(T0);
+    }
+    h.worker.start();
+    await h.worker.idle();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const stored = h.store.getEvent(id)!;
+    assert.equal(stored.status, "failed");
+    assert.match(stored.lastError ?? "", /interrupted 3 times/);
+    assert.equal(runs, 0);
+  });
+});
+
 Deno.test("worker delivers a replayed direct-mode event without running the agent", async () => {
   await withWorker({}, async (h) => {
     const direct = event({ mode: "direct", prompt: "Deploy finished" });

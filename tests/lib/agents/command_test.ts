@@ -47,6 +47,21 @@ Deno.test("command runner passes the given environment and AGENT_EVENT_ID, nothi
   assert.equal(answer, "evt_42 yes no-home");
 });
 
+Deno.test("command runner withholds the webhook secret and the bot tokens", async () => {
+  const script = "console.log(['WEBHOOK_SECRET', 'TELEGRAM_BOT_TOKEN', 'GITHUB_TOKEN', " +
+    "'OPENAI_API_KEY'].map((k) => Deno.env.get(k) ?? '-').join(' '))";
+  const answer = await runner([Deno.execPath(), "eval", script], {
+    env: {
+      WEBHOOK_SECRET: "s",
+      TELEGRAM_BOT_TOKEN: "t",
+      GITHUB_TOKEN: "g",
+      OPENAI_API_KEY: "own-key",
+      DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test",
+    },
+  })({ prompt: "", eventId: "e" });
+  assert.equal(answer, "- - - own-key");
+});
+
 Deno.test("command runner reports a non-zero exit as retryable with the end of stderr", async () => {
   const script = "console.error('x'.repeat(2000) + 'rate limited'); Deno.exit(3)";
   const error = await agentError(

@@ -6,9 +6,10 @@
  */
 
 import assert from "node:assert/strict";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { TargetError } from "../../../lib/errors.ts";
 import type { DeliveryJob, TargetContext } from "../../../lib/targets/mod.ts";
+
+export { githubExample } from "../../fakes/github_examples.ts";
 
 /** A {@link TargetContext} that records its waits (ms) and log lines instead of acting. */
 export interface RecordingContext extends TargetContext {
@@ -50,19 +51,6 @@ export function job(target: string, overrides: Partial<DeliveryJob> = {}): Deliv
     deliveryId: "d_1",
     ...overrides,
   };
-}
-
-/**
- * The first `@octokit/webhooks-examples` payload of `event` with `action` (none for events
- * without actions, such as `push`).
- * @throws Error when the package has no such example.
- */
-export function githubExample(event: string, action?: string): Record<string, unknown> {
-  const definition = (examples as { name: string; examples: Record<string, unknown>[] }[])
-    .find((entry) => entry.name === event);
-  const example = definition?.examples.find((payload) => payload.action === action);
-  if (example === undefined) throw new Error(`no ${event}.${action} example`);
-  return structuredClone(example);
 }
 
 /** A text of `paragraphs` paragraphs of numbered sentences, about 300 characters each. */

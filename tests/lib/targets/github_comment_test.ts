@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { deliver } from "../../../lib/targets/mod.ts";
-import { githubItem, parseGitHubItem } from "../../../lib/targets/github_comment.ts";
+import { githubItem, isRepoName, parseGitHubItem } from "../../../lib/targets/github_comment.ts";
 import { startFakeGitHub } from "../../fakes/chat_servers.ts";
 import { githubExample, job, recordingContext, targetError } from "./_context.ts";
 
@@ -114,4 +114,12 @@ Deno.test("deliver() github_comment 502 is retryable", async () => {
   );
   assert.equal(error.permanent, false);
   assert.equal(error.status, 502);
+});
+
+Deno.test("github_comment refuses a payload repository name that would climb the API path", () => {
+  for (const name of ["../../orgs/x", "o/..", "o/.", "o/r/../../x", "o r/x", "-o/r"]) {
+    assert.equal(isRepoName(name), false, name);
+    assert.equal(githubItem({ repository: { full_name: name }, issue: { number: 1 } }), undefined);
+  }
+  assert.equal(isRepoName("Codertocat/Hello-World.js"), true);
 });
