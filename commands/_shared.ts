@@ -32,7 +32,14 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   usage: string,
 ) {
   try {
-    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    // allowNegative: `--no-deliver-only` turns a boolean option back off on update.
+    return parseArgs({
+      args: argv,
+      options,
+      allowPositionals: true,
+      allowNegative: true,
+      strict: true,
+    });
   } catch (error) {
     throw new UsageError(`${(error as Error).message}\n\n${usage}`);
   }

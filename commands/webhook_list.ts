@@ -6,8 +6,8 @@
  */
 import { type Config, webhookUrl } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
-import type { Route } from "../lib/subscription.ts";
-import { readSubscriptions } from "../lib/subscription_store.ts";
+import { allRoutes } from "../lib/routes.ts";
+import { currentSecret, type Route } from "../lib/subscription.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -30,7 +30,7 @@ export const webhookList: Command = {
     if (values.json) {
       const rows = routes.map((route) => ({
         ...route,
-        secret: route.secret ?? (route.origin === "static" ? config.webhook.secret : undefined),
+        secret: currentSecret(route, config.webhook.secret),
         webhook_url: webhookUrl(config.webhook, route.name),
       }));
       ctx.stdout(JSON.stringify(rows, null, 2));
@@ -45,25 +45,11 @@ export const webhookList: Command = {
   },
 };
 
-/**
- * Static routes, then dynamic subscriptions sorted by name; a dynamic record with the name of
- * a static route is skipped, as the gateway skips it.
- * @throws ConfigError when the subscription file is corrupt
- */
-export async function allRoutes(config: Config): Promise<Route[]> {
-  const records = await readSubscriptions(config.paths.subscriptions);
-  const dynamic = Object.entries(records)
-    .filter(([name]) => !config.webhook.routes.has(name))
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, record]): Route => ({ ...record, name, origin: "dynamic" }));
-  return [...config.webhook.routes.values(), ...dynamic];
-}
-
 function describeRoute(route: Route, config: Config, nowMs: number): string {
   const secret = route.secret ??
-    (route.origin === "static" && config.webhook.secret
-      ? `${config.webhook.secret} (global secret)`
-      : "(none: requests are refused with 403)");
+    (currentSecret(route, config.webhook.secret) === undefined
+      ? "(none: requests are refused with 403)"
+      : `${config.webhook.secret} (global secret)`);
   const chat = route.deliver_extra?.chat_id ? ` (chat ${route.deliver_extra.chat_id})` : "";
   const lines = [
     `${route.name}${route.origin === "static" ? "  [static, config.yaml]" : ""}`,

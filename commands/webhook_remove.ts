@@ -4,6 +4,7 @@
  * @module
  */
 import { NotFoundError, UsageError } from "../lib/errors.ts";
+import { refuseStatic } from "../lib/routes.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
@@ -23,11 +24,7 @@ export const webhookRemove: Command = {
     const name = positionals[0];
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    if (config.webhook.routes.has(name)) {
-      throw new UsageError(
-        `Cannot remove "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,
-      );
-    }
+    refuseStatic(config, name, "remove");
     await updateSubscriptions(config.paths.subscriptions, (records) => {
       if (!Object.hasOwn(records, name)) {
         throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);

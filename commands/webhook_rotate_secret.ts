@@ -9,6 +9,7 @@ import { webhookUrl } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
 import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
+import { refuseStatic } from "../lib/routes.ts";
 import type { Command } from "./_command.ts";
 import { generateSecret, loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -58,11 +59,7 @@ export const webhookRotateSecret: Command = {
 
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    if (config.webhook.routes.has(name)) {
-      throw new UsageError(
-        `Cannot rotate the secret of "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,
-      );
-    }
+    refuseStatic(config, name, "rotate the secret of");
     const nowMs = ctx.now();
     const { record, retired } = await updateSubscriptions(config.paths.subscriptions, (records) => {
       if (!Object.hasOwn(records, name)) {

@@ -5,6 +5,7 @@
  */
 import { webhookUrl } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
+import { refuseStatic } from "../lib/routes.ts";
 import { listSkills } from "../lib/skills.ts";
 import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
@@ -26,6 +27,7 @@ Options:
   --deliver TARGET         log (default), telegram, discord, slack, github_comment, gitlab_comment, origin
   --deliver-chat-id ID     chat, channel or item on the target
   --deliver-only           direct delivery: send the rendered prompt itself, no agent run
+                           (--no-deliver-only switches an existing subscription back)
   --secret SECRET          HMAC secret (default: 32 random bytes, kept on update)
   --rate-limit N           requests per minute for this subscription
   --auth SCHEME            accept only this signature scheme (${SCHEME_NAMES.join(", ")})
@@ -61,11 +63,7 @@ export const webhookSubscribe: Command = {
     }
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    if (config.webhook.routes.has(name)) {
-      throw new UsageError(
-        `Cannot subscribe "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,
-      );
-    }
+    refuseStatic(config, name, "subscribe");
     const changes = optionsToRecord(values);
     if (changes.skills?.length) await checkSkills(changes.skills, config.paths.skills);
 

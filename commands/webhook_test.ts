@@ -6,11 +6,11 @@
  */
 import type { Config } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
-import type { Route } from "../lib/subscription.ts";
+import { allRoutes } from "../lib/routes.ts";
+import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
-import { allRoutes } from "./webhook_list.ts";
 
 const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE]
 
@@ -39,7 +39,7 @@ export const webhookTest: Command = {
     if (!route) {
       throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
     }
-    const secret = route.secret ?? (route.origin === "static" ? config.webhook.secret : undefined);
+    const secret = currentSecret(route, config.webhook.secret);
     if (!secret) {
       ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
       return 1;

@@ -5,7 +5,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { writeFileAtomic } from "./subscription_store.ts";
+import { writeFileAtomic } from "./_fs.ts";
 
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -44,6 +44,34 @@ export interface Route extends Subscription {
   origin: RouteOrigin;
 }
 
+/**
+ * The secret a sender must use now: the route's own, else the global one for a static route
+ * (CONTRACT §2: `extra.secret` serves static routes that have none).
+ * @param route the route
+ * @param globalSecret `extra.secret` / `WEBHOOK_SECRET`, if set
+ * @returns the secret, or undefined when requests to the route are refused (403)
+ */
+export function currentSecret(route: Route, globalSecret: string | undefined): string | undefined {
+  return route.secret ?? (route.origin === "static" ? globalSecret : undefined);
+}
+
+/**
+ * Every secret a request may be signed with at `nowMs`: the current one, then the previous
+ * ones still within their rotation grace period.
+ * @param nowMs the clock, in milliseconds since the epoch
+ */
+export function acceptedSecrets(
+  route: Route,
+  globalSecret: string | undefined,
+  nowMs: number,
+): string[] {
+  const current = currentSecret(route, globalSecret);
+  const previous = (route.previous_secrets ?? [])
+    .filter((entry) => Date.parse(entry.expires_at) > nowMs)
+    .map((entry) => entry.secret);
+  return current === undefined ? previous : [current, ...previous];
+}
+
 /** Names allowed for subscriptions (CONTRACT §3). */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 

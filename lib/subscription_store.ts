@@ -6,6 +6,7 @@
  * @module
  */
 import { dirname } from "node:path";
+import { writeFileAtomic } from "./_fs.ts";
 import { ConfigError } from "./errors.ts";
 import { checkRecord, type Subscription } from "./subscription.ts";
 
@@ -84,26 +85,6 @@ export async function updateSubscriptions<T>(
     return result;
   } finally {
     await lock.unlock();
-  }
-}
-
-/**
- * Writes a file atomically with mode 0600: temp file in the same folder, fsync, rename.
- * An existing broader mode is narrowed because the new file replaces the old one.
- * @param path destination
- * @param text content
- */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
-  const temp = `${path}.${crypto.randomUUID()}.tmp`;
-  try {
-    using file = await Deno.open(temp, { create: true, write: true, truncate: true, mode: 0o600 });
-    await file.write(new TextEncoder().encode(text));
-    await file.sync();
-    await Deno.chmod(temp, 0o600);
-    await Deno.rename(temp, path);
-  } catch (error) {
-    await Deno.remove(temp).catch(() => {});
-    throw error;
   }
 }
 

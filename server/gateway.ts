@@ -11,7 +11,7 @@ import type { Config } from "../lib/config.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
 import { systemPromptFor } from "../lib/skills.ts";
 import { openStateStore, type StateStore } from "../lib/state/mod.ts";
-import type { Route } from "../lib/subscription.ts";
+import { findRoute } from "../lib/routes.ts";
 import { SubscriptionFileCache } from "../lib/subscription_store.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker } from "../lib/worker.ts";
@@ -91,14 +91,8 @@ export async function startGateway(
   });
 
   const subscriptions = new SubscriptionFileCache(paths.subscriptions);
-  const findRoute = (name: string): Route | undefined => {
-    const fixed = webhook.routes.get(name);
-    if (fixed) return fixed;
-    const records = subscriptions.current();
-    return Object.hasOwn(records, name) ? { ...records[name], name, origin: "dynamic" } : undefined;
-  };
   const app = createApp({
-    findRoute,
+    findRoute: (name) => findRoute(name, subscriptions.current(), webhook.routes),
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
     rateLimitPerMinute: webhook.rateLimitPerMinute,

@@ -9,7 +9,7 @@ import { StoreUnavailableError } from "../lib/errors.ts";
 import { type EventInfo, eventInfo, eventLabel, matchesEvents } from "../lib/event_info.ts";
 import type { RateLimiter } from "../lib/rate_limit.ts";
 import type { NewEvent, StateStore } from "../lib/state/mod.ts";
-import { NAME_PATTERN, type Route } from "../lib/subscription.ts";
+import { acceptedSecrets, NAME_PATTERN, type Route } from "../lib/subscription.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "../lib/templates.ts";
 import { BodyDeadlines, BodyError, parsePayload, readBody } from "./body.ts";
@@ -80,7 +80,7 @@ async function handleWebhook(
   }
 
   const nowMs = deps.now();
-  const secrets = activeSecrets(route, deps.globalSecret, nowMs);
+  const secrets = acceptedSecrets(route, deps.globalSecret, nowMs);
   if (secrets.length === 0) return reject(name, 403, "no secret configured for this subscription");
   const verdict = await deps.verifier.verify({
     headers: request.headers,
@@ -203,15 +203,4 @@ function buildEvent(
     route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
     receivedAtMs: nowMs,
   };
-}
-
-/** The route's secret and the previous secrets still in their grace period; else the global one. */
-function activeSecrets(route: Route, globalSecret: string | undefined, nowMs: number): string[] {
-  const secrets: string[] = [];
-  if (route.secret) secrets.push(route.secret);
-  for (const previous of route.previous_secrets ?? []) {
-    if (Date.parse(previous.expires_at) > nowMs) secrets.push(previous.secret);
-  }
-  if (secrets.length === 0 && route.origin === "static" && globalSecret) secrets.push(globalSecret);
-  return secrets;
 }

@@ -238,3 +238,18 @@ Deno.test("the CLI narrows a .env and a subscription file readable by others to 
   assert.equal((await Deno.stat(envFile)).mode! & 0o777, 0o600);
   assert.equal((await Deno.stat(subscriptions)).mode! & 0o777, 0o600);
 });
+
+Deno.test("subscribe --no-deliver-only switches a direct subscription back to agent runs", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home, TELEGRAM_HOME_CHANNEL: "42" };
+  await runCommand(
+    ["webhook", "subscribe", "gh", "--deliver", "telegram", "--deliver-only"],
+    fakeContext(env),
+  );
+  const ctx = fakeContext(env);
+  await runCommand(["webhook", "subscribe", "gh", "--no-deliver-only"], ctx);
+  assert.match(ctx.output(), /Mode:\s+agent run/);
+  const record = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).gh;
+  assert.equal(record.deliver_only, false);
+  assert.equal(record.deliver, "telegram");
+});
