@@ -30,7 +30,10 @@ import { boundedJson, CUT_MARKER } from "./_bounded_json.ts";
 
 /** What the special placeholders resolve to. */
 export interface TemplateContext {
-  /** The event type (`issues`, `pipeline`, `payment_intent.succeeded`): `{__event__}`. */
+  /**
+   * The event label: the type (CONTRACT §6), with `.<action>` when the payload has a string
+   * `action` (`issues.opened`, `pipeline`, `payment_intent.succeeded`): `{__event__}`.
+   */
   event: string;
   /** The subscription or static route name: `{__subscription__}`. */
   subscription: string;

@@ -16,7 +16,10 @@ import { createOpenAiRunner } from "./openai.ts";
 export interface AgentSettings {
   /** `openai`: any OpenAI-compatible endpoint; `command`: a program reading stdin. */
   provider: "openai" | "command";
-  /** Model name sent to the endpoint (ignored by `command`). `AGENT_MODEL` when empty. */
+  /**
+   * Model name sent to the endpoint (ignored by `command`): `AGENT_MODEL`, else `agent.model`
+   * (merged by `loadConfig`).
+   */
   model: string;
   /** Endpoint base, e.g. `https://api.openai.com/v1`. `OPENAI_BASE_URL` when absent. */
   baseUrl?: string;

@@ -18,8 +18,10 @@ const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 /**
  * Builds a runner for an OpenAI-compatible endpoint.
  *
- * Settings win over the environment: `apiKey` else `OPENAI_API_KEY`, `baseUrl` else
- * `OPENAI_BASE_URL` else api.openai.com, `model` else `AGENT_MODEL`. An endpoint other than
+ * `loadConfig` has already merged the settings with the environment (process env, then `.env`,
+ * then `config.yaml`); the environment here only fills what is still empty when settings are
+ * built by hand: `apiKey` else `OPENAI_API_KEY`, `baseUrl` else `OPENAI_BASE_URL` else
+ * api.openai.com, `model` else `AGENT_MODEL`. An endpoint other than
  * api.openai.com may need no key (local servers): the SDK then sends the placeholder `no-key`.
  * @param settings the `agent:` configuration
  * @param deps `fetch` (used by the SDK) and the environment

@@ -41,7 +41,7 @@ export interface RouteSnapshot {
 export interface NewEvent {
   /** Subscription name. */
   subscription: string;
-  /** Event type (CONTRACT §6), e.g. `issues` or `payment_intent.succeeded`. */
+  /** Event label: the type (CONTRACT §6) with `.<action>` when there is one, e.g. `issues.opened`. */
   eventType: string;
   /** Delivery id from the sender's headers, or a generated one. */
   deliveryId: string;

@@ -63,7 +63,8 @@ function findScheme(headers: Headers, schemes: readonly Scheme[]): Scheme | unde
 
 /**
  * The scheme named by a request's headers: the first of CONTRACT §5's table whose header is
- * present, whether or not its value is well-formed. Used by `agent webhook test` and error hints.
+ * present, whether or not its value is well-formed. For diagnostics: it tells which scheme a
+ * request commits to without verifying anything.
  *
  * @param headers The request headers.
  * @returns The scheme name, or `null` when no known header is present.
