@@ -1,0 +1,35 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createDefaultConfig, editConfigFile } from "../../lib/config_file.ts";
+import { loadConfig } from "../../lib/config.ts";
+import { tempHome } from "../_helpers.ts";
+
+Deno.test("createDefaultConfig() writes an enabled config once and never overwrites", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "config.yaml");
+  assert.equal(await createDefaultConfig(file), true);
+  assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.enabled, true);
+  await Deno.writeTextFile(file, "# mine\n");
+  assert.equal(await createDefaultConfig(file), false);
+  assert.equal(await Deno.readTextFile(file), "# mine\n");
+});
+
+Deno.test("editConfigFile() refuses broken YAML and leaves the file as it was", async () => {
+  await using h = await tempHome({ config: "platforms: [unclosed\n" });
+  const file = join(h.home, "config.yaml");
+  await assert.rejects(
+    () => editConfigFile(file, [{ path: ["platforms", "webhook", "enabled"], value: true }]),
+    /not valid YAML[\s\S]*it was not changed/,
+  );
+  assert.equal(await Deno.readTextFile(file), "platforms: [unclosed\n");
+});
+
+Deno.test("editConfigFile() keeps comments and other keys while setting nested values", async () => {
+  await using h = await tempHome({ config: "# top\nagent:\n  model: m # keep\n" });
+  const file = join(h.home, "config.yaml");
+  await editConfigFile(file, [{ path: ["platforms", "webhook", "extra", "port"], value: 9000 }]);
+  const text = await Deno.readTextFile(file);
+  assert.match(text, /# top/);
+  assert.match(text, /model: m # keep/);
+  assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.port, 9000);
+});
