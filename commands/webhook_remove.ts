@@ -4,7 +4,7 @@
  * @module
  */
 import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { refuseStatic } from "../lib/routes.ts";
+import { checkName, refuseStatic } from "../lib/routes.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
@@ -22,6 +22,7 @@ export const webhookRemove: Command = {
     const { positionals } = parseFlags(argv, {}, usage);
     if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
     const name = positionals[0];
+    checkName(name, "remove");
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
     refuseStatic(config, name, "remove");

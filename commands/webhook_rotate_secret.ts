@@ -7,9 +7,9 @@
  */
 import { webhookUrl } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
+import type { Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
-import { refuseStatic } from "../lib/routes.ts";
+import { checkName, refuseStatic } from "../lib/routes.ts";
 import type { Command } from "./_command.ts";
 import { generateSecret, loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -47,12 +47,7 @@ export const webhookRotateSecret: Command = {
     const { values, positionals } = parseFlags(argv, options, usage);
     if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
     const name = positionals[0];
-    if (!NAME_PATTERN.test(name)) {
-      const quoted = JSON.stringify(name);
-      throw new UsageError(
-        `Cannot rotate the secret of ${quoted}: name must match ${NAME_PATTERN.source}`,
-      );
-    }
+    checkName(name, "rotate the secret of");
     const graceMs = parseGrace(values.grace ?? DEFAULT_GRACE);
     const newSecret = values.secret ?? generateSecret();
     if (newSecret.length < 8) throw new UsageError("--secret must be at least 8 characters");

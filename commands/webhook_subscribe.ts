@@ -5,7 +5,7 @@
  */
 import { webhookUrl } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
-import { refuseStatic } from "../lib/routes.ts";
+import { checkName, refuseStatic } from "../lib/routes.ts";
 import { listSkills } from "../lib/skills.ts";
 import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
@@ -56,11 +56,7 @@ export const webhookSubscribe: Command = {
     const { values, positionals } = parseFlags(argv, options, usage);
     if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
     const name = positionals[0];
-    if (!NAME_PATTERN.test(name)) {
-      throw new UsageError(
-        `Cannot subscribe ${JSON.stringify(name)}: name must match ${NAME_PATTERN.source}`,
-      );
-    }
+    checkName(name, "subscribe");
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
     refuseStatic(config, name, "subscribe");

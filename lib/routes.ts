@@ -6,7 +6,7 @@
  */
 import type { Config } from "./config.ts";
 import { UsageError } from "./errors.ts";
-import type { Route } from "./subscription.ts";
+import { NAME_PATTERN, type Route } from "./subscription.ts";
 import { readSubscriptions, type SubscriptionRecords } from "./subscription_store.ts";
 
 /**
@@ -36,6 +36,18 @@ export async function allRoutes(config: Config): Promise<Route[]> {
     .sort()
     .map((name): Route => ({ ...records[name], name, origin: "dynamic" }));
   return [...config.webhook.routes.values(), ...dynamic];
+}
+
+/**
+ * Refuses a subscription name that breaks the naming rule (CONTRACT §3), with the rule.
+ * @param action what was asked, for the message: `subscribe`, `remove`, ...
+ * @throws UsageError when `name` does not match {@link NAME_PATTERN}
+ */
+export function checkName(name: string, action: string): void {
+  if (NAME_PATTERN.test(name)) return;
+  throw new UsageError(
+    `Cannot ${action} ${JSON.stringify(name)}: name must match ${NAME_PATTERN.source}`,
+  );
 }
 
 /**

@@ -66,9 +66,7 @@ async function stack(
   const env = {
     AGENT_HOME: h.home,
     ...telegram.env,
-    OPENAI_BASE_URL: llm.url,
-    OPENAI_API_KEY: "test-key",
-    AGENT_MODEL: "test-model",
+    ...llm.env,
   };
   const sub = await runCli([
     "webhook",

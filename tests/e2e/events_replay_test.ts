@@ -41,9 +41,7 @@ async function brokenLlmGateway() {
   const env = {
     AGENT_HOME: h.home,
     ...telegram.env,
-    OPENAI_BASE_URL: llm.url,
-    OPENAI_API_KEY: "test-key",
-    AGENT_MODEL: "test-model",
+    ...llm.env,
   };
   const dispose = async () => {
     await llm.close();

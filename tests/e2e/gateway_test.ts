@@ -40,9 +40,7 @@ Deno.test("GitHub events flow through the real gateway to a Telegram chat, in bo
   const env = {
     AGENT_HOME: h.home,
     ...telegram.env,
-    OPENAI_BASE_URL: llm.url,
-    OPENAI_API_KEY: "test-key",
-    AGENT_MODEL: "test-model",
+    ...llm.env,
   };
 
   await using gateway = await startGatewayProcess(env);

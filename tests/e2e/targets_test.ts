@@ -80,9 +80,7 @@ async function startWorld(subscriptions: Record<string, Subscription>, { extra =
     HOME: "/nonexistent",
     ...Object.assign({}, ...KINDS.map((kind) => fakes[kind].env)),
     TELEGRAM_HOME_CHANNEL: HOME_CHAT,
-    OPENAI_BASE_URL: llm.url,
-    OPENAI_API_KEY: "test-key",
-    AGENT_MODEL: "test-model",
+    ...llm.env,
   });
   const gateway = await startGateway(config);
   return {

@@ -52,6 +52,8 @@ export interface FakeLlm {
   url: string;
   /** Requests received so far (authorised or not), oldest first. */
   requests: FakeLlmRequest[];
+  /** `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `AGENT_MODEL` that point the gateway here. */
+  env: Record<string, string>;
   /** Stops the server; requests left hanging get a 503. */
   close(): Promise<void>;
 }
@@ -109,6 +111,11 @@ export function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
         resolve({
           url: `http://127.0.0.1:${port}/v1`,
           requests,
+          env: {
+            OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+            OPENAI_API_KEY: apiKey,
+            AGENT_MODEL: model,
+          },
           close: async () => {
             shutdown.abort();
             await server.finished;

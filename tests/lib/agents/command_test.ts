@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { AgentError, ConfigError } from "../../../lib/errors.ts";
+import { ConfigError } from "../../../lib/errors.ts";
 import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+import { agentError } from "./_assert.ts";
 
 function runner(
   command: string[],
@@ -16,16 +17,6 @@ function runner(
     fetch,
     env: { PATH: Deno.env.get("PATH"), ...options.env },
   });
-}
-
-async function agentError(promise: Promise<unknown>): Promise<AgentError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof AgentError, `expected AgentError, got ${error}`);
-    return error;
-  }
-  assert.fail("expected the run to fail");
 }
 
 Deno.test("command runner writes the prompt on stdin and returns stdout trimmed", async () => {

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { AgentError, ConfigError } from "../../../lib/errors.ts";
+import { ConfigError } from "../../../lib/errors.ts";
 import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
 import { type FakeLlmOptions, startFakeLlm } from "../../fakes/llm_server.ts";
+import { agentError } from "./_assert.ts";
 
 async function withFake(
   options: FakeLlmOptions,
@@ -22,16 +23,6 @@ async function withFake(
 }
 
 const deps = { fetch, env: {} };
-
-async function agentError(promise: Promise<unknown>): Promise<AgentError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof AgentError, `expected AgentError, got ${error}`);
-    return error;
-  }
-  assert.fail("expected the run to fail");
-}
 
 Deno.test("openai runner sends the system prompt and the prompt, and returns the answer", async () => {
   await withFake({ answer: () => "  Looks like a flaky test.\n" }, async (settings, fake) => {
