@@ -45,6 +45,9 @@ export interface GatewayOptions {
   onListen?: (url: string) => void;
 }
 
+/** Rows deleted per prune batch (each batch is one short transaction). */
+const PRUNE_BATCH = 1000;
+
 /** How often expired events and idempotency keys are pruned, in milliseconds. */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -106,16 +109,28 @@ export async function startGateway(
     newId: () => crypto.randomUUID(),
   });
 
-  const prune = () => {
+  let stopping = false;
+  const prune = async () => {
+    const total = { events: 0, keys: 0 };
     try {
-      const pruned = store.prune(now(), { retentionDays: webhook.retentionDays });
-      if (pruned.events || pruned.keys) workerLog.info("pruned old events and keys", pruned);
+      // Batches of PRUNE_BATCH rows, with requests served in between.
+      while (!stopping) {
+        const pruned = store.prune(now(), {
+          retentionDays: webhook.retentionDays,
+          maxRows: PRUNE_BATCH,
+        });
+        total.events += pruned.events;
+        total.keys += pruned.keys;
+        if (pruned.events < PRUNE_BATCH && pruned.keys < PRUNE_BATCH) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
     } catch (error) {
       // A busy or full database must not end the process: the next hour tries again.
       workerLog.warn("prune failed: {reason}", { reason: (error as Error).message });
     }
+    if (total.events || total.keys) workerLog.info("pruned old events and keys", total);
   };
-  prune();
+  void prune();
   const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
   worker.start();
 
@@ -129,6 +144,7 @@ export async function startGateway(
       onError: () => new Response(JSON.stringify({ error: "internal error" }), { status: 500 }),
     }, app.fetch);
   } catch (error) {
+    stopping = true;
     clearInterval(pruneTimer);
     await worker.stop({ deadlineMs: 0 });
     await store.close();
@@ -144,6 +160,7 @@ export async function startGateway(
     port: address.port,
     store,
     async stop({ deadlineMs = 10_000 } = {}) {
+      stopping = true;
       clearInterval(pruneTimer);
       await server.shutdown();
       await worker.stop({ deadlineMs });

@@ -103,15 +103,23 @@ export function prune(
   db: DatabaseSync,
   transaction: Transaction,
   nowMs: number,
-  retentionDays: number,
+  options: { retentionDays: number; maxRows: number },
 ): { events: number; keys: number } {
-  const cutoff = nowMs - retentionDays * 86_400_000;
-  const old = "SELECT id FROM events WHERE received_at < ? AND status IN ('delivered', 'failed')";
+  const cutoff = nowMs - options.retentionDays * 86_400_000;
+  // Oldest first, through the received_at and expires_at indexes, at most maxRows at a time:
+  // the caller repeats while a batch comes back full, yielding to requests in between.
+  const old = "SELECT id FROM events WHERE received_at < ? AND status IN ('delivered', 'failed') " +
+    "ORDER BY received_at LIMIT ?";
+  const expired = "SELECT subscription, delivery_id FROM idempotency_keys WHERE expires_at <= ? " +
+    "ORDER BY expires_at LIMIT ?";
   const result = { events: 0, keys: 0 };
   transaction(() => {
-    db.prepare(`DELETE FROM attempts WHERE event_id IN (${old})`).run(cutoff);
-    const events = db.prepare(`DELETE FROM events WHERE id IN (${old})`).run(cutoff);
-    const keys = db.prepare("DELETE FROM idempotency_keys WHERE expires_at <= ?").run(nowMs);
+    db.prepare(`DELETE FROM attempts WHERE event_id IN (${old})`).run(cutoff, options.maxRows);
+    const events = db.prepare(`DELETE FROM events WHERE id IN (${old})`)
+      .run(cutoff, options.maxRows);
+    const keys = db.prepare(
+      `DELETE FROM idempotency_keys WHERE (subscription, delivery_id) IN (${expired})`,
+    ).run(nowMs, options.maxRows);
     result.events = Number(events.changes);
     result.keys = Number(keys.changes);
   });

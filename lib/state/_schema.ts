@@ -6,7 +6,7 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS attempts (
   error TEXT
 );
 CREATE INDEX IF NOT EXISTS attempts_event ON attempts(event_id);
+CREATE INDEX IF NOT EXISTS events_received ON events(received_at);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
   subscription TEXT NOT NULL,
   delivery_id TEXT NOT NULL,
@@ -55,6 +56,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
   expires_at INTEGER NOT NULL,
   PRIMARY KEY (subscription, delivery_id)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS keys_expiry ON idempotency_keys(expires_at);
 `;
 
 type Row = Record<string, unknown>;

@@ -233,7 +233,13 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         return (s.attempts.all(id) as Row[]).map(rowToAttempt);
       }),
     replay: (eventId, nowMs) => use(() => replayEvent(db, mustFind(eventId), nowMs)),
-    prune: (nowMs, options) => use(() => prune(db, transaction, nowMs, options.retentionDays)),
+    prune: (nowMs, options) =>
+      use(() =>
+        prune(db, transaction, nowMs, {
+          retentionDays: options.retentionDays,
+          maxRows: options.maxRows ?? 1000,
+        })
+      ),
     stats: () => commits.stats(),
     async close() {
       if (closed) return;

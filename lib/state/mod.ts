@@ -188,10 +188,15 @@ export interface StateStore {
   replay(eventId: string, nowMs: number): StoredEvent;
   /**
    * Deletes delivered and failed events received more than `retentionDays` ago (payloads and
-   * attempts included) and expired idempotency keys. Queued and running events are kept.
-   * @returns how many events and keys were deleted
+   * attempts included) and expired idempotency keys, oldest first, at most `maxRows` of each
+   * (default 1000) so one call never holds the event loop long. Queued and running events are
+   * kept.
+   * @returns how many events and keys were deleted; a full batch means there may be more
    */
-  prune(nowMs: number, options: { retentionDays: number }): { events: number; keys: number };
+  prune(
+    nowMs: number,
+    options: { retentionDays: number; maxRows?: number },
+  ): { events: number; keys: number };
   /** Commits the pending batch, then closes the database. Later calls reject or throw. */
   close(): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { NotFoundError, UsageError } from "../../../lib/errors.ts";
 import { openStateStore } from "../../../lib/state/mod.ts";
 import { newEvent, tempHome, withStore } from "./_fixtures.ts";
@@ -206,4 +207,46 @@ Deno.test("prune() deletes old finished events and expired keys, and keeps queue
     assert.ok(store.getEvent(fresh));
     assert.equal(store.hasSeen("gh", "k2", T0 + 9 * day + 1), true);
   });
+});
+
+Deno.test("prune() works in batches of maxRows, oldest first", async () => {
+  const day = 86_400_000;
+  await withStore({ idempotencyTtlSeconds: 60 }, async (store) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const id = (await store.accept(newEvent({ deliveryId: `b${i}`, receivedAtMs: T0 + i })))
+        .eventId!;
+      ids.push(id);
+    }
+    for (const event of store.claimDue(T0 + 10, 5)) store.markDelivered(event.id, T0 + 10);
+    const later = T0 + 8 * day;
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2, keys: 2 });
+    assert.equal(store.getEvent(ids[0]), null, "the oldest go first");
+    assert.ok(store.getEvent(ids[2]));
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2, keys: 2 });
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 1, keys: 1 });
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 0, keys: 0 });
+  });
+});
+
+Deno.test("opening a version 1 database adds the pruning indexes and keeps its events", async () => {
+  const home = await tempHome();
+  const path = home.dbPath;
+  const first = openStateStore(path, { backgroundCheckpoints: false });
+  const { eventId } = await first.accept(newEvent({ receivedAtMs: T0 }));
+  await first.close();
+  const old = new DatabaseSync(path);
+  old.exec("DROP INDEX events_received; DROP INDEX keys_expiry; PRAGMA user_version = 1");
+  old.close();
+
+  const upgraded = openStateStore(path, { backgroundCheckpoints: false });
+  assert.ok(upgraded.getEvent(eventId!));
+  await upgraded.close();
+  const check = new DatabaseSync(path);
+  const names = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all() as {
+    name: string;
+  }[]).map((row) => row.name);
+  check.close();
+  await home.cleanup();
+  assert.ok(names.includes("events_received") && names.includes("keys_expiry"), String(names));
 });
