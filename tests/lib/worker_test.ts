@@ -3,6 +3,7 @@ import { AgentError, NotFoundError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createWorker, type WorkerDeps } from "../../lib/worker.ts";
+import { newEvent } from "./state/_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
 
@@ -27,20 +28,15 @@ function fakeTime() {
   };
 }
 
+/** The store tests' event, sent to Telegram chat 123 about issue 7. */
 function event(overrides: Partial<NewEvent> = {}): NewEvent {
-  return {
-    subscription: "gh",
-    eventType: "issues",
-    deliveryId: crypto.randomUUID(),
-    dedupe: true,
-    source: "github",
-    mode: "agent",
+  return newEvent({
     payload: JSON.stringify({ issue: { number: 7 } }),
     prompt: "Triage issue 7",
     route: { deliver: "telegram", chatId: "123", skills: ["triage"] },
     receivedAtMs: T0,
     ...overrides,
-  };
+  });
 }
 
 interface Harness {
