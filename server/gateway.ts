@@ -95,7 +95,7 @@ export async function startGateway(
 
   const subscriptions = new SubscriptionFileCache(paths.subscriptions);
   const app = createApp({
-    findRoute: (name) => findRoute(name, subscriptions.current(), webhook.routes),
+    findRoute: (name, fresh) => findRoute(name, subscriptions.current({ fresh }), webhook.routes),
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
     rateLimitPerMinute: webhook.rateLimitPerMinute,

@@ -19,8 +19,12 @@ import type { SchemeName, SignatureVerifier } from "./signatures/mod.ts";
 
 /** What the ingest pipeline needs; `gateway run` builds the real ones, tests pass fakes. */
 export interface IngestDeps {
-  /** Finds a route by name: static routes first, then dynamic subscriptions. */
-  findRoute(name: string): Route | undefined;
+  /**
+   * Finds a route by name: static routes first, then dynamic subscriptions. The subscriptions
+   * may be a copy a few milliseconds old; `fresh` asks for the file as it is now (the handler
+   * does before it answers 404 or 401).
+   */
+  findRoute(name: string, fresh?: boolean): Route | undefined;
   /** Largest accepted body, in bytes. */
   maxBodyBytes: number;
   /** Time allowed to receive a whole body, in milliseconds. @default {30000} */
@@ -68,7 +72,8 @@ async function handleWebhook(
   if (request.method !== "POST") {
     return reject(name, 405, `method ${request.method} not allowed: use POST`, { allow: "POST" });
   }
-  const route = NAME_PATTERN.test(name) ? deps.findRoute(name) : undefined;
+  if (!NAME_PATTERN.test(name)) return reject(name, 404, `unknown subscription: ${name}`);
+  let route = deps.findRoute(name) ?? deps.findRoute(name, true);
   if (!route) return reject(name, 404, `unknown subscription: ${name}`);
 
   let body: Uint8Array;
@@ -80,15 +85,28 @@ async function handleWebhook(
   }
 
   const nowMs = deps.now();
-  const secrets = acceptedSecrets(route, deps.globalSecret, nowMs);
-  if (secrets.length === 0) return reject(name, 403, "no secret configured for this subscription");
-  const verdict = await deps.verifier.verify({
-    headers: request.headers,
-    body,
-    secrets,
-    nowSeconds: Math.floor(nowMs / 1000),
-    only: route.auth as SchemeName | undefined,
-  });
+  let secrets = acceptedSecrets(route, deps.globalSecret, nowMs);
+  const verify = () =>
+    deps.verifier.verify({
+      headers: request.headers,
+      body,
+      secrets,
+      nowSeconds: Math.floor(nowMs / 1000),
+      only: route!.auth as SchemeName | undefined,
+    });
+  let verdict = secrets.length > 0 ? await verify() : undefined;
+  if ((verdict?.ok === false && verdict.reason !== "missing") || secrets.length === 0) {
+    // Our copy of the subscriptions may predate a secret just set: look again before refusing.
+    const fresh = deps.findRoute(name, true);
+    if (!fresh) return reject(name, 404, `unknown subscription: ${name}`);
+    const freshSecrets = acceptedSecrets(fresh, deps.globalSecret, nowMs);
+    if (freshSecrets.join("\n") !== secrets.join("\n") || fresh.auth !== route.auth) {
+      route = fresh;
+      secrets = freshSecrets;
+      verdict = secrets.length > 0 ? await verify() : undefined;
+    }
+  }
+  if (!verdict) return reject(name, 403, "no secret configured for this subscription");
   if (!verdict.ok) {
     const error = verdict.reason === "missing" ? "missing signature" : "invalid signature";
     log.warn("rejected {subscription}: {reason}", {

@@ -158,6 +158,39 @@ Deno.test("each step of the pipeline answers with its own status, in order", asy
   assert.equal(h.store.listEvents({}).length, 0, "nothing was dispatched");
 });
 
+Deno.test("a route or secret newer than the cached subscriptions is looked up before refusing", async () => {
+  const NEW_SECRET = "the-new-secret-0123456789";
+  const stale = new Map<string, Route>([
+    ["gh", { name: "gh", origin: "dynamic", secret: SECRET }],
+  ]);
+  const fresh = new Map<string, Route>([
+    ["gh", { name: "gh", origin: "dynamic", secret: NEW_SECRET }],
+    ["late", { name: "late", origin: "dynamic", secret: SECRET }],
+  ]);
+  let freshLookups = 0;
+  await using h = await harness({
+    findRoute: (name, wantFresh) => {
+      if (!wantFresh) return stale.get(name);
+      freshLookups++;
+      return fresh.get(name);
+    },
+  });
+  const status = async (path: string, init: RequestInit) => {
+    const response = await h.request(path, init);
+    await response.body?.cancel();
+    return response.status;
+  };
+  assert.equal(await status("/webhooks/late", await github(ISSUE)), 202, "just subscribed");
+  assert.equal(await status("/webhooks/gh", await github(ISSUE, { secret: NEW_SECRET })), 202);
+  assert.equal(freshLookups, 2);
+  assert.equal(await status("/webhooks/gh", await github(ISSUE, { secret: "wrong" })), 401);
+  assert.equal(await status("/webhooks/nope", await github(ISSUE)), 404);
+  assert.equal(freshLookups, 4);
+  const unsigned = { method: "POST", body: ISSUE, headers: { "x-github-event": "issues" } };
+  assert.equal(await status("/webhooks/gh", unsigned), 401);
+  assert.equal(freshLookups, 4, "a request without a signature cannot be saved by a new secret");
+});
+
 Deno.test("a static route without a secret of its own uses the global secret", async () => {
   await using h = await harness();
   const ok = await h.request(

@@ -3,16 +3,23 @@ import { DatabaseSync } from "node:sqlite";
 import { startCheckpointer } from "../../../lib/state/_checkpointer.ts";
 import { tempHome } from "./_fixtures.ts";
 
-Deno.test("checkpointer copies the WAL in the background so it stays small", async () => {
+/** A WAL database with SQLite's own checkpoints off and a `blobs (body)` table. */
+async function walDatabase() {
   const home = await tempHome();
   await Deno.mkdir(`${home.dir}/state`);
   const db = new DatabaseSync(home.dbPath);
   db.exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0");
   db.exec("CREATE TABLE blobs (body TEXT)");
+  return { home, db };
+}
+
+Deno.test("checkpointer copies the WAL in the background so it stays small", async () => {
+  const { home, db } = await walDatabase();
   const failures: string[] = [];
   const checkpointer = startCheckpointer(home.dbPath, {
     synchronous: "NORMAL",
     maxWalFrames: 64,
+    minIntervalMs: 0,
     onFailure: (reason) => failures.push(reason),
   });
   assert.ok(checkpointer, "a worker thread can be started");
@@ -38,12 +45,36 @@ Deno.test("checkpointer copies the WAL in the background so it stays small", asy
   assert.ok(largestWal < 2_000_000, `WAL grew to ${largestWal} bytes`);
 });
 
+Deno.test("checkpointer spaces its passes minIntervalMs apart and still covers every commit", async () => {
+  const { home, db } = await walDatabase();
+  const checkpointer = startCheckpointer(home.dbPath, {
+    synchronous: "NORMAL",
+    minIntervalMs: 300,
+    onFailure: () => {},
+  })!;
+  const insert = db.prepare("INSERT INTO blobs VALUES (?)");
+  try {
+    for (let commit = 0; commit < 40; commit++) {
+      db.exec("BEGIN IMMEDIATE");
+      insert.run("x".repeat(4000));
+      db.exec("COMMIT");
+      checkpointer.afterCommit();
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    assert.equal(checkpointer.stats().passes, 1, "40 commits within 300 ms share one pass");
+    for (let waited = 0; checkpointer.stats().behind > 0 && waited < 3_000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.deepEqual(checkpointer.stats(), { passes: 2, behind: 0 });
+  } finally {
+    await checkpointer.close();
+    db.close();
+    await home.cleanup();
+  }
+});
+
 Deno.test("checkpointer holds the next commit past maxWalFrames until the WAL can restart", async () => {
-  const home = await tempHome();
-  await Deno.mkdir(`${home.dir}/state`);
-  const db = new DatabaseSync(home.dbPath);
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0");
-  db.exec("CREATE TABLE blobs (body TEXT)");
+  const { home, db } = await walDatabase();
   const checkpointer = startCheckpointer(home.dbPath, {
     synchronous: "NORMAL",
     maxWalFrames: 64,

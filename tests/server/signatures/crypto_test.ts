@@ -15,6 +15,10 @@ Deno.test("decodeHex() decodes either case and refuses odd lengths and non-hex c
   for (const bad of ["0", "0g", "0x00", " 00", "00 ", "+1", "é0"]) {
     assert.equal(decodeHex(bad), null, bad);
   }
+  const everyByte = Uint8Array.from({ length: 256 }, (_, i) => i);
+  const hex = Buffer.from(everyByte).toString("hex");
+  assert.deepEqual(decodeHex(hex), everyByte);
+  assert.deepEqual(decodeHex(hex.toUpperCase()), everyByte);
 });
 
 Deno.test("decodeBase64() agrees with Buffer on every length, padded and unpadded", () => {
