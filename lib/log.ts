@@ -30,20 +30,42 @@ const SECRET_FIELD = /secret|token|password|passphrase|authorization|signature|a
 
 /**
  * Formats a record as one line: ISO time, level, category, the rendered message, then the
- * properties as `key=value` (values with spaces or quotes JSON-quoted).
+ * properties as `key=value` (values with spaces or quotes JSON-quoted). It runs once per
+ * request, so it remembers which field names are secret and the text of the last millisecond.
  * @example `2026-11-21T12:00:00.000Z INFO ingest accepted gh issues.opened subscription=gh`
  */
 export const lineFormatter: TextFormatter = (record) => {
-  let line = `${new Date(record.timestamp).toISOString()} ${record.level.toUpperCase()} ${
+  let line = `${isoTime(record.timestamp)} ${record.level.toUpperCase()} ${
     record.category.slice(1).join(".")
   } `;
   for (const part of record.message) line += typeof part === "string" ? part : printable(part);
-  for (const [key, value] of Object.entries(record.properties)) {
+  const properties = record.properties;
+  for (const key in properties) {
+    const value = properties[key];
     if (value === undefined) continue;
-    line += ` ${key}=${SECRET_FIELD.test(key) ? "[REDACTED]" : quoteValue(printable(value))}`;
+    line += ` ${key}=${isSecretField(key) ? "[REDACTED]" : quoteValue(printable(value))}`;
   }
-  return line.replace(/[\r\n]+/g, " ") + "\n";
+  return (LINE_BREAK.test(line) ? line.replace(LINE_BREAKS, " ") : line) + "\n";
 };
+
+const LINE_BREAK = /[\r\n]/;
+const LINE_BREAKS = /[\r\n]+/g;
+const secretFields = new Map<string, boolean>();
+let lastTime = { ms: NaN, text: "" };
+
+function isSecretField(key: string): boolean {
+  let secret = secretFields.get(key);
+  if (secret === undefined) {
+    secret = SECRET_FIELD.test(key);
+    if (secretFields.size < 1000) secretFields.set(key, secret);
+  }
+  return secret;
+}
+
+function isoTime(ms: number): string {
+  if (ms !== lastTime.ms) lastTime = { ms, text: new Date(ms).toISOString() };
+  return lastTime.text;
+}
 
 function printable(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value) ?? String(value);

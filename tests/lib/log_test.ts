@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import type { LogRecord } from "@logtape/logtape";
+import { lineFormatter } from "../../lib/log.ts";
+
+function record(
+  timestamp: number,
+  message: unknown[],
+  properties: Record<string, unknown>,
+): LogRecord {
+  return {
+    timestamp,
+    level: "info",
+    category: ["agent", "ingest"],
+    message,
+    rawMessage: "",
+    properties,
+  };
+}
+
+const T = Date.parse("2026-11-21T12:00:00.000Z");
+
+Deno.test("lineFormatter writes time, level, category, message and key=value fields on one line", () => {
+  const line = lineFormatter(record(T, ["accepted ", "gh", " ", "issues.opened", ""], {
+    subscription: "gh",
+    event: "issues.opened",
+    attempts: 2,
+    missing: undefined,
+    reason: 'bad "quote" = yes',
+    empty: "",
+  }));
+  assert.equal(
+    line,
+    "2026-11-21T12:00:00.000Z INFO ingest accepted gh issues.opened subscription=gh " +
+      'event=issues.opened attempts=2 reason="bad \\"quote\\" = yes" empty=""\n',
+  );
+});
+
+Deno.test("lineFormatter redacts fields named like secrets and keeps each record on one line", () => {
+  const line = lineFormatter(record(T, ["rejected ", "gh\r\nFAKE 2026 line"], {
+    secret: "s3cret",
+    api_key: "k",
+    Authorization: "Bearer t",
+    subscription: "a\nb",
+  }));
+  assert.equal(line.split("\n").length, 2, "one line and its newline");
+  assert.doesNotMatch(line, /s3cret|Bearer t|=k\b/);
+  assert.match(line, /secret=\[REDACTED\] api_key=\[REDACTED\] Authorization=\[REDACTED\]/);
+  assert.match(line, /rejected gh FAKE 2026 line/);
+});
+
+Deno.test("lineFormatter gives every record its own time", () => {
+  const times = [T, T, T + 1, T + 60_000].map((ms) =>
+    lineFormatter(record(ms, ["x"], {})).slice(0, 24)
+  );
+  assert.deepEqual(times, [
+    "2026-11-21T12:00:00.000Z",
+    "2026-11-21T12:00:00.000Z",
+    "2026-11-21T12:00:00.001Z",
+    "2026-11-21T12:01:00.000Z",
+  ]);
+});
