@@ -28,7 +28,8 @@ period so the sender can be updated; secrets of earlier rotations that have expi
 
 Options:
   --grace DURATION   how long the old secret is still accepted: 30m, 24h, 7d, 90s, or 0 to
-                     stop it at once (default ${DEFAULT_GRACE}, at most 365d)
+                     stop it now (a running gateway may accept it for another 100 ms)
+                     (default ${DEFAULT_GRACE}, at most 365d)
   --secret SECRET    the new secret (default: 32 random bytes, base64url)
   --json             print the result as JSON`;
 

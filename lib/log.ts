@@ -40,7 +40,7 @@ export const lineFormatter: TextFormatter = (record) => {
   } `;
   for (const part of record.message) line += typeof part === "string" ? part : printable(part);
   const properties = record.properties;
-  for (const key in properties) {
+  for (const key of Object.keys(properties)) {
     const value = properties[key];
     if (value === undefined) continue;
     line += ` ${key}=${isSecretField(key) ? "[REDACTED]" : quoteValue(printable(value))}`;
@@ -50,6 +50,8 @@ export const lineFormatter: TextFormatter = (record) => {
 
 const LINE_BREAK = /[\r\n]/;
 const LINE_BREAKS = /[\r\n]+/g;
+// Memos of pure functions, shared by every sink in the process: which field names are secret
+// (bounded), and the ISO text of the last timestamp formatted. Neither can change an output.
 const secretFields = new Map<string, boolean>();
 let lastTime = { ms: NaN, text: "" };
 

@@ -95,7 +95,7 @@ export async function startGateway(
 
   const subscriptions = new SubscriptionFileCache(paths.subscriptions);
   const app = createApp({
-    findRoute: (name, fresh) => findRoute(name, subscriptions.current({ fresh }), webhook.routes),
+    findRoute: (name, options) => findRoute(name, subscriptions.current(options), webhook.routes),
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
     rateLimitPerMinute: webhook.rateLimitPerMinute,

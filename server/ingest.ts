@@ -21,10 +21,10 @@ import type { SchemeName, SignatureVerifier } from "./signatures/mod.ts";
 export interface IngestDeps {
   /**
    * Finds a route by name: static routes first, then dynamic subscriptions. The subscriptions
-   * may be a copy a few milliseconds old; `fresh` asks for the file as it is now (the handler
-   * does before it answers 404 or 401).
+   * may be a copy up to 100 ms old; `fresh` asks for the file as it is now. The handler does
+   * before it answers 404 for a name, and 403 or 401 for a request a newer secret could pass.
    */
-  findRoute(name: string, fresh?: boolean): Route | undefined;
+  findRoute(name: string, options?: { fresh?: boolean }): Route | undefined;
   /** Largest accepted body, in bytes. */
   maxBodyBytes: number;
   /** Time allowed to receive a whole body, in milliseconds. @default {30000} */
@@ -73,8 +73,8 @@ async function handleWebhook(
     return reject(name, 405, `method ${request.method} not allowed: use POST`, { allow: "POST" });
   }
   if (!NAME_PATTERN.test(name)) return reject(name, 404, `unknown subscription: ${name}`);
-  let route = deps.findRoute(name) ?? deps.findRoute(name, true);
-  if (!route) return reject(name, 404, `unknown subscription: ${name}`);
+  const found = deps.findRoute(name) ?? deps.findRoute(name, { fresh: true });
+  if (!found) return reject(name, 404, `unknown subscription: ${name}`);
 
   let body: Uint8Array;
   try {
@@ -85,39 +85,8 @@ async function handleWebhook(
   }
 
   const nowMs = deps.now();
-  let secrets = acceptedSecrets(route, deps.globalSecret, nowMs);
-  const verify = () =>
-    deps.verifier.verify({
-      headers: request.headers,
-      body,
-      secrets,
-      nowSeconds: Math.floor(nowMs / 1000),
-      only: route!.auth as SchemeName | undefined,
-    });
-  let verdict = secrets.length > 0 ? await verify() : undefined;
-  if ((verdict?.ok === false && verdict.reason !== "missing") || secrets.length === 0) {
-    // Our copy of the subscriptions may predate a secret just set: look again before refusing.
-    const fresh = deps.findRoute(name, true);
-    if (!fresh) return reject(name, 404, `unknown subscription: ${name}`);
-    const freshSecrets = acceptedSecrets(fresh, deps.globalSecret, nowMs);
-    if (freshSecrets.join("\n") !== secrets.join("\n") || fresh.auth !== route.auth) {
-      route = fresh;
-      secrets = freshSecrets;
-      verdict = secrets.length > 0 ? await verify() : undefined;
-    }
-  }
-  if (!verdict) return reject(name, 403, "no secret configured for this subscription");
-  if (!verdict.ok) {
-    const error = verdict.reason === "missing" ? "missing signature" : "invalid signature";
-    log.warn("rejected {subscription}: {reason}", {
-      subscription: name,
-      status: 401,
-      reason: error,
-      scheme: verdict.scheme,
-      detail: verdict.reason,
-    });
-    return answer(401, { error });
-  }
+  const route = await authenticate(request, name, found, body, nowMs, deps);
+  if (route instanceof Response) return route;
 
   const rate = deps.rateLimiter.take(name, route.rate_limit ?? deps.rateLimitPerMinute, nowMs);
   if (!rate.allowed) {
@@ -132,6 +101,53 @@ async function handleWebhook(
     throw error;
   }
   return dispatch(route, request.headers, payload, deps, inFlight);
+}
+
+/**
+ * The "auth" step: verifies the signature with the route's secrets. When it fails in a way a
+ * newer subscription file could change (no secret, a signature that does not match), the
+ * route is looked up afresh and, if its secrets or scheme changed, verified once more.
+ * @returns the route the request is authentic for, or the refusal to answer with: 403 (no
+ *   secret), 401 (missing or invalid signature), 404 (the subscription was just removed)
+ */
+async function authenticate(
+  request: Request,
+  name: string,
+  route: Route,
+  body: Uint8Array,
+  nowMs: number,
+  deps: IngestDeps,
+): Promise<Route | Response> {
+  const verify = (candidate: Route, secrets: string[]) =>
+    secrets.length === 0 ? undefined : deps.verifier.verify({
+      headers: request.headers,
+      body,
+      secrets,
+      nowSeconds: Math.floor(nowMs / 1000),
+      only: candidate.auth as SchemeName | undefined,
+    });
+  let secrets = acceptedSecrets(route, deps.globalSecret, nowMs);
+  let verdict = await verify(route, secrets);
+  if (!verdict || (!verdict.ok && verdict.reason !== "missing")) {
+    const fresh = deps.findRoute(name, { fresh: true });
+    if (!fresh) return reject(name, 404, `unknown subscription: ${name}`);
+    const freshSecrets = acceptedSecrets(fresh, deps.globalSecret, nowMs);
+    if (freshSecrets.join("\n") !== secrets.join("\n") || fresh.auth !== route.auth) {
+      [route, secrets] = [fresh, freshSecrets];
+      verdict = await verify(route, secrets);
+    }
+  }
+  if (!verdict) return reject(name, 403, "no secret configured for this subscription");
+  if (verdict.ok) return route;
+  const error = verdict.reason === "missing" ? "missing signature" : "invalid signature";
+  log.warn("rejected {subscription}: {reason}", {
+    subscription: name,
+    status: 401,
+    reason: error,
+    scheme: verdict.scheme,
+    detail: verdict.reason,
+  });
+  return answer(401, { error });
 }
 
 /** The filter, dedupe and dispatch steps, once the request is authentic and parsed. */

@@ -5,12 +5,31 @@
  * @module
  */
 import { join } from "node:path";
+import { sign } from "@octokit/webhooks-methods";
 import type { CommandContext } from "../commands/_command.ts";
 
 /** The project root. */
 export const ROOT = new URL("..", import.meta.url).pathname;
 /** `main.ts`, for subprocess tests. */
 export const MAIN = join(ROOT, "main.ts");
+
+/**
+ * A POST of an `issues.opened` event signed with `secret` as GitHub signs it (by octokit), with
+ * a fresh delivery id.
+ */
+export async function signedIssue(secret: string): Promise<RequestInit> {
+  const body = JSON.stringify({ action: "opened", issue: { number: 1 } });
+  return {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "issues",
+      "x-github-delivery": crypto.randomUUID(),
+      "x-hub-signature-256": await sign(secret, body),
+    },
+    body,
+  };
+}
 
 /** A temporary `AGENT_HOME` that removes itself. */
 export async function tempHome(

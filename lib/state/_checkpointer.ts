@@ -13,12 +13,19 @@
  * group commit waits (asynchronously, a few ms at most) for one complete pass before it
  * begins, and the WAL restarts.
  *
+ * Passes start at most once per `minIntervalMs` (100 ms), so under load one pass copies the
+ * frames of many commits and fsyncs once for them; a commit waiting at the WAL limit is never
+ * kept waiting for that spacing.
+ *
  * @module
  */
 
 /** The checkpointer, as the store drives it. */
 export interface Checkpointer {
-  /** A write transaction committed: asks for a checkpoint pass when none is running. */
+  /**
+   * A write transaction committed: asks for a checkpoint pass, at once when none is running
+   * and none began in the last `minIntervalMs`, else when the interval is over.
+   */
   afterCommit(): void;
   /**
    * Called before a group commit begins.
@@ -28,7 +35,10 @@ export interface Checkpointer {
   beforeCommit(): Promise<void> | undefined;
   /** Stops the thread after closing its connection. */
   close(): Promise<void>;
-  /** `passes` asked for so far, and `behind`: commits no finished pass has covered yet. */
+  /**
+   * `passes` asked for so far, and `behind`: commits that no pass has yet checkpointed without
+   * an error.
+   */
   stats(): { passes: number; behind: number };
 }
 
@@ -85,6 +95,7 @@ interface Reply {
  *   `maxWaitMs`: longest such wait, e.g. while a reader in another process pins the WAL
  *   (@default {50}); `minIntervalMs`: least time between the starts of two passes, so one
  *   pass copies the frames of many commits and fsyncs once for them (@default {100});
+ *   `now`: the clock that spacing is measured with, in ms (@default {performance.now});
  *   `onFailure`: called once if the thread dies, so the caller can turn SQLite's automatic
  *   checkpoints back on
  * @returns the checkpointer, or undefined when a worker thread cannot be started (the caller
@@ -97,6 +108,7 @@ export function startCheckpointer(
     maxWalFrames?: number;
     maxWaitMs?: number;
     minIntervalMs?: number;
+    now?: () => number;
     onFailure: (reason: string) => void;
   },
 ): Checkpointer | undefined {
@@ -117,7 +129,9 @@ export function startCheckpointer(
   let waiters: { covers: number; resolve: () => void }[] = [];
   let onClosed: (() => void) | undefined;
   let failed = false;
+  let closed = false;
   const minIntervalMs = options.minIntervalMs ?? 100;
+  const now = options.now ?? (() => performance.now());
   let lastAskMs = -Infinity;
   let passes = 0;
   let covered = 0; // commits covered by the last finished pass
@@ -131,37 +145,49 @@ export function startCheckpointer(
     options.onFailure(reason);
   }
 
-  /** Asks for a pass now; `soon` waits until `minIntervalMs` after the last one began. */
-  function ask(soon = false): void {
-    if (inFlight || failed || passTimer !== undefined) return;
-    const waitMs = lastAskMs + minIntervalMs - performance.now();
-    if (soon && waitMs > 0) {
-      passTimer = setTimeout(() => {
-        passTimer = undefined;
-        ask();
-      }, waitMs);
-      Deno.unrefTimer(passTimer);
+  /**
+   * Asks the thread for a pass unless one is running. `spaced`: not before `minIntervalMs`
+   * after the last one began (a timer asks then).
+   */
+  function ask(spaced: boolean): void {
+    if (inFlight || failed || closed) return;
+    const waitMs = lastAskMs + minIntervalMs - now();
+    if (spaced && waitMs > 0) {
+      if (passTimer === undefined) {
+        passTimer = setTimeout(() => {
+          passTimer = undefined;
+          ask(false);
+        }, waitMs);
+        Deno.unrefTimer(passTimer);
+      }
       return;
     }
+    clearTimeout(passTimer);
+    passTimer = undefined;
     inFlight = true;
     sent = commits;
     passes += 1;
-    lastAskMs = performance.now();
+    lastAskMs = now();
     worker.postMessage({ type: "checkpoint", seq: sent });
   }
 
   worker.onmessage = ({ data }: MessageEvent<Reply>) => {
     if (data.closed) return onClosed?.();
+    if (closed) return;
     if (data.failed !== undefined) return fail(data.failed);
     inFlight = false;
     walFrames = data.log ?? walFrames;
-    covered = data.seq ?? covered;
+    const seq = data.seq ?? 0;
+    if (data.error === undefined) covered = Math.max(covered, seq);
+    // A waiter is released by the pass that covers its commits, even one that failed: it waits
+    // for the WAL to restart, which a failed pass will not bring about anyway.
     waiters = waiters.filter((waiter) => {
-      if (waiter.covers > covered) return true;
+      if (waiter.covers > seq) return true;
       waiter.resolve();
       return false;
     });
-    if (commits > sent) ask(true);
+    // A commit waiting at the WAL limit needs the next pass now, not after the spacing.
+    if (commits > sent) ask(waiters.length === 0);
   };
   worker.onerror = (event) => {
     event.preventDefault();
@@ -187,13 +213,12 @@ export function startCheckpointer(
             resolve();
           },
         });
-        clearTimeout(passTimer);
-        passTimer = undefined;
-        ask();
+        ask(false);
       });
     },
     stats: () => ({ passes, behind: commits - covered }),
     close() {
+      closed = true;
       clearTimeout(passTimer);
       passTimer = undefined;
       for (const waiter of waiters) waiter.resolve();

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
 import { webhookRotateSecret } from "../../commands/webhook_rotate_secret.ts";
 import { webhookSubscribe } from "../../commands/webhook_subscribe.ts";
 import { loadConfig } from "../../lib/config.ts";
@@ -10,7 +9,7 @@ import { openStateStore } from "../../lib/state/mod.ts";
 import { readSubscriptions } from "../../lib/subscription_store.ts";
 import { createApp } from "../../server/app.ts";
 import { createSignatureVerifier } from "../../server/signatures/mod.ts";
-import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
+import { enabledConfig, fakeContext, signedIssue, tempHome } from "../_helpers.ts";
 
 const T0 = Date.parse("2026-03-01T10:00:00Z");
 const HOUR = 3_600_000;
@@ -176,17 +175,7 @@ Deno.test("the gateway accepts old and new secrets during the grace and only the
     newId: () => crypto.randomUUID(),
   });
   const post = async (secret: string) => {
-    const body = JSON.stringify({ action: "opened", issue: { number: 1 } });
-    const response = await app.request("/webhooks/gh", {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-github-event": "issues",
-        "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": await sign(secret, body),
-      },
-      body,
-    });
+    const response = await app.request("/webhooks/gh", await signedIssue(secret));
     await response.body?.cancel();
     return response.status;
   };

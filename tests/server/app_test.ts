@@ -162,33 +162,63 @@ Deno.test("a route or secret newer than the cached subscriptions is looked up be
   const NEW_SECRET = "the-new-secret-0123456789";
   const stale = new Map<string, Route>([
     ["gh", { name: "gh", origin: "dynamic", secret: SECRET }],
+    ["same", { name: "same", origin: "dynamic", secret: SECRET }],
+    ["gaining", { name: "gaining", origin: "dynamic" }],
+    ["removed", { name: "removed", origin: "dynamic", secret: SECRET }],
   ]);
   const fresh = new Map<string, Route>([
     ["gh", { name: "gh", origin: "dynamic", secret: NEW_SECRET }],
+    ["same", { name: "same", origin: "dynamic", secret: SECRET }],
+    ["gaining", { name: "gaining", origin: "dynamic", secret: NEW_SECRET }],
     ["late", { name: "late", origin: "dynamic", secret: SECRET }],
   ]);
-  let freshLookups = 0;
+  const counts = { fresh: 0, verify: 0 };
+  const verifier = createSignatureVerifier();
   await using h = await harness({
-    findRoute: (name, wantFresh) => {
-      if (!wantFresh) return stale.get(name);
-      freshLookups++;
+    findRoute: (name, options) => {
+      if (!options?.fresh) return stale.get(name);
+      counts.fresh++;
       return fresh.get(name);
     },
+    verifier: { verify: (input) => (counts.verify++, verifier.verify(input)) },
   });
-  const status = async (path: string, init: RequestInit) => {
-    const response = await h.request(path, init);
+  const post = async (name: string, init: RequestInit) => {
+    const before = { ...counts };
+    const response = await h.request(`/webhooks/${name}`, init);
     await response.body?.cancel();
-    return response.status;
+    return {
+      status: response.status,
+      fresh: counts.fresh - before.fresh,
+      verify: counts.verify - before.verify,
+    };
   };
-  assert.equal(await status("/webhooks/late", await github(ISSUE)), 202, "just subscribed");
-  assert.equal(await status("/webhooks/gh", await github(ISSUE, { secret: NEW_SECRET })), 202);
-  assert.equal(freshLookups, 2);
-  assert.equal(await status("/webhooks/gh", await github(ISSUE, { secret: "wrong" })), 401);
-  assert.equal(await status("/webhooks/nope", await github(ISSUE)), 404);
-  assert.equal(freshLookups, 4);
+  const signed = (secret: string) => github(ISSUE, { secret });
+  // Just subscribed: unknown to the copy, found in the file.
+  assert.deepEqual(await post("late", await signed(SECRET)), { status: 202, fresh: 1, verify: 1 });
+  // Secret just rotated: the old one fails, the new one passes.
+  assert.deepEqual(await post("gh", await signed(NEW_SECRET)), {
+    status: 202,
+    fresh: 1,
+    verify: 2,
+  });
+  // A secret just set where there was none.
+  assert.deepEqual(await post("gaining", await signed(NEW_SECRET)), {
+    status: 202,
+    fresh: 1,
+    verify: 1,
+  });
+  // Nothing changed: a wrong signature is verified once, not twice.
+  assert.deepEqual(await post("same", await signed("wrong")), { status: 401, fresh: 1, verify: 1 });
+  // Removed since the copy was made.
+  assert.deepEqual(await post("removed", await signed("wrong")), {
+    status: 404,
+    fresh: 1,
+    verify: 1,
+  });
+  assert.deepEqual(await post("nope", await signed(SECRET)), { status: 404, fresh: 1, verify: 0 });
+  // No signature at all: no secret could make it pass, so the file is not looked at.
   const unsigned = { method: "POST", body: ISSUE, headers: { "x-github-event": "issues" } };
-  assert.equal(await status("/webhooks/gh", unsigned), 401);
-  assert.equal(freshLookups, 4, "a request without a signature cannot be saved by a new secret");
+  assert.deepEqual(await post("gh", unsigned), { status: 401, fresh: 0, verify: 1 });
 });
 
 Deno.test("a static route without a secret of its own uses the global secret", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { startCheckpointer } from "../../../lib/state/_checkpointer.ts";
+import { type Checkpointer, startCheckpointer } from "../../../lib/state/_checkpointer.ts";
 import { tempHome } from "./_fixtures.ts";
 
 /** A WAL database with SQLite's own checkpoints off and a `blobs (body)` table. */
@@ -45,32 +45,97 @@ Deno.test("checkpointer copies the WAL in the background so it stays small", asy
   assert.ok(largestWal < 2_000_000, `WAL grew to ${largestWal} bytes`);
 });
 
+/** Commits `rows` rows of 4,000 bytes and tells the checkpointer. */
+function commitRows(db: DatabaseSync, checkpointer: Checkpointer, rows = 1): void {
+  const insert = db.prepare("INSERT INTO blobs VALUES (?)");
+  db.exec("BEGIN IMMEDIATE");
+  for (let row = 0; row < rows; row++) insert.run("x".repeat(4000));
+  db.exec("COMMIT");
+  checkpointer.afterCommit();
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let waited = 0; !condition(); waited += 5) {
+    if (waited > 5_000) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 Deno.test("checkpointer spaces its passes minIntervalMs apart and still covers every commit", async () => {
   const { home, db } = await walDatabase();
+  let clock = 0;
   const checkpointer = startCheckpointer(home.dbPath, {
     synchronous: "NORMAL",
-    minIntervalMs: 300,
+    minIntervalMs: 60_000,
+    now: () => clock,
     onFailure: () => {},
   })!;
-  const insert = db.prepare("INSERT INTO blobs VALUES (?)");
   try {
+    commitRows(db, checkpointer);
+    await until(() => checkpointer.stats().behind === 0, "the first pass is back");
     for (let commit = 0; commit < 40; commit++) {
-      db.exec("BEGIN IMMEDIATE");
-      insert.run("x".repeat(4000));
-      db.exec("COMMIT");
-      checkpointer.afterCommit();
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      commitRows(db, checkpointer);
+      await new Promise((resolve) => setTimeout(resolve, 1));
     }
-    assert.equal(checkpointer.stats().passes, 1, "40 commits within 300 ms share one pass");
-    for (let waited = 0; checkpointer.stats().behind > 0 && waited < 3_000; waited += 20) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    assert.deepEqual(checkpointer.stats(), { passes: 2, behind: 0 });
+    assert.deepEqual(checkpointer.stats(), { passes: 1, behind: 40 }, "the next pass waits");
+    clock = 60_000;
+    commitRows(db, checkpointer);
+    await until(() => checkpointer.stats().behind === 0, "the second pass is back");
+    assert.equal(checkpointer.stats().passes, 2, "one pass for the 41 commits");
   } finally {
     await checkpointer.close();
     db.close();
     await home.cleanup();
   }
+});
+
+Deno.test("a commit held at the WAL limit gets its pass at once, not after the spacing", async () => {
+  const { home, db } = await walDatabase();
+  let clock = 0;
+  const checkpointer = startCheckpointer(home.dbPath, {
+    synchronous: "NORMAL",
+    maxWalFrames: 64,
+    maxWaitMs: 5_000,
+    minIntervalMs: 60_000,
+    now: () => clock,
+    onFailure: () => {},
+  })!;
+  try {
+    commitRows(db, checkpointer, 100); // the thread reports a WAL past the limit
+    await until(() => checkpointer.stats().behind === 0, "the first pass is back");
+    clock = 60_000;
+    commitRows(db, checkpointer); // a pass begins
+    commitRows(db, checkpointer); // while it runs: the next one is spaced
+    const started = performance.now();
+    const gate = checkpointer.beforeCommit();
+    assert.ok(gate, "the WAL is past its limit");
+    await gate;
+    const waitedMs = performance.now() - started;
+    assert.ok(waitedMs < 1_000, `waited ${waitedMs.toFixed(0)} ms, not maxWaitMs`);
+    assert.deepEqual(checkpointer.stats(), { passes: 3, behind: 0 });
+  } finally {
+    await checkpointer.close();
+    db.close();
+    await home.cleanup();
+  }
+});
+
+Deno.test("checkpointer asks for no pass once closed", async () => {
+  const { home, db } = await walDatabase();
+  const checkpointer = startCheckpointer(home.dbPath, {
+    synchronous: "NORMAL",
+    minIntervalMs: 20,
+    onFailure: () => {},
+  })!;
+  commitRows(db, checkpointer); // a pass begins
+  commitRows(db, checkpointer); // the next is timed for 20 ms later
+  await checkpointer.close();
+  const { passes } = checkpointer.stats();
+  commitRows(db, checkpointer);
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.equal(checkpointer.stats().passes, passes);
+  db.close();
+  await home.cleanup();
 });
 
 Deno.test("checkpointer holds the next commit past maxWalFrames until the WAL can restart", async () => {

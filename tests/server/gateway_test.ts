@@ -1,0 +1,38 @@
+/**
+ * The running gateway (in process, on a real port) and the subscription file: changes made
+ * between two requests, faster than the file is re-checked, are honoured on the next request.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { loadConfig } from "../../lib/config.ts";
+import { updateSubscriptions } from "../../lib/subscription_store.ts";
+import { startGateway } from "../../server/gateway.ts";
+import { enabledConfig, signedIssue, tempHome } from "../_helpers.ts";
+
+const OLD_SECRET = "the-old-secret-0123456789";
+const NEW_SECRET = "the-new-secret-0123456789";
+
+Deno.test("a subscription or secret written a moment ago is honoured on the next request", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const path = join(h.home, "webhook_subscriptions.json");
+  const config = await loadConfig({ AGENT_HOME: h.home, HOME: "/nonexistent" });
+  const gateway = await startGateway(config, {
+    fetch: () => Promise.reject(new Error("no network in tests")),
+  });
+  const post = async (name: string, secret: string) => {
+    const response = await fetch(`${gateway.url}/webhooks/${name}`, await signedIssue(secret));
+    await response.body?.cancel();
+    return response.status;
+  };
+  try {
+    assert.equal(await post("gh", OLD_SECRET), 404);
+    await updateSubscriptions(path, (records) => void (records.gh = { secret: OLD_SECRET }));
+    assert.equal(await post("gh", OLD_SECRET), 202, "subscribed");
+    await updateSubscriptions(path, (records) => void (records.gh.secret = NEW_SECRET));
+    assert.equal(await post("gh", NEW_SECRET), 202, "the new secret at once");
+    await updateSubscriptions(path, (records) => void delete records.gh);
+    assert.equal(await post("gh", "not-the-secret"), 404, "removed");
+  } finally {
+    await gateway.stop({ deadlineMs: 0 });
+  }
+});
