@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import type { LogRecord } from "@logtape/logtape";
-import { lineFormatter } from "../../lib/log.ts";
+import { join } from "node:path";
+import { getLogger, type LogRecord } from "@logtape/logtape";
+import { lineFormatter, startLogging, stopLogging } from "../../lib/log.ts";
 
 function record(
   timestamp: number,
@@ -58,4 +59,24 @@ Deno.test("lineFormatter gives every record its own time", () => {
     "2026-11-21T12:00:00.001Z",
     "2026-11-21T12:01:00.000Z",
   ]);
+});
+
+Deno.test("a line reaches gateway.log within about a second while the process keeps running", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "agent-log-" });
+  const file = join(dir, "logs", "gateway.log");
+  await startLogging({ file });
+  try {
+    getLogger(["agent", "ingest"]).info("accepted {subscription}", { subscription: "gh" });
+    const started = performance.now();
+    let text = "";
+    while (!text.includes("accepted gh") && performance.now() - started < 5_000) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      text = await Deno.readTextFile(file).catch(() => "");
+    }
+    assert.match(text, /INFO ingest accepted gh subscription=gh\n$/);
+    assert.ok(performance.now() - started < 2_500, "written by the once-a-second flush");
+  } finally {
+    await stopLogging();
+    await Deno.remove(dir, { recursive: true });
+  }
 });
