@@ -120,6 +120,30 @@ Deno.test("a commit held at the WAL limit gets its pass at once, not after the s
   }
 });
 
+Deno.test("past half the WAL limit checkpoint passes are no longer spaced", async () => {
+  const { home, db } = await walDatabase();
+  const checkpointer = startCheckpointer(home.dbPath, {
+    synchronous: "NORMAL",
+    maxWalFrames: 64,
+    minIntervalMs: 60_000,
+    now: () => 0,
+    onFailure: () => {},
+  })!;
+  try {
+    commitRows(db, checkpointer, 40); // the first pass reports 40+ frames: past half of 64
+    await until(() => checkpointer.stats().behind === 0, "the first pass is back");
+    commitRows(db, checkpointer);
+    assert.equal(checkpointer.stats().passes, 2, "the next pass starts at once");
+    await until(() => checkpointer.stats().behind === 0, "the second pass is back");
+    commitRows(db, checkpointer); // the WAL restarted and is small again
+    assert.equal(checkpointer.stats().passes, 2, "spaced again");
+  } finally {
+    await checkpointer.close();
+    db.close();
+    await home.cleanup();
+  }
+});
+
 Deno.test("checkpointer asks for no pass once closed", async () => {
   const { home, db } = await walDatabase();
   const checkpointer = startCheckpointer(home.dbPath, {
