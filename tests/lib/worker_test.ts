@@ -98,6 +98,16 @@ async function runUntilSettled(h: Harness): Promise<void> {
   }
 }
 
+/**
+ * Gives the event loop up to 100 turns for `condition` to hold: the worker yields between
+ * events (setImmediate), so how many timer turns a step takes is not fixed.
+ */
+async function turnsUntil(condition: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 100 && !condition(); turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}
+
 Deno.test("worker runs the agent with the skills' system prompt and delivers the answer", async () => {
   await withWorker({}, async (h) => {
     const id = await accept(h.store);
@@ -267,7 +277,7 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
     for (let i = 0; i < 5; i++) await accept(h.store);
     h.worker.start();
     h.worker.notify();
-    await new Promise((resolve) => setTimeout(resolve, 0)); // each event starts on a macrotask
+    await turnsUntil(() => active === 2); // each event starts on a macrotask
     assert.equal(active, 2);
     assert.equal(h.store.listEvents({ status: "running" }).length, 2);
     const done = h.worker.idle();
@@ -282,13 +292,13 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
 });
 
 Deno.test("worker.stop() waits up to the deadline and leaves queued events queued", async () => {
-  let release: (value: string) => void = () => {};
+  let release: ((value: string) => void) | undefined;
   const runAgent = () => new Promise<string>((resolve) => (release = resolve));
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
     const first = await accept(h.store);
     const second = await accept(h.store);
     h.worker.start();
-    await new Promise((resolve) => setTimeout(resolve, 0)); // the first event reaches the agent
+    await turnsUntil(() => release !== undefined); // the first event reaches the agent
     let stopped = false;
     const stopping = h.worker.stop({ deadlineMs: 5_000 }).then(() => (stopped = true));
     await Promise.resolve();
@@ -301,7 +311,7 @@ Deno.test("worker.stop() waits up to the deadline and leaves queued events queue
     h.time.advance(60_000);
     await Promise.resolve();
     assert.equal(h.store.getEvent(second)!.status, "queued", "no claim after stop");
-    release("late answer");
+    release!("late answer");
     await new Promise((resolve) => setTimeout(resolve, 0));
   });
 });
@@ -347,9 +357,10 @@ Deno.test("worker delivers a replayed direct-mode event without running the agen
     h.time.advance(999);
     assert.equal(h.store.getEvent(id)!.status, "queued");
     h.time.advance(1); // the poll picks up a replay made by another process
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    await turnsUntil(() => h.jobs.length > 0);
     assert.equal(h.prompts.length, 0);
-    assert.equal(h.jobs[0].text, "Deploy finished");
+    assert.equal(h.jobs[0]?.text, "Deploy finished");
+    await h.worker.idle();
     assert.equal(h.store.getEvent(id)!.status, "delivered");
   });
 });
