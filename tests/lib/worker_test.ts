@@ -103,7 +103,8 @@ async function runUntilSettled(h: Harness): Promise<void> {
  * events (setImmediate), so how many timer turns a step takes is not fixed.
  */
 async function turnsUntil(condition: () => boolean): Promise<void> {
-  for (let turn = 0; turn < 100 && !condition(); turn++) {
+  for (let turn = 0; !condition(); turn++) {
+    if (turn === 100) throw new Error(`not true after 100 turns: ${condition}`);
     await new Promise((resolve) => setTimeout(resolve, 0));
   }
 }

@@ -135,7 +135,7 @@ Deno.test("past half the WAL limit checkpoint passes are no longer spaced", asyn
     commitRows(db, checkpointer);
     assert.equal(checkpointer.stats().passes, 2, "the next pass starts at once");
     await until(() => checkpointer.stats().behind === 0, "the second pass is back");
-    commitRows(db, checkpointer); // the WAL restarted and is small again
+    commitRows(db, checkpointer); // the second pass reported the WAL restarted, small again
     assert.equal(checkpointer.stats().passes, 2, "spaced again");
   } finally {
     await checkpointer.close();
@@ -190,6 +190,41 @@ Deno.test("checkpointer holds the next commit past maxWalFrames until the WAL ca
     db.exec("COMMIT");
     assert.ok(walFrames() < 10, `the WAL restarted from its beginning (${walFrames()} frames)`);
   } finally {
+    await checkpointer.close();
+    db.close();
+    await home.cleanup();
+  }
+});
+
+Deno.test("while a reader pins the WAL a commit is held once per maxWalFrames of growth", async () => {
+  const { home, db } = await walDatabase();
+  const reader = new DatabaseSync(home.dbPath);
+  const checkpointer = startCheckpointer(home.dbPath, {
+    synchronous: "NORMAL",
+    maxWalFrames: 64,
+    maxWaitMs: 20,
+    minIntervalMs: 0,
+    onFailure: () => {},
+  })!;
+  try {
+    reader.exec("BEGIN");
+    reader.prepare("SELECT count(*) FROM blobs").get(); // a snapshot the WAL cannot restart past
+    commitRows(db, checkpointer, 100);
+    await until(() => checkpointer.stats().behind === 0, "the pass is back");
+    const first = checkpointer.beforeCommit();
+    assert.ok(first, "held at the limit");
+    await first;
+    for (let commit = 0; commit < 20; commit++) {
+      commitRows(db, checkpointer);
+      await until(() => checkpointer.stats().behind === 0, "the pass is back");
+      assert.equal(checkpointer.beforeCommit(), undefined, "not held again at this crossing");
+    }
+    commitRows(db, checkpointer, 70);
+    await until(() => checkpointer.stats().behind === 0, "the pass is back");
+    assert.ok(checkpointer.beforeCommit(), "held again after another 64 frames");
+  } finally {
+    reader.exec("COMMIT");
+    reader.close();
     await checkpointer.close();
     db.close();
     await home.cleanup();
