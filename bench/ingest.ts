@@ -9,9 +9,10 @@
  *   (m) a minimal durable ingest (HMAC check, JSON parse, group-committed SQLite insert, 202):
  *       what any implementation must at least do, as a yardstick for (c) on this machine;
  *
- * and prints req/s, p50/p99 and the ratios b/a, c/a, c/b, m/a and c/m. Then it keeps feeding agent mode
- * until 1,000,000 distinct delivery ids are stored and prints the gateway's RSS along the way
- * (ids live in the database, so it must stay flat).
+ * in that order, each after a `sync`, and prints req/s, p50/p99 and the ratios b/a, c/a, c/b,
+ * m/a and c/m. Then it keeps feeding agent mode until 1,000,000 distinct delivery ids are
+ * stored and prints the gateway's RSS along the way (ids live in the database, so it must stay
+ * flat).
  *
  * Usage: deno task bench [-- --seconds 10 --ids 1000000]
  * `BENCH_GATEWAY_FLAGS` adds Deno flags to the gateway process, to profile it:
@@ -284,10 +285,16 @@ async function main() {
     await wrk(`${gatewayUrl}/webhooks/agent`, script, 2);
     await wrk(`${gatewayUrl}/webhooks/direct`, script, 2);
     await wrk(`http://127.0.0.1:${minimal.match[1]}/`, script, 2);
-    const a = await wrk(`http://127.0.0.1:${ceiling.match[1]}/`, script, SECONDS);
-    const m = await wrk(`http://127.0.0.1:${minimal.match[1]}/`, script, SECONDS);
-    const b = await wrk(`${gatewayUrl}/webhooks/direct`, script, SECONDS);
-    const c = await wrk(`${gatewayUrl}/webhooks/agent`, script, SECONDS);
+    // Each case starts with the page cache written back, so none pays for the writes of the
+    // one before (the yardstick's WAL, which is never checkpointed, grows by hundreds of MB).
+    const measure = async (url: string) => {
+      await new Deno.Command("sync").output();
+      return await wrk(url, script, SECONDS);
+    };
+    const a = await measure(`http://127.0.0.1:${ceiling.match[1]}/`);
+    const b = await measure(`${gatewayUrl}/webhooks/direct`);
+    const c = await measure(`${gatewayUrl}/webhooks/agent`);
+    const m = await measure(`http://127.0.0.1:${minimal.match[1]}/`);
     const row = (name: string, r: WrkResult) =>
       `${name.padEnd(40)} ${r.rps.toFixed(0).padStart(8)} ${r.p50Ms.toFixed(2).padStart(8)} ${
         r.p99Ms.toFixed(2).padStart(8)
