@@ -175,8 +175,11 @@ async function authHeaders(
   }
 }
 
-/** `sha256=<hex>` HMAC of the body, as GitHub signs (X-Hub-Signature-256). */
-async function signGitHub(secret: string, body: string): Promise<string> {
+/**
+ * `sha256=<hex>` HMAC-SHA256 of the body's UTF-8 bytes, as GitHub signs (X-Hub-Signature-256).
+ * Source: https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
+ */
+export async function signGitHub(secret: string, body: string): Promise<string> {
   const encoder = new TextEncoder();
   const key = await crypto.subtle.importKey(
     "raw",

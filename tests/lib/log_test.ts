@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { getLogger, type LogRecord } from "@logtape/logtape";
 import { lineFormatter, startLogging, stopLogging } from "../../lib/log.ts";
+import { eventually } from "../_helpers.ts";
 
 function record(
   timestamp: number,
@@ -68,11 +69,10 @@ Deno.test("a line reaches gateway.log within about a second while the process ke
   try {
     getLogger(["agent", "ingest"]).info("accepted {subscription}", { subscription: "gh" });
     const started = performance.now();
-    let text = "";
-    while (!text.includes("accepted gh") && performance.now() - started < 5_000) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      text = await Deno.readTextFile(file).catch(() => "");
-    }
+    const text = await eventually(async () => {
+      const text = await Deno.readTextFile(file).catch(() => "");
+      return text.includes("accepted gh") ? text : undefined;
+    }, { timeoutMs: 5_000, what: "the line in gateway.log" });
     assert.match(text, /INFO ingest accepted gh subscription=gh\n$/);
     assert.ok(performance.now() - started < 1_900, "written by the once-a-second flush");
   } finally {

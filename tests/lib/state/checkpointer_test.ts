@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { type Checkpointer, startCheckpointer } from "../../../lib/state/_checkpointer.ts";
+import { eventually } from "../../_helpers.ts";
 import { tempHome } from "./_fixtures.ts";
 
 /** A WAL database with SQLite's own checkpoints off and a `blobs (body)` table. */
@@ -54,13 +55,6 @@ function commitRows(db: DatabaseSync, checkpointer: Checkpointer, rows = 1): voi
   checkpointer.afterCommit();
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let waited = 0; !condition(); waited += 5) {
-    if (waited > 5_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 Deno.test("checkpointer spaces its passes minIntervalMs apart and still covers every commit", async () => {
   const { home, db } = await walDatabase();
   let clock = 0;
@@ -72,7 +66,7 @@ Deno.test("checkpointer spaces its passes minIntervalMs apart and still covers e
   })!;
   try {
     commitRows(db, checkpointer);
-    await until(() => checkpointer.stats().behind === 0, "the first pass is back");
+    await eventually(() => checkpointer.stats().behind === 0, { what: "the first pass is back" });
     for (let commit = 0; commit < 40; commit++) {
       commitRows(db, checkpointer);
       await new Promise((resolve) => setTimeout(resolve, 1));
@@ -80,7 +74,7 @@ Deno.test("checkpointer spaces its passes minIntervalMs apart and still covers e
     assert.deepEqual(checkpointer.stats(), { passes: 1, behind: 40 }, "the next pass waits");
     clock = 60_000;
     commitRows(db, checkpointer);
-    await until(() => checkpointer.stats().behind === 0, "the second pass is back");
+    await eventually(() => checkpointer.stats().behind === 0, { what: "the second pass is back" });
     assert.equal(checkpointer.stats().passes, 2, "one pass for the 41 commits");
   } finally {
     await checkpointer.close();
@@ -102,7 +96,7 @@ Deno.test("a commit held at the WAL limit gets its pass at once, not after the s
   })!;
   try {
     commitRows(db, checkpointer, 100); // the thread reports a WAL past the limit
-    await until(() => checkpointer.stats().behind === 0, "the first pass is back");
+    await eventually(() => checkpointer.stats().behind === 0, { what: "the first pass is back" });
     clock = 60_000;
     commitRows(db, checkpointer); // a pass begins
     commitRows(db, checkpointer); // while it runs: the next one is spaced
@@ -131,10 +125,10 @@ Deno.test("past half the WAL limit checkpoint passes are no longer spaced", asyn
   })!;
   try {
     commitRows(db, checkpointer, 40); // the first pass reports 40+ frames: past half of 64
-    await until(() => checkpointer.stats().behind === 0, "the first pass is back");
+    await eventually(() => checkpointer.stats().behind === 0, { what: "the first pass is back" });
     commitRows(db, checkpointer);
     assert.equal(checkpointer.stats().passes, 2, "the next pass starts at once");
-    await until(() => checkpointer.stats().behind === 0, "the second pass is back");
+    await eventually(() => checkpointer.stats().behind === 0, { what: "the second pass is back" });
     commitRows(db, checkpointer); // the second pass reported the WAL restarted, small again
     assert.equal(checkpointer.stats().passes, 2, "spaced again");
   } finally {
@@ -210,17 +204,17 @@ Deno.test("while a reader pins the WAL a commit is held once per maxWalFrames of
     reader.exec("BEGIN");
     reader.prepare("SELECT count(*) FROM blobs").get(); // a snapshot the WAL cannot restart past
     commitRows(db, checkpointer, 100);
-    await until(() => checkpointer.stats().behind === 0, "the pass is back");
+    await eventually(() => checkpointer.stats().behind === 0, { what: "the pass is back" });
     const first = checkpointer.beforeCommit();
     assert.ok(first, "held at the limit");
     await first;
     for (let commit = 0; commit < 20; commit++) {
       commitRows(db, checkpointer);
-      await until(() => checkpointer.stats().behind === 0, "the pass is back");
+      await eventually(() => checkpointer.stats().behind === 0, { what: "the pass is back" });
       assert.equal(checkpointer.beforeCommit(), undefined, "not held again at this crossing");
     }
     commitRows(db, checkpointer, 70);
-    await until(() => checkpointer.stats().behind === 0, "the pass is back");
+    await eventually(() => checkpointer.stats().behind === 0, { what: "the pass is back" });
     assert.ok(checkpointer.beforeCommit(), "held again after another 64 frames");
   } finally {
     reader.exec("COMMIT");
