@@ -14,21 +14,31 @@ export const ROOT = new URL("..", import.meta.url).pathname;
 export const MAIN = join(ROOT, "main.ts");
 
 /**
- * A POST of an `issues.opened` event signed with `secret` as GitHub signs it (by octokit), with
- * a fresh delivery id.
+ * A POST of `payload` as JSON, signed with `secret` as GitHub signs it (by octokit).
+ * @param options `event` (`X-GitHub-Event`, @default {"issues"}), `delivery`
+ *   (`X-GitHub-Delivery`, @default a fresh UUID)
  */
-export async function signedIssue(secret: string): Promise<RequestInit> {
-  const body = JSON.stringify({ action: "opened", issue: { number: 1 } });
+export async function signedGitHub(
+  secret: string,
+  payload: unknown,
+  options: { event?: string; delivery?: string } = {},
+): Promise<RequestInit> {
+  const body = JSON.stringify(payload);
   return {
     method: "POST",
     headers: {
       "content-type": "application/json",
-      "x-github-event": "issues",
-      "x-github-delivery": crypto.randomUUID(),
+      "x-github-event": options.event ?? "issues",
+      "x-github-delivery": options.delivery ?? crypto.randomUUID(),
       "x-hub-signature-256": await sign(secret, body),
     },
     body,
   };
+}
+
+/** A POST of a small `issues.opened` event signed with `secret`, with a fresh delivery id. */
+export function signedIssue(secret: string): Promise<RequestInit> {
+  return signedGitHub(secret, { action: "opened", issue: { number: 1 } });
 }
 
 /** A temporary `AGENT_HOME` that removes itself. */

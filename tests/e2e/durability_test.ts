@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { sign } from "@octokit/webhooks-methods";
 import {
   type FakePlatform,
   type PlannedFailure,
@@ -15,7 +14,14 @@ import {
 } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { type FakeLlmAnswer, type FakeLlmRequest, startFakeLlm } from "../fakes/llm_server.ts";
-import { enabledConfig, eventually, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
+import {
+  enabledConfig,
+  eventually,
+  runCli,
+  signedGitHub,
+  startGatewayProcess,
+  tempHome,
+} from "../_helpers.ts";
 
 const SECRET = "durability-secret-0123";
 const CHAT = "4242";
@@ -92,17 +98,7 @@ async function stack(
 
 /** POSTs the `issues.opened` example to `ci`, signed, with delivery id `delivery`. */
 async function postIssue(url: string, delivery: string): Promise<Response> {
-  const body = JSON.stringify(ISSUE);
-  return await fetch(`${url}/webhooks/ci`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": "issues",
-      "x-github-delivery": delivery,
-      "x-hub-signature-256": await sign(SECRET, body),
-    },
-    body,
-  });
+  return await fetch(`${url}/webhooks/ci`, await signedGitHub(SECRET, ISSUE, { delivery }));
 }
 
 /** `agent webhook events --json` for every event. */

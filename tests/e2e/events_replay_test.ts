@@ -4,11 +4,17 @@
  * OpenAI-compatible endpoint that fails until the test lets it recover.
  */
 import assert from "node:assert/strict";
-import { sign } from "@octokit/webhooks-methods";
 import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { type FakeLlmRequest, startFakeLlm } from "../fakes/llm_server.ts";
-import { enabledConfig, eventually, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
+import {
+  enabledConfig,
+  eventually,
+  runCli,
+  signedGitHub,
+  startGatewayProcess,
+  tempHome,
+} from "../_helpers.ts";
 
 const SECRET = "events-secret-0123456";
 /** Each failure is final: the event is `failed` after one attempt. */
@@ -77,17 +83,11 @@ async function brokenLlmGateway() {
 }
 
 async function post(url: string, name: string, event: string, delivery: string) {
-  const body = JSON.stringify(githubExample(event, event === "issues" ? "opened" : undefined));
-  const response = await fetch(`${url}/webhooks/${name}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": event,
-      "x-github-delivery": delivery,
-      "x-hub-signature-256": await sign(SECRET, body),
-    },
-    body,
-  });
+  const payload = githubExample(event, event === "issues" ? "opened" : undefined);
+  const response = await fetch(
+    `${url}/webhooks/${name}`,
+    await signedGitHub(SECRET, payload, { event, delivery }),
+  );
   assert.equal(response.status, 202);
   await response.body?.cancel();
 }

@@ -5,28 +5,17 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
 import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
-import { eventually, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
+import { eventually, runCli, signedGitHub, startGatewayProcess, tempHome } from "../_helpers.ts";
 
 async function postGitHub(
   url: string,
   payload: unknown,
   options: { event: string; secret: string; delivery?: string },
 ): Promise<{ status: number; body: Record<string, unknown> }> {
-  const body = JSON.stringify(payload);
-  const response = await fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": options.event,
-      "x-github-delivery": options.delivery ?? crypto.randomUUID(),
-      "x-hub-signature-256": await sign(options.secret, body),
-    },
-    body,
-  });
+  const response = await fetch(url, await signedGitHub(options.secret, payload, options));
   return { status: response.status, body: await response.json() };
 }
 
