@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
+import { createHash, type Hash, timingSafeEqual } from "node:crypto";
 
 /** Bytes of an HMAC-SHA256 digest. */
 const DIGEST_BYTES = 32;
@@ -103,12 +103,47 @@ function keyBytes(secret: string, material: KeyMaterial): Uint8Array<ArrayBuffer
   return utf8(secret);
 }
 
+/** SHA-256's block size in bytes: HMAC pads (or first hashes) its key to this length. */
+const BLOCK_BYTES = 64;
+
+/**
+ * An HMAC-SHA256 key with its two padded-key blocks already hashed (RFC 2104 §2), so each
+ * digest costs two hash-state copies and the hashing of the data, where `createHmac` re-derives
+ * the key, pads it and hashes both blocks again on every call. On the 2-core machine, for a
+ * 2 KB body: about 6–8 µs a digest, against 10–11 µs for `createHmac`.
+ *
+ * Source: RFC 2104, "HMAC: Keyed-Hashing for Message Authentication" (https://www.rfc-editor.org/rfc/rfc2104);
+ * SHA-256 per FIPS 180-4. The tests check it against `node:crypto` `createHmac`.
+ */
+export class HmacKey {
+  readonly #inner: Hash;
+  readonly #outer: Hash;
+
+  /** @param key the key bytes, any length (longer than 64 bytes are hashed first, per RFC 2104) */
+  constructor(key: Uint8Array) {
+    const block = new Uint8Array(BLOCK_BYTES);
+    block.set(key.length > BLOCK_BYTES ? createHash("sha256").update(key).digest() : key);
+    this.#inner = createHash("sha256").update(block.map((byte) => byte ^ 0x36));
+    this.#outer = createHash("sha256").update(block.map((byte) => byte ^ 0x5c));
+  }
+
+  /**
+   * HMAC-SHA256 of `data`.
+   * @param data the message bytes
+   * @returns the 32-byte digest
+   */
+  digest(data: Uint8Array): Uint8Array {
+    const inner = this.#inner.copy().update(data).digest();
+    return this.#outer.copy().update(inner).digest();
+  }
+}
+
 /**
  * A bounded least-recently-used cache of HMAC keys, keyed by (key material, secret), so each
- * secret's key is prepared once (`node:crypto` `createSecretKey`).
+ * secret's key is prepared once ({@link HmacKey}).
  */
 export class KeyCache {
-  readonly #entries = new Map<string, KeyObject | null>();
+  readonly #entries = new Map<string, HmacKey | null>();
   readonly #maxEntries: number;
 
   /** @param maxEntries how many keys to keep @default {1024} */
@@ -125,7 +160,7 @@ export class KeyCache {
    * The key for `secret`, or null when the secret gives no key bytes (empty, or a `whsec_`
    * secret that is not base64).
    */
-  get(secret: string, material: KeyMaterial): KeyObject | null {
+  get(secret: string, material: KeyMaterial): HmacKey | null {
     const id = `${material}\u0000${secret}`;
     const cached = this.#entries.get(id);
     if (cached !== undefined) {
@@ -137,7 +172,7 @@ export class KeyCache {
       this.#entries.delete(this.#entries.keys().next().value!);
     }
     const bytes = keyBytes(secret, material);
-    const key = bytes === null || bytes.length === 0 ? null : createSecretKey(bytes);
+    const key = bytes === null || bytes.length === 0 ? null : new HmacKey(bytes);
     this.#entries.set(id, key);
     return key;
   }
@@ -148,10 +183,9 @@ export class KeyCache {
  * Signatures of the wrong length are skipped; equal-length ones are compared with
  * `timingSafeEqual`, so the time taken does not depend on how many bytes match.
  *
- * Why `node:crypto` and not `crypto.subtle.verify`: measured on the 2-core machine with a
+ * Why `node:crypto` hashes and not `crypto.subtle.verify`: measured on the 2-core machine with a
  * 2 KB body, one call in isolation costs about 45 µs with `crypto.subtle.verify` (an async round
- * trip to another thread) and about 10 µs with `createHmac`. Inside the loaded server the two
- * give the same throughput, so the synchronous one is kept for its lower latency per request.
+ * trip to another thread) and about 10 µs with `createHmac`, 6–8 µs with {@link HmacKey}.
  */
 export function hmacMatches(
   keys: KeyCache,
@@ -167,7 +201,7 @@ export function hmacMatches(
   for (const secret of candidates.secrets) {
     const key = keys.get(secret, candidates.material);
     if (key === null) continue;
-    const expected = createHmac("sha256", key).update(candidates.data).digest();
+    const expected = key.digest(candidates.data);
     for (const signature of signatures) {
       if (timingSafeEqual(expected, signature)) return Promise.resolve(true);
     }
@@ -188,8 +222,8 @@ export function tokenMatches(
   for (const secret of secrets) {
     const key = keys.get(secret, "utf8");
     if (key === null) continue;
-    const expected = createHmac("sha256", key).update(utf8(secret)).digest();
-    const actual = createHmac("sha256", key).update(given).digest();
+    const expected = key.digest(utf8(secret));
+    const actual = key.digest(given);
     if (timingSafeEqual(expected, actual)) return Promise.resolve(true);
   }
   return Promise.resolve(false);

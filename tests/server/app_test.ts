@@ -7,7 +7,7 @@ import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
 import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { Route } from "../../lib/subscription.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import { createApp, type IngestDeps } from "../../server/app.ts";
+import { createApp, type IngestDeps, webhookName } from "../../server/app.ts";
 import { createSignatureVerifier } from "../../server/signatures/mod.ts";
 
 const SECRET = "test-secret-0123456789";
@@ -128,6 +128,47 @@ Deno.test("a repeated delivery id is answered duplicate and stored once", async 
   );
   assert.deepEqual(second, { status: 200, body: { status: "duplicate", delivery_id: "same" } });
   assert.equal(h.store.listEvents({}).length, 1);
+});
+
+Deno.test("webhookName() takes the one-segment name of /webhooks/<name> and nothing else", () => {
+  const cases: [string, string | undefined][] = [
+    ["http://127.0.0.1:8644/webhooks/gh", "gh"],
+    ["http://127.0.0.1:8644/webhooks/gh?x=1", "gh"],
+    ["https://hooks.example.com/webhooks/a-b_c", "a-b_c"],
+    ["http://[::1]:8644/webhooks/gh", "gh"],
+    ["http://127.0.0.1:8644/webhooks/", undefined],
+    ["http://127.0.0.1:8644/webhooks/?x", undefined],
+    ["http://127.0.0.1:8644/webhooks/gh/", undefined],
+    ["http://127.0.0.1:8644/webhooks/gh/more", undefined],
+    ["http://127.0.0.1:8644/webhooks/g%68", undefined],
+    ["http://127.0.0.1:8644/webhooksgh", undefined],
+    ["http://127.0.0.1:8644/health", undefined],
+    ["http://127.0.0.1:8644/x/webhooks/gh", undefined],
+  ];
+  for (const [url, name] of cases) assert.equal(webhookName(url), name, url);
+});
+
+Deno.test("webhook paths the fast path leaves to Hono are answered as Hono routes them", async () => {
+  await using h = await harness();
+  const encoded = await json(await h.request("/webhooks/g%68", await github(ISSUE)));
+  assert.equal(encoded.status, 202, "Hono decodes the name to gh");
+  assert.equal(encoded.body.subscription, "gh");
+  for (const path of ["/webhooks/gh/", "/webhooks/", "/webhooks/gh/x"]) {
+    const response = await h.request(path, await github(ISSUE));
+    assert.equal(response.status, 404, path);
+    assert.match((await response.json()).error, /^not found: POST /);
+  }
+  assert.equal(h.store.listEvents({}).length, 1);
+});
+
+Deno.test("an unexpected error in the pipeline answers 500 without details", async () => {
+  await using h = await harness({
+    findRoute: () => {
+      throw new Error("secret detail");
+    },
+  });
+  const response = await h.request("/webhooks/gh", await github(ISSUE));
+  assert.deepEqual(await json(response), { status: 500, body: { error: "internal error" } });
 });
 
 Deno.test("each step of the pipeline answers with its own status, in order", async () => {

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import { createHmac } from "node:crypto";
 import {
   decodeBase64,
   decodeHex,
+  HmacKey,
   hmacMatches,
   KeyCache,
   tokenMatches,
@@ -33,6 +35,19 @@ Deno.test("decodeBase64() agrees with Buffer on every length, padded and unpadde
 Deno.test("decodeBase64() refuses whitespace, the URL-safe alphabet, bad padding and stray bits", () => {
   for (const bad of ["YW Jj", "YWJj\n", "a-_b", "a", "YQ=", "YQ===", "=YWJ", "YR==", "YWJ=Yw=="]) {
     assert.equal(decodeBase64(bad), null, JSON.stringify(bad));
+  }
+});
+
+Deno.test("HmacKey gives createHmac's digest for keys shorter than, equal to and longer than a block", () => {
+  for (const keyLength of [1, 20, 63, 64, 65, 100, 200]) {
+    const key = new Uint8Array(keyLength).map((_, i) => (i * 31 + keyLength) & 0xff);
+    const hmacKey = new HmacKey(key);
+    for (const dataLength of [0, 1, 55, 64, 2048]) {
+      const data = new Uint8Array(dataLength).map((_, i) => (i * 7) & 0xff);
+      const expected = createHmac("sha256", key).update(data).digest();
+      assert.deepEqual(Buffer.from(hmacKey.digest(data)), expected, `${keyLength}/${dataLength}`);
+      assert.deepEqual(Buffer.from(hmacKey.digest(data)), expected, "a second digest is the same");
+    }
   }
 });
 
