@@ -14,9 +14,9 @@
  * stored and prints the gateway's RSS along the way (ids live in the database, so it must stay
  * flat).
  *
- * Usage: deno task bench [-- --seconds 10 --ids 1000000]
+ * Usage: deno task bench [--seconds 10] [--connections 32] [--ids 1000000]
  * `BENCH_GATEWAY_FLAGS` adds Deno flags to the gateway process, to profile it:
- * `BENCH_GATEWAY_FLAGS=--v8-flags=--prof deno task bench -- --ids 0`.
+ * `BENCH_GATEWAY_FLAGS=--v8-flags=--prof deno task bench --ids 0`.
  *
  * @module
  */
