@@ -31,9 +31,10 @@ export function createApp(deps: IngestDeps): Hono {
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
   app.all("/webhooks/:name", (c) => handleWebhook(c.req.raw, c.req.param("name")));
   const routed = app.fetch;
-  // `app.request()` calls `app.fetch`, so tests through Hono take this path too.
+  // `app.request()` calls `app.fetch`, so tests through Hono take this path too. HEAD stays
+  // with Hono, which answers it as the route's GET without a body.
   app.fetch = (request, ...rest) => {
-    const name = webhookName(request.url);
+    const name = request.method === "HEAD" ? undefined : webhookName(request.url);
     if (name === undefined) return routed(request, ...rest);
     return handleWebhook(request, name).catch((error) => internalError(error, request));
   };

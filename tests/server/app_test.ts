@@ -159,6 +159,11 @@ Deno.test("webhook paths the fast path leaves to Hono are answered as Hono route
     assert.match((await response.json()).error, /^not found: POST /);
   }
   assert.equal(h.store.listEvents({}).length, 1);
+  for (const path of ["/webhooks/gh", "/webhooks/g%68"]) {
+    const head = await h.request(path, { method: "HEAD" });
+    assert.equal(head.status, 405, path);
+    assert.equal(await head.text(), "", `HEAD ${path} has no body`);
+  }
 });
 
 Deno.test("an unexpected error in the pipeline answers 500 without details", async () => {
