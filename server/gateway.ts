@@ -48,7 +48,7 @@ export interface GatewayOptions {
 /** Rows deleted per prune batch (each batch is one short transaction). */
 const PRUNE_BATCH = 1000;
 
-/** How often expired events and idempotency keys are pruned, in milliseconds. */
+/** How often old events (with their idempotency keys) are pruned, in milliseconds. */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
@@ -111,7 +111,7 @@ export async function startGateway(
 
   let stopping = false;
   const prune = async () => {
-    const total = { events: 0, keys: 0 };
+    const total = { events: 0 };
     try {
       // Batches of PRUNE_BATCH rows, with requests served in between.
       while (!stopping) {
@@ -120,15 +120,14 @@ export async function startGateway(
           maxRows: PRUNE_BATCH,
         });
         total.events += pruned.events;
-        total.keys += pruned.keys;
-        if (pruned.events < PRUNE_BATCH && pruned.keys < PRUNE_BATCH) break;
+        if (pruned.events < PRUNE_BATCH) break;
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
     } catch (error) {
       // A busy or full database must not end the process: the next hour tries again.
       workerLog.warn("prune failed: {reason}", { reason: (error as Error).message });
     }
-    if (total.events || total.keys) workerLog.info("pruned old events and keys", total);
+    if (total.events) workerLog.info("pruned old events", total);
   };
   void prune();
   const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);

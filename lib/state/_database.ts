@@ -8,7 +8,7 @@ import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.ts";
 import { type Checkpointer, startCheckpointer } from "./_checkpointer.ts";
 import { errorMessage } from "./_group_commit.ts";
-import { SCHEMA_SQL, SCHEMA_VERSION } from "./_schema.ts";
+import { SCHEMA_SQL, SCHEMA_VERSION, UPGRADE_TO_3_SQL } from "./_schema.ts";
 
 /** How the file is opened. */
 export interface DatabaseOptions {
@@ -32,24 +32,22 @@ export interface DatabaseOptions {
 
 const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source, mode, payload, " +
   "prompt, route, received_at, status, attempts, next_attempt_at, response, parts_sent, " +
-  "last_error, updated_at";
+  "last_error, updated_at, key_expires_at";
+
+/** The row that holds an idempotency key (see `events_key` in `_schema.ts`). */
+const KEY_HOLDER = "subscription = ? AND delivery_id = ? AND key_expires_at IS NOT NULL";
 
 const CLOSE_ATTEMPT = "UPDATE attempts SET finished_at = ?, step = ?, error = ? " +
   "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)";
 
 /** The statements the store runs often, prepared once. */
 const STATEMENTS = {
-  claimKey: "INSERT INTO idempotency_keys (subscription, delivery_id, event_id, expires_at) " +
-    "VALUES (?, ?, ?, ?) ON CONFLICT (subscription, delivery_id) DO UPDATE SET " +
-    "event_id = excluded.event_id, expires_at = excluded.expires_at " +
-    "WHERE idempotency_keys.expires_at <= ?",
-  putKey: "INSERT INTO idempotency_keys (subscription, delivery_id, event_id, expires_at) " +
-    "VALUES (?, ?, ?, ?) ON CONFLICT (subscription, delivery_id) DO UPDATE SET " +
-    "event_id = excluded.event_id, expires_at = excluded.expires_at",
-  keyEvent: "SELECT event_id FROM idempotency_keys WHERE subscription = ? AND delivery_id = ?",
-  seen: "SELECT 1 AS seen FROM idempotency_keys " +
-    "WHERE subscription = ? AND delivery_id = ? AND expires_at > ?",
-  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(18).fill("?").join(", ")})`,
+  keyHolder: `SELECT id, key_expires_at FROM events WHERE ${KEY_HOLDER}`,
+  releaseKey: `UPDATE events SET key_expires_at = NULL WHERE ${KEY_HOLDER}`,
+  seen: `SELECT 1 AS seen FROM events WHERE ${KEY_HOLDER} AND key_expires_at > ?`,
+  // A row that would take a key already held is not inserted (changes = 0).
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(19).fill("?").join(", ")}) ` +
+    "ON CONFLICT (subscription, delivery_id) WHERE key_expires_at IS NOT NULL DO NOTHING",
   insertAttempt: "INSERT INTO attempts (event_id, attempt, started_at, finished_at, step, error) " +
     "VALUES (?, ?, ?, ?, ?, ?)",
   due: "SELECT * FROM events WHERE status = 'queued' AND next_attempt_at <= ? " +
@@ -159,6 +157,10 @@ function createSchema(db: DatabaseSync): void {
     throw new Error(`schema version ${row.user_version} is newer than this program's`);
   }
   transaction(db, () => {
+    const hasKeysTable = db.prepare(
+      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'",
+    ).get() !== undefined;
+    if (hasKeysTable) db.exec(UPGRADE_TO_3_SQL);
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
   });

@@ -91,37 +91,33 @@ export function recoverInterrupted(
 }
 
 /**
- * Deletes delivered and failed events received before the retention window (with their
- * attempts), and expired idempotency keys. Queued and running events are kept: they are work.
+ * Deletes delivered and failed events received before the retention window, with their
+ * attempts. Queued and running events are kept: they are work. An event's idempotency key
+ * goes with it (an expired key just stays on its row until then, or until a newer event with
+ * the same delivery id takes it over).
  * @param db the database
  * @param transaction the transaction runner
  * @param nowMs current time
  * @param retentionDays how many days of finished events to keep
- * @returns how many events and keys were deleted
+ * @returns how many events were deleted
  */
 export function prune(
   db: DatabaseSync,
   transaction: Transaction,
   nowMs: number,
   options: { retentionDays: number; maxRows: number },
-): { events: number; keys: number } {
+): { events: number } {
   const cutoff = nowMs - options.retentionDays * 86_400_000;
-  // Oldest first, through the received_at and expires_at indexes, at most maxRows at a time:
-  // the caller repeats while a batch comes back full, yielding to requests in between.
+  // Oldest first, through the received_at index, at most maxRows at a time: the caller
+  // repeats while a batch comes back full, yielding to requests in between.
   const old = "SELECT id FROM events WHERE received_at < ? AND status IN ('delivered', 'failed') " +
     "ORDER BY received_at LIMIT ?";
-  const expired = "SELECT subscription, delivery_id FROM idempotency_keys WHERE expires_at <= ? " +
-    "ORDER BY expires_at LIMIT ?";
-  const result = { events: 0, keys: 0 };
+  let events = 0;
   transaction(() => {
     db.prepare(`DELETE FROM attempts WHERE event_id IN (${old})`).run(cutoff, options.maxRows);
-    const events = db.prepare(`DELETE FROM events WHERE id IN (${old})`)
-      .run(cutoff, options.maxRows);
-    const keys = db.prepare(
-      `DELETE FROM idempotency_keys WHERE (subscription, delivery_id) IN (${expired})`,
-    ).run(nowMs, options.maxRows);
-    result.events = Number(events.changes);
-    result.keys = Number(keys.changes);
+    events = Number(
+      db.prepare(`DELETE FROM events WHERE id IN (${old})`).run(cutoff, options.maxRows).changes,
+    );
   });
-  return result;
+  return { events };
 }

@@ -6,14 +6,16 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
  * first" needs no index. Every index is paid for on the ingest path, so there are few:
- * the partial indexes only hold queued/running rows, and idempotency keys are a
- * WITHOUT ROWID table keyed by (subscription, delivery_id) so the duplicate check is one
- * b-tree probe.
+ * the partial indexes only hold queued/running rows, and the idempotency key is the event row
+ * itself: `key_expires_at` is set on the row that holds the key of its (subscription,
+ * delivery_id), and a partial unique index over those rows makes the duplicate check part of
+ * the insert. (Version 2 kept keys in a table of their own; that second random-key b-tree
+ * cost 20 to 25 µs per event, measured with batches of 20 and a 2 KB payload.)
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -34,7 +36,8 @@ CREATE TABLE IF NOT EXISTS events (
   response TEXT,
   parts_sent INTEGER NOT NULL DEFAULT 0,
   last_error TEXT,
-  updated_at INTEGER NOT NULL
+  updated_at INTEGER NOT NULL,
+  key_expires_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS events_running ON events(status) WHERE status = 'running';
@@ -49,14 +52,21 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 CREATE INDEX IF NOT EXISTS attempts_event ON attempts(event_id);
 CREATE INDEX IF NOT EXISTS events_received ON events(received_at);
-CREATE TABLE IF NOT EXISTS idempotency_keys (
-  subscription TEXT NOT NULL,
-  delivery_id TEXT NOT NULL,
-  event_id TEXT,
-  expires_at INTEGER NOT NULL,
-  PRIMARY KEY (subscription, delivery_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS keys_expiry ON idempotency_keys(expires_at);
+CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(subscription, delivery_id)
+  WHERE key_expires_at IS NOT NULL;
+`;
+
+/**
+ * Upgrades a version 1 or 2 database to version 3, inside the caller's transaction: each
+ * idempotency key moves onto the event it points to, then the keys table goes. A key whose
+ * event was already pruned is dropped with it.
+ */
+export const UPGRADE_TO_3_SQL = `
+ALTER TABLE events ADD COLUMN key_expires_at INTEGER;
+UPDATE events SET key_expires_at =
+  (SELECT expires_at FROM idempotency_keys k WHERE k.event_id = events.id)
+  WHERE id IN (SELECT event_id FROM idempotency_keys WHERE event_id IS NOT NULL);
+DROP TABLE idempotency_keys;
 `;
 
 type Row = Record<string, unknown>;

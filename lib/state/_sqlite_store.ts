@@ -67,8 +67,18 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     }
   }
 
-  function insertEvent(id: string, event: NewEvent, progress: Progress): void {
-    s.insertEvent.run(
+  /**
+   * Inserts an event row; `keyExpiresAtMs` non-null makes it hold the idempotency key of its
+   * (subscription, delivery id) until then.
+   * @returns false when another row holds that key (nothing was inserted)
+   */
+  function insertEvent(
+    id: string,
+    event: NewEvent,
+    progress: Progress,
+    keyExpiresAtMs: number | null,
+  ): boolean {
+    const inserted = s.insertEvent.run(
       id,
       event.subscription,
       event.eventType,
@@ -87,28 +97,36 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       progress.partsSent,
       progress.lastError,
       progress.updatedAtMs,
+      keyExpiresAtMs,
     );
+    return Number(inserted.changes) === 1;
   }
 
   function acceptNow(event: NewEvent): AcceptResult {
     const nowMs = event.receivedAtMs;
     const id = newId();
-    if (event.dedupe) {
-      const { subscription, deliveryId } = event;
-      const claimed = s.claimKey.run(subscription, deliveryId, id, nowMs + ttlMs, nowMs);
-      if (Number(claimed.changes) === 0) {
-        const row = s.keyEvent.get(subscription, deliveryId) as Row | undefined;
-        return { status: "duplicate", eventId: (row?.event_id as string | null) ?? null };
-      }
-    }
-    insertEvent(id, event, {
+    const progress: Progress = {
       status: "queued",
       attempts: 0,
       nextAttemptAtMs: nowMs,
       partsSent: 0,
       lastError: null,
       updatedAtMs: nowMs,
-    });
+    };
+    if (!event.dedupe) {
+      insertEvent(id, event, progress, null);
+      return { status: "accepted", eventId: id };
+    }
+    // One statement in the common case: the insert itself is the duplicate check.
+    if (insertEvent(id, event, progress, nowMs + ttlMs)) return { status: "accepted", eventId: id };
+    const { subscription, deliveryId } = event;
+    const holder = s.keyHolder.get(subscription, deliveryId) as Row;
+    if (Number(holder.key_expires_at) > nowMs) {
+      return { status: "duplicate", eventId: String(holder.id) };
+    }
+    // The key has expired: the new event takes it over.
+    s.releaseKey.run(subscription, deliveryId);
+    insertEvent(id, event, progress, nowMs + ttlMs);
     return { status: "accepted", eventId: id };
   }
 
@@ -116,6 +134,9 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     const nowMs = clock();
     const id = newId();
     const lastError = outcome.delivered ? null : outcome.error ?? "delivery failed";
+    const holdsKey = outcome.delivered && event.dedupe;
+    // A delivered message takes the key over from any earlier holder, expired or not.
+    if (holdsKey) s.releaseKey.run(event.subscription, event.deliveryId);
     insertEvent(id, event, {
       status: outcome.delivered ? "delivered" : "failed",
       attempts: 1,
@@ -123,11 +144,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       partsSent: outcome.partsSent,
       lastError,
       updatedAtMs: nowMs,
-    });
+    }, holdsKey ? nowMs + ttlMs : null);
     s.insertAttempt.run(id, 1, event.receivedAtMs, nowMs, "delivery", lastError);
-    if (outcome.delivered && event.dedupe) {
-      s.putKey.run(event.subscription, event.deliveryId, id, nowMs + ttlMs);
-    }
     return id;
   }
 

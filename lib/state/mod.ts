@@ -9,8 +9,8 @@
  * Durability: WAL mode with `synchronous=NORMAL` by default, so a committed event survives a
  * crash of the process (kill -9) but the last commits may be lost on a power loss or an OS
  * crash; `synchronous: "FULL"` survives those too, at one fsync per group commit. Idempotency
- * keys live in the database (not in memory), scoped per subscription, for
- * `idempotencyTtlSeconds`.
+ * keys live in the database (not in memory), on the event rows, scoped per subscription, for
+ * `idempotencyTtlSeconds` or until their event is pruned, whichever comes first.
  *
  * @module
  */
@@ -187,16 +187,15 @@ export interface StateStore {
    */
   replay(eventId: string, nowMs: number): StoredEvent;
   /**
-   * Deletes delivered and failed events received more than `retentionDays` ago (payloads and
-   * attempts included) and expired idempotency keys, oldest first, at most `maxRows` of each
-   * (default 1000) so one call never holds the event loop long. Queued and running events are
-   * kept.
-   * @returns how many events and keys were deleted; a full batch means there may be more
+   * Deletes delivered and failed events received more than `retentionDays` ago (payloads,
+   * attempts and idempotency keys included), oldest first, at most `maxRows` (default 1000) so
+   * one call never holds the event loop long. Queued and running events are kept.
+   * @returns how many events were deleted; a full batch means there may be more
    */
   prune(
     nowMs: number,
     options: { retentionDays: number; maxRows?: number },
-  ): { events: number; keys: number };
+  ): { events: number };
   /** Commits the pending batch, then closes the database. Later calls reject or throw. */
   close(): Promise<void>;
 }

@@ -187,7 +187,7 @@ Deno.test("listEvents() lists newest first, filters by subscription and status, 
   });
 });
 
-Deno.test("prune() deletes old finished events and expired keys, and keeps queued work", async () => {
+Deno.test("prune() deletes old finished events with their keys, and keeps queued work", async () => {
   const day = 86_400_000;
   await withStore({ idempotencyTtlSeconds: 86_400 }, async (store) => {
     const oldDone = (await store.accept(newEvent({ deliveryId: "k1", receivedAtMs: T0 }))).eventId!;
@@ -200,7 +200,7 @@ Deno.test("prune() deletes old finished events and expired keys, and keeps queue
     store.markFailed(fresh, "x", "agent", T0 + 9 * day);
 
     const result = store.prune(T0 + 10 * day - 1, { retentionDays: 7 });
-    assert.deepEqual(result, { events: 1, keys: 2 }, "the keys of k1 and of oldQueued expired");
+    assert.deepEqual(result, { events: 1 });
     assert.equal(store.getEvent(oldDone), null);
     assert.deepEqual(store.attempts(oldDone), []);
     assert.ok(store.getEvent(oldQueued), "running work is kept");
@@ -220,33 +220,80 @@ Deno.test("prune() works in batches of maxRows, oldest first", async () => {
     }
     for (const event of store.claimDue(T0 + 10, 5)) store.markDelivered(event.id, T0 + 10);
     const later = T0 + 8 * day;
-    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2, keys: 2 });
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2 });
     assert.equal(store.getEvent(ids[0]), null, "the oldest go first");
     assert.ok(store.getEvent(ids[2]));
-    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2, keys: 2 });
-    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 1, keys: 1 });
-    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 0, keys: 0 });
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2 });
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 1 });
+    assert.deepEqual(store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 0 });
   });
 });
 
-Deno.test("opening a version 1 database adds the pruning indexes and keeps its events", async () => {
+/** The tables of schema version 2 (2026-11-20), as a database written then has them. */
+const SCHEMA_V2 = `
+CREATE TABLE events (id TEXT NOT NULL UNIQUE, subscription TEXT NOT NULL,
+  event_type TEXT NOT NULL, delivery_id TEXT NOT NULL, dedupe INTEGER NOT NULL,
+  source TEXT NOT NULL, mode TEXT NOT NULL, payload TEXT NOT NULL, prompt TEXT NOT NULL,
+  route TEXT NOT NULL, received_at INTEGER NOT NULL, status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, response TEXT,
+  parts_sent INTEGER NOT NULL DEFAULT 0, last_error TEXT, updated_at INTEGER NOT NULL);
+CREATE INDEX events_due ON events(next_attempt_at) WHERE status = 'queued';
+CREATE INDEX events_running ON events(status) WHERE status = 'running';
+CREATE INDEX events_subscription ON events(subscription);
+CREATE TABLE attempts (event_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  started_at INTEGER NOT NULL, finished_at INTEGER, step TEXT NOT NULL, error TEXT);
+CREATE INDEX attempts_event ON attempts(event_id);
+CREATE INDEX events_received ON events(received_at);
+CREATE TABLE idempotency_keys (subscription TEXT NOT NULL, delivery_id TEXT NOT NULL,
+  event_id TEXT, expires_at INTEGER NOT NULL, PRIMARY KEY (subscription, delivery_id))
+  WITHOUT ROWID;
+CREATE INDEX keys_expiry ON idempotency_keys(expires_at);
+PRAGMA user_version = 2;
+`;
+
+Deno.test("opening a version 2 database moves its idempotency keys onto their events", async () => {
   const home = await tempHome();
-  const path = home.dbPath;
-  const first = openStateStore(path, { backgroundCheckpoints: false });
-  const { eventId } = await first.accept(newEvent({ receivedAtMs: T0 }));
-  await first.close();
-  const old = new DatabaseSync(path);
-  old.exec("DROP INDEX events_received; DROP INDEX keys_expiry; PRAGMA user_version = 1");
+  await Deno.mkdir(home.dir + "/state");
+  const old = new DatabaseSync(home.dbPath);
+  old.exec(SCHEMA_V2);
+  const insert = old.prepare(
+    "INSERT INTO events (id, subscription, event_type, delivery_id, dedupe, source, mode, " +
+      "payload, prompt, route, received_at, status, updated_at) " +
+      "VALUES (?, 'gh', 'issues.opened', ?, 1, 'github', 'agent', '{}', 'p', ?, ?, ?, ?)",
+  );
+  const route = JSON.stringify({ deliver: "log", skills: [] });
+  insert.run("evt_live", "d-live", route, T0, "delivered", T0);
+  insert.run("evt_expired", "d-expired", route, T0 - 2000, "queued", T0 - 2000);
+  const key = old.prepare("INSERT INTO idempotency_keys VALUES ('gh', ?, ?, ?)");
+  key.run("d-live", "evt_live", T0 + 60_000);
+  key.run("d-expired", "evt_expired", T0 - 1000);
+  key.run("d-pruned", "evt_gone", T0 + 60_000);
   old.close();
 
-  const upgraded = openStateStore(path, { backgroundCheckpoints: false });
-  assert.ok(upgraded.getEvent(eventId!));
-  await upgraded.close();
-  const check = new DatabaseSync(path);
-  const names = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all() as {
-    name: string;
-  }[]).map((row) => row.name);
+  const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+  try {
+    assert.equal(store.getEvent("evt_live")?.status, "delivered", "events are kept");
+    assert.equal(store.getEvent("evt_expired")?.status, "queued");
+    assert.equal(store.hasSeen("gh", "d-live", T0), true);
+    assert.equal(store.hasSeen("gh", "d-expired", T0), false);
+    assert.equal(store.hasSeen("gh", "d-pruned", T0), false, "a key without its event is gone");
+    assert.deepEqual(
+      await store.accept(newEvent({ deliveryId: "d-live", receivedAtMs: T0 })),
+      { status: "duplicate", eventId: "evt_live" },
+    );
+    const again = await store.accept(newEvent({ deliveryId: "d-expired", receivedAtMs: T0 }));
+    assert.equal(again.status, "accepted", "an expired key is taken over");
+    assert.notEqual(again.eventId, "evt_expired");
+  } finally {
+    await store.close();
+  }
+  const check = new DatabaseSync(home.dbPath);
+  const names = (check.prepare("SELECT name FROM sqlite_master").all() as { name: string }[])
+    .map((row) => row.name);
+  const { user_version } = check.prepare("PRAGMA user_version").get() as { user_version: number };
   check.close();
   await home.cleanup();
-  assert.ok(names.includes("events_received") && names.includes("keys_expiry"), String(names));
+  assert.equal(user_version, 3);
+  assert.ok(names.includes("events_key"), String(names));
+  assert.ok(!names.includes("idempotency_keys") && !names.includes("keys_expiry"), String(names));
 });
