@@ -251,11 +251,22 @@ CREATE INDEX keys_expiry ON idempotency_keys(expires_at);
 PRAGMA user_version = 2;
 `;
 
-Deno.test("opening a version 2 database moves its idempotency keys onto their events", async () => {
+/** Version 1 had neither pruning index. */
+const SCHEMA_V1 = SCHEMA_V2
+  .replace("CREATE INDEX events_received ON events(received_at);", "")
+  .replace("CREATE INDEX keys_expiry ON idempotency_keys(expires_at);", "")
+  .replace("PRAGMA user_version = 2;", "PRAGMA user_version = 1;");
+
+for (const [version, schema] of [[1, SCHEMA_V1], [2, SCHEMA_V2]] as const) {
+  Deno.test(`opening a version ${version} database moves its idempotency keys onto their events`, () =>
+    upgradeMovesKeys(schema));
+}
+
+async function upgradeMovesKeys(schema: string): Promise<void> {
   const home = await tempHome();
   await Deno.mkdir(home.dir + "/state");
   const old = new DatabaseSync(home.dbPath);
-  old.exec(SCHEMA_V2);
+  old.exec(schema);
   const insert = old.prepare(
     "INSERT INTO events (id, subscription, event_type, delivery_id, dedupe, source, mode, " +
       "payload, prompt, route, received_at, status, updated_at) " +
@@ -294,6 +305,6 @@ Deno.test("opening a version 2 database moves its idempotency keys onto their ev
   check.close();
   await home.cleanup();
   assert.equal(user_version, 3);
-  assert.ok(names.includes("events_key"), String(names));
+  assert.ok(names.includes("events_key") && names.includes("events_received"), String(names));
   assert.ok(!names.includes("idempotency_keys") && !names.includes("keys_expiry"), String(names));
-});
+}
