@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import type { CommandContext } from "../commands/_command.ts";
@@ -18,19 +19,33 @@ export const MAIN = join(ROOT, "main.ts");
  * @param options `event` (`X-GitHub-Event`, @default {"issues"}), `delivery`
  *   (`X-GitHub-Delivery`, @default a fresh UUID)
  */
-export async function signedGitHub(
+export function signedGitHub(
   secret: string,
   payload: unknown,
   options: { event?: string; delivery?: string } = {},
 ): Promise<RequestInit> {
-  const body = JSON.stringify(payload);
+  return signedGitHubBody(secret, JSON.stringify(payload), options);
+}
+
+/**
+ * A POST of `body` as it is (malformed JSON and an empty body included), signed with `secret`
+ * as GitHub signs it: by octokit, or by `node:crypto` for the empty body octokit refuses.
+ * @param options as for {@link signedGitHub}
+ */
+export async function signedGitHubBody(
+  secret: string,
+  body: string,
+  options: { event?: string; delivery?: string } = {},
+): Promise<RequestInit> {
   return {
     method: "POST",
     headers: {
       "content-type": "application/json",
       "x-github-event": options.event ?? "issues",
       "x-github-delivery": options.delivery ?? crypto.randomUUID(),
-      "x-hub-signature-256": await sign(secret, body),
+      "x-hub-signature-256": body === ""
+        ? `sha256=${createHmac("sha256", secret).update("").digest("hex")}`
+        : await sign(secret, body),
     },
     body,
   };

@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createHmac } from "node:crypto";
-import { sign } from "@octokit/webhooks-methods";
 import { TargetError } from "../../lib/errors.ts";
 import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
 import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { Route } from "../../lib/subscription.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createApp, type IngestDeps, webhookName } from "../../server/app.ts";
+import { signedGitHubBody } from "../_helpers.ts";
 import { createSignatureVerifier } from "../../server/signatures/mod.ts";
 
 const SECRET = "test-secret-0123456789";
@@ -73,23 +72,11 @@ async function harness(overrides: Partial<IngestDeps> = {}): Promise<Harness> {
   return h;
 }
 
-async function github(
+function github(
   body: string,
   options: { event?: string; delivery?: string; secret?: string } = {},
 ): Promise<RequestInit> {
-  return {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": options.event ?? "issues",
-      "x-github-delivery": options.delivery ?? crypto.randomUUID(),
-      // octokit refuses to sign an empty body; node:crypto computes the same HMAC for it.
-      "x-hub-signature-256": body === ""
-        ? `sha256=${createHmac("sha256", options.secret ?? SECRET).update("").digest("hex")}`
-        : await sign(options.secret ?? SECRET, body),
-    },
-    body,
-  };
+  return signedGitHubBody(options.secret ?? SECRET, body, options);
 }
 
 async function json(response: Response) {
