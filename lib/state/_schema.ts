@@ -61,8 +61,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(subscription, delivery_id
  * Upgrades a version 1 or 2 database to version 3, inside the caller's transaction: each
  * idempotency key moves onto the event it points to, then the keys table goes. A key whose
  * event was already pruned is dropped with it. The join goes through the keys' primary key
- * (subscription, delivery_id), so it is linear in the number of events (20,000 keys: about
- * 40 ms; matching on `event_id` alone would scan the keys table once per event).
+ * (subscription, delivery_id), so it is linear in the number of events (40,000 keys: 182 ms
+ * through `openStateStore`; matching on `event_id` alone scanned the keys table once per event,
+ * 84 s).
  */
 export const UPGRADE_TO_3_SQL = `
 ALTER TABLE events ADD COLUMN key_expires_at INTEGER;

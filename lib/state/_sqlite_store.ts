@@ -113,12 +113,12 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       lastError: null,
       updatedAtMs: nowMs,
     };
-    if (!event.dedupe) {
-      insertEvent(id, event, progress, null);
+    // One statement in the common case: the insert itself is the duplicate check. An event
+    // without a real delivery id holds no key, so it is always inserted.
+    const keyExpiresAtMs = event.dedupe ? nowMs + ttlMs : null;
+    if (insertEvent(id, event, progress, keyExpiresAtMs)) {
       return { status: "accepted", eventId: id };
     }
-    // One statement in the common case: the insert itself is the duplicate check.
-    if (insertEvent(id, event, progress, nowMs + ttlMs)) return { status: "accepted", eventId: id };
     const { subscription, deliveryId } = event;
     const holder = s.keyHolder.get(subscription, deliveryId) as Row;
     if (Number(holder.key_expires_at) > nowMs) {
@@ -126,7 +126,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     }
     // The key has expired: the new event takes it over.
     s.releaseKey.run(subscription, deliveryId);
-    insertEvent(id, event, progress, nowMs + ttlMs);
+    insertEvent(id, event, progress, keyExpiresAtMs);
     return { status: "accepted", eventId: id };
   }
 
