@@ -324,7 +324,11 @@ async function main() {
       const { DatabaseSync } = await import("node:sqlite");
       const db = new DatabaseSync(join(home, "state", "gateway.db"), { readOnly: true });
       const count = () =>
-        Number((db.prepare("SELECT count(*) AS n FROM idempotency_keys").get() as { n: number }).n);
+        Number(
+          (db.prepare("SELECT count(*) AS n FROM events WHERE subscription = 'agent'").get() as {
+            n: number;
+          }).n,
+        );
       console.log(`\nRSS of the gateway while storing ${IDS} distinct delivery ids (agent mode):`);
       console.log(
         `${"ids stored".padStart(12)} ${"RSS MiB".padStart(9)} ${"peak MiB".padStart(9)}`,
