@@ -9,12 +9,13 @@
  *   (m) a minimal durable ingest (HMAC check, JSON parse, group-committed SQLite insert, 202):
  *       what any implementation must at least do, as a yardstick for (c) on this machine;
  *
- * in that order, each after a `sync`, and prints req/s, p50/p99 and the ratios b/a, c/a, c/b,
- * m/a and c/m. Then it keeps feeding agent mode until 1,000,000 distinct delivery ids are
+ * in that order, each after a `sync`, over `--rounds` rounds (3), so that the machine's drift
+ * from minute to minute reaches every case alike. It prints each round, then each case's median
+ * req/s, p50 and p99, and the medians of each round's ratios b/a, c/a, c/b, m/a and c/m. Then it keeps feeding agent mode until 1,000,000 distinct delivery ids are
  * stored and prints the gateway's RSS along the way (ids live in the database, so it must stay
  * flat).
  *
- * Usage: deno task bench [--seconds 10] [--connections 32] [--ids 1000000]
+ * Usage: deno task bench [--seconds 10] [--connections 32] [--rounds 3] [--ids 1000000]
  * `BENCH_GATEWAY_FLAGS` adds Deno flags to the gateway process, to profile it:
  * `BENCH_GATEWAY_FLAGS=--v8-flags=--prof deno task bench --ids 0`.
  *
@@ -30,11 +31,13 @@ const { values: flags } = parseArgs({
     seconds: { type: "string", default: "10" },
     connections: { type: "string", default: "32" },
     ids: { type: "string", default: "1000000" },
+    rounds: { type: "string", default: "3" },
   },
 });
 const SECONDS = Number(flags.seconds);
 const CONNECTIONS = Number(flags.connections);
 const IDS = Number(flags.ids);
+const ROUNDS = Math.max(1, Number(flags.rounds));
 const ROOT = new URL("..", import.meta.url).pathname;
 const SECRET = "bench-secret-0123456789abcdef";
 
@@ -84,6 +87,20 @@ request = function()
 end
 `;
 }
+
+/** One round: each case measured once, in the order a, b, c, m. */
+interface Round {
+  a: WrkResult;
+  b: WrkResult;
+  c: WrkResult;
+  m: WrkResult;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((x, y) => x - y);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
 
 interface WrkResult {
   rps: number;
@@ -249,12 +266,6 @@ async function main() {
 
     const ceiling = await spawn(["eval", CEILING], {}, /listening on (\d+)/);
     children.push(ceiling.child);
-    const minimal = await spawn(
-      ["eval", MINIMAL, join(home, "minimal.db")],
-      {},
-      /listening on (\d+)/,
-    );
-    children.push(minimal.child);
     const sink = await spawn(["eval", SINK], {}, /listening on (\d+)/);
     children.push(sink.child);
     const llm = await spawn(["eval", HANG], {}, /listening on (\d+)/);
@@ -284,39 +295,71 @@ async function main() {
     // Warm up JIT and the database before measuring.
     await wrk(`${gatewayUrl}/webhooks/agent`, script, 2);
     await wrk(`${gatewayUrl}/webhooks/direct`, script, 2);
-    await wrk(`http://127.0.0.1:${minimal.match[1]}/`, script, 2);
     // Each case starts with the page cache written back, so none pays for the writes of the
     // one before (the yardstick's WAL, which is never checkpointed, grows by hundreds of MB).
     const measure = async (url: string) => {
       await new Deno.Command("sync").output();
       return await wrk(url, script, SECONDS);
     };
-    const a = await measure(`http://127.0.0.1:${ceiling.match[1]}/`);
-    const b = await measure(`${gatewayUrl}/webhooks/direct`);
-    const c = await measure(`${gatewayUrl}/webhooks/agent`);
-    const m = await measure(`http://127.0.0.1:${minimal.match[1]}/`);
-    const row = (name: string, r: WrkResult) =>
-      `${name.padEnd(40)} ${r.rps.toFixed(0).padStart(8)} ${r.p50Ms.toFixed(2).padStart(8)} ${
-        r.p99Ms.toFixed(2).padStart(8)
-      } ${String(r.non2xx).padStart(8)}`;
+    const rounds: Round[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      // (m) starts afresh each round, on a new file, so its WAL does not grow across rounds.
+      const dbPath = join(home, `minimal-${round}.db`);
+      const minimal = await spawn(["eval", MINIMAL, dbPath], {}, /listening on (\d+)/);
+      try {
+        const minimalUrl = `http://127.0.0.1:${minimal.match[1]}/`;
+        await wrk(minimalUrl, script, 2);
+        const a = await measure(`http://127.0.0.1:${ceiling.match[1]}/`);
+        const b = await measure(`${gatewayUrl}/webhooks/direct`);
+        const c = await measure(`${gatewayUrl}/webhooks/agent`);
+        const m = await measure(minimalUrl);
+        rounds.push({ a, b, c, m });
+        console.log(
+          `round ${round}: a ${a.rps.toFixed(0)}, m ${m.rps.toFixed(0)}, b ${b.rps.toFixed(0)}, ` +
+            `c ${c.rps.toFixed(0)} req/s (c p99 ${c.p99Ms.toFixed(1)} ms); ` +
+            `c/a ${(c.rps / a.rps).toFixed(2)}, c/m ${(c.rps / m.rps).toFixed(2)}, ` +
+            `c/b ${(c.rps / b.rps).toFixed(2)}`,
+        );
+      } finally {
+        minimal.child.kill("SIGKILL");
+        await minimal.child.status;
+        for (const suffix of ["", "-wal", "-shm"]) {
+          await Deno.remove(dbPath + suffix).catch(() => {});
+        }
+      }
+    }
+
+    const of = (name: keyof Round, field: "rps" | "p50Ms" | "p99Ms") =>
+      median(rounds.map((round) => round[name][field]));
+    const ratio = (top: keyof Round, bottom: keyof Round) =>
+      median(rounds.map((round) => round[top].rps / round[bottom].rps));
+    const row = (name: string, key: keyof Round) =>
+      `${name.padEnd(40)} ${of(key, "rps").toFixed(0).padStart(8)} ${
+        of(key, "p50Ms").toFixed(2).padStart(8)
+      } ${of(key, "p99Ms").toFixed(2).padStart(8)} ${
+        String(rounds.reduce((sum, round) => sum + round[key].non2xx, 0)).padStart(8)
+      }`;
     console.log(
-      `${"case".padEnd(40)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${
-        "p99 ms".padStart(8)
-      } ${"non-2xx".padStart(8)}`,
+      `\nmedian of ${ROUNDS} round(s); non-2xx summed\n${"case".padEnd(40)} ${
+        "req/s".padStart(8)
+      } ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx".padStart(8)}`,
     );
-    console.log(row("(a) plain Deno.serve, 202", a));
-    console.log(row("(m) minimal verify + SQLite insert, 202", m));
-    console.log(row("(b) gateway, direct delivery to sink", b));
-    console.log(row("(c) gateway, agent mode (durable + 202)", c));
+    console.log(row("(a) plain Deno.serve, 202", "a"));
+    console.log(row("(m) minimal verify + SQLite insert, 202", "m"));
+    console.log(row("(b) gateway, direct delivery to sink", "b"));
+    console.log(row("(c) gateway, agent mode (durable + 202)", "c"));
     console.log(
-      `\nratios: b/a ${(b.rps / a.rps).toFixed(2)}  c/a ${(c.rps / a.rps).toFixed(2)}  c/b ${
-        (c.rps / b.rps).toFixed(2)
-      }  m/a ${(m.rps / a.rps).toFixed(2)}  c/m ${(c.rps / m.rps).toFixed(2)}`,
+      `\nratios (median of each round's): b/a ${ratio("b", "a").toFixed(2)}  c/a ${
+        ratio("c", "a").toFixed(2)
+      }  c/b ${ratio("c", "b").toFixed(2)}  m/a ${ratio("m", "a").toFixed(2)}  c/m ${
+        ratio("c", "m").toFixed(2)
+      }`,
     );
+    const cRps = of("c", "rps");
     console.log(
-      `targets: c ≥ 10000 req/s: ${c.rps >= 10_000 ? "met" : "NOT met"}; c p99 < 10 ms: ${
-        c.p99Ms < 10 ? "met" : "NOT met"
-      }; c/b ≥ 0.8: ${c.rps / b.rps >= 0.8 ? "met" : "NOT met"}`,
+      `targets: c ≥ 10000 req/s: ${cRps >= 10_000 ? "met" : "NOT met"}; c p99 < 10 ms: ${
+        of("c", "p99Ms") < 10 ? "met" : "NOT met"
+      }; c/b ≥ 0.8: ${ratio("c", "b") >= 0.8 ? "met" : "NOT met"}`,
     );
 
     if (IDS > 0) {
@@ -333,15 +376,16 @@ async function main() {
       console.log(
         `${"ids stored".padStart(12)} ${"RSS MiB".padStart(9)} ${"peak MiB".padStart(9)}`,
       );
-      let stored = count();
-      while (stored < IDS) {
-        const left = IDS - stored;
-        await wrk(
-          `${gatewayUrl}/webhooks/agent`,
-          script,
-          Math.max(2, Math.min(20, Math.ceil(left / Math.max(1000, c.rps)))),
-        );
-        stored = count();
+      // A first row with what the rounds stored, then one per wrk run until IDS.
+      for (let stored = count(), first = true; first || stored < IDS; first = false) {
+        if (!first) {
+          await wrk(
+            `${gatewayUrl}/webhooks/agent`,
+            script,
+            Math.max(2, Math.min(20, Math.ceil((IDS - stored) / Math.max(1000, cRps)))),
+          );
+          stored = count();
+        }
         const mem = rssKb(pid);
         console.log(
           `${String(stored).padStart(12)} ${(mem.rss / 1024).toFixed(1).padStart(9)} ${
