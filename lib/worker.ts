@@ -12,7 +12,13 @@
  */
 import { retryDelayMs } from "./_retry.ts";
 import { setImmediate } from "node:timers";
-import { AgentError, ConfigError, NotFoundError, TargetError } from "./errors.ts";
+import {
+  AgentError,
+  ConfigError,
+  NotFoundError,
+  StoreUnavailableError,
+  TargetError,
+} from "./errors.ts";
 import type { AgentRunner } from "./agents/mod.ts";
 import type { StateStore, StoredEvent } from "./state/mod.ts";
 import type { DeliveryJob } from "./targets/mod.ts";
@@ -74,7 +80,9 @@ export interface EventWorker {
   notify(): void;
   /**
    * Stops claiming, then waits for the events in progress, at most `deadlineMs` milliseconds.
-   * What is left stays `queued` or `running` in the store and is resumed by the next start.
+   * Agent runs still going then are stopped (a `command` program is killed), and the worker
+   * waits up to {@link ABORT_GRACE_MS} more for them to end. What is left stays `queued` or
+   * `running` in the store and is resumed by the next start.
    */
   stop(options: { deadlineMs: number }): Promise<void>;
   /** Resolves when nothing is in progress and nothing is due now (for tests). */
@@ -82,6 +90,9 @@ export interface EventWorker {
 }
 
 const MAX_ERROR_CHARS = 2000;
+
+/** How long `stop()` waits for aborted agent runs to end, in ms. */
+export const ABORT_GRACE_MS = 2000;
 
 /**
  * Creates the worker; nothing happens until `start()`.
@@ -99,6 +110,14 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     maxDelayMs: deps.retry?.maxDelayMs ?? 3_600_000,
   };
   const running = new Map<string, Promise<void>>();
+  /**
+   * Outcomes that could not be written (a locked or full database), by event id: their events
+   * stay `running` in the store, where nothing claims them, so each write is tried again on
+   * every pass of the loop until it succeeds. A delivered message is thus recorded as delivered
+   * rather than sent again by a retry.
+   */
+  const unrecorded = new Map<string, () => void>();
+  const stopRuns = new AbortController();
   let started = false;
   let stopping = false;
   let pumpQueued = false;
@@ -106,6 +125,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
 
   function pump(): void {
     if (!started || stopping) return;
+    recordHeldOutcomes();
     let claimFailed = false;
     const free = maxConcurrency - running.size;
     if (free > 0) {
@@ -135,6 +155,45 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     cancelTimer = setTimer(pump, delayMs);
   }
 
+  /**
+   * Writes an event's outcome; when the store fails, keeps the write for the next pass of the
+   * loop instead of leaving the event `running` until a restart.
+   */
+  function record(eventId: string, write: () => void): void {
+    try {
+      write();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      unrecorded.set(eventId, write);
+      log("error", "cannot record the outcome yet; trying again", {
+        eventId,
+        error: describe(error),
+      });
+    }
+  }
+
+  function recordHeldOutcomes(): void {
+    for (const [eventId, write] of unrecorded) {
+      try {
+        write();
+        unrecorded.delete(eventId);
+        log("info", "outcome recorded", { eventId });
+      } catch (error) {
+        if (error instanceof StoreUnavailableError) return; // still failing: next pass
+        unrecorded.delete(eventId);
+        log("error", "cannot record the outcome", { eventId, error: describe(error) });
+      }
+    }
+  }
+
+  /** Waits until nothing is in progress, at most `timeoutMs`. */
+  async function waitForRuns(timeoutMs: number): Promise<void> {
+    let cancel: (() => void) | undefined;
+    const timeout = new Promise<void>((resolve) => cancel = setTimer(resolve, timeoutMs));
+    await Promise.race([Promise.allSettled([...running.values()]), timeout]);
+    cancel?.();
+  }
+
   function launch(event: StoredEvent): void {
     const task = runEvent(event)
       .catch((error) => {
@@ -155,7 +214,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       // Attempts interrupted by crashes count too: an event that takes the process down every
       // time it runs ends as a dead letter instead of crashing it for ever.
       const error = `interrupted ${event.attempts - 1} times (crash or restart during the run)`;
-      store.markFailed(event.id, error, "agent", deps.now());
+      const nowMs = deps.now();
+      record(event.id, () => store.markFailed(event.id, error, "agent", nowMs));
       log("error", "failed", { eventId: event.id, subscription: event.subscription, error });
       return;
     }
@@ -165,26 +225,50 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       attempt: event.attempts,
     };
     let step: "agent" | "delivery" = "delivery";
+    // Parts delivered but not yet recorded (the store failed), written with the outcome.
+    let partsNotRecorded: number | undefined;
+    const recordParts = () => {
+      if (partsNotRecorded === undefined) return;
+      store.savePartsSent(event.id, partsNotRecorded);
+      partsNotRecorded = undefined;
+    };
     try {
       let text = event.mode === "agent" && event.response !== null ? event.response : event.prompt;
       if (event.mode === "agent" && event.response === null) {
         step = "agent";
         const startedAt = deps.now();
         const systemPrompt = await deps.systemPrompt(event.route.skills);
-        text = await deps.runAgent({ prompt: event.prompt, systemPrompt, eventId: event.id });
+        text = await deps.runAgent({
+          prompt: event.prompt,
+          systemPrompt,
+          eventId: event.id,
+          signal: stopRuns.signal,
+        });
         store.saveResponse(event.id, text);
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
-      await deps.deliver(
-        jobFor(event, text),
-        (partsSent) => store.savePartsSent(event.id, partsSent),
-      );
-      store.markDelivered(event.id, deps.now());
-      log("info", "delivered", { ...context, target: event.route.deliver });
+      await deps.deliver(jobFor(event, text), (partsSent) => {
+        // The part went out: a failing store must not turn that into a failed delivery.
+        partsNotRecorded = partsSent;
+        try {
+          recordParts();
+        } catch (error) {
+          if (!(error instanceof StoreUnavailableError)) throw error;
+        }
+      });
     } catch (error) {
-      decide(event, step, error, context);
+      if (stopRuns.signal.aborted && step === "agent") {
+        // Stopped by stop(): the event stays `running` and the next start resumes it.
+        log("warn", "agent run stopped by shutdown", context);
+        return;
+      }
+      decide(event, step, error, context, recordParts);
+      return;
     }
+    const nowMs = deps.now();
+    record(event.id, () => store.markDelivered(event.id, nowMs));
+    log("info", "delivered", { ...context, target: event.route.deliver });
   }
 
   function decide(
@@ -192,12 +276,16 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     step: "agent" | "delivery",
     error: unknown,
     context: Record<string, unknown>,
+    recordParts: () => void,
   ): void {
     const message = describe(error);
     const nowMs = deps.now();
     const permanent = isPermanent(error);
     if (permanent || event.attempts >= retry.maxAttempts) {
-      store.markFailed(event.id, message, step, nowMs);
+      record(event.id, () => {
+        recordParts();
+        store.markFailed(event.id, message, step, nowMs);
+      });
       const reason = permanent ? "permanent error" : `${event.attempts} attempts`;
       log("error", "failed", { ...context, step, reason, error: message });
       return;
@@ -210,7 +298,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       random: deps.random,
       retryAfterSeconds,
     });
-    store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
+    record(event.id, () => {
+      recordParts();
+      store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
+    });
     log("warn", "retry scheduled", { ...context, step, delayMs, error: message });
   }
 
@@ -235,13 +326,12 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       stopping = true;
       cancelTimer?.();
       cancelTimer = undefined;
-      if (running.size === 0) return;
-      let cancelDeadline: (() => void) | undefined;
-      const deadline = new Promise<void>((resolve) => {
-        cancelDeadline = setTimer(resolve, deadlineMs);
-      });
-      await Promise.race([Promise.allSettled([...running.values()]), deadline]);
-      cancelDeadline?.();
+      if (running.size > 0) await waitForRuns(deadlineMs);
+      if (running.size > 0) {
+        stopRuns.abort();
+        await waitForRuns(ABORT_GRACE_MS);
+      }
+      recordHeldOutcomes();
       if (running.size > 0) {
         log("warn", "worker stopped with events in progress", { running: [...running.keys()] });
       }

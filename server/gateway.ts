@@ -161,8 +161,17 @@ export async function startGateway(
     async stop({ deadlineMs = 10_000 } = {}) {
       stopping = true;
       clearInterval(pruneTimer);
-      await server.shutdown();
-      await worker.stop({ deadlineMs });
+      const startedAt = performance.now();
+      // shutdown() waits for every connection to close, and a sender that stalls in the middle
+      // of a body keeps its connection open: past the deadline the stop goes on without it
+      // (the process exits after this, which closes it).
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        server.shutdown(),
+        new Promise((resolve) => timer = setTimeout(resolve, deadlineMs)),
+      ]);
+      clearTimeout(timer);
+      await worker.stop({ deadlineMs: Math.max(0, deadlineMs - (performance.now() - startedAt)) });
       await store.close();
     },
   };

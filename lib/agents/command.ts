@@ -49,7 +49,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     ),
   );
 
-  return async ({ prompt, systemPrompt, eventId }) => {
+  return async ({ prompt, systemPrompt, eventId, signal }) => {
     const input = systemPrompt ? `${systemPrompt}\n\n${prompt}` : prompt;
     let child: Deno.ChildProcess;
     try {
@@ -76,8 +76,16 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
       timedOut = true;
       killGroup(child);
     }, settings.timeoutSeconds * 1000);
+    // A gateway that stops must not leave the program running: after a restart the event runs
+    // again, and two programs would work on it at once.
+    const stop = () => killGroup(child);
+    signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) stop();
     try {
       const [output] = await Promise.all([child.output(), writeInput(child, input)]);
+      if (signal?.aborted) {
+        throw new AgentError(`The agent command "${program}" was stopped: the gateway is stopping`);
+      }
       if (timedOut) {
         throw new AgentError(
           `The agent command "${program}" did not finish within ${settings.timeoutSeconds} s`,
@@ -86,6 +94,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
       return answerOf(program, output);
     } finally {
       clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
     }
   };
 }

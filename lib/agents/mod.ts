@@ -39,6 +39,11 @@ export interface AgentRequest {
   systemPrompt?: string;
   /** The event being answered, for logs and for the program's environment. */
   eventId: string;
+  /**
+   * Aborted when the gateway stops before the run ends: the runner then stops it (kills the
+   * program and what it started, or drops the HTTP request) and fails with an AgentError.
+   */
+  signal?: AbortSignal;
 }
 
 /**

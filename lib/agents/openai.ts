@@ -45,7 +45,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     })
     : undefined;
 
-  return async ({ prompt, systemPrompt }) => {
+  return async ({ prompt, systemPrompt, signal }) => {
     if (!client) {
       const missing = apiKey
         ? "no model (agent.model or AGENT_MODEL)"
@@ -57,7 +57,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     messages.push({ role: "user", content: prompt });
     let completion: OpenAI.Chat.ChatCompletion;
     try {
-      completion = await client.chat.completions.create({ model, messages });
+      completion = await client.chat.completions.create({ model, messages }, { signal });
     } catch (error) {
       throw toAgentError(error, settings.timeoutSeconds);
     }

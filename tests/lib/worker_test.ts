@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { AgentError, NotFoundError, TargetError } from "../../lib/errors.ts";
+import { AgentError, NotFoundError, StoreUnavailableError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import { createWorker, type WorkerDeps } from "../../lib/worker.ts";
+import { ABORT_GRACE_MS, createWorker, type WorkerDeps } from "../../lib/worker.ts";
 import { newEvent } from "./state/_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
@@ -18,6 +18,8 @@ function fakeTime() {
       timers.push(timer);
       return () => void (timers = timers.filter((t) => t !== timer));
     },
+    /** How many timers are set. */
+    pending: () => timers.length,
     /** Moves the clock and fires the timers that came due, earliest first. */
     advance(ms: number) {
       now += ms;
@@ -60,7 +62,7 @@ async function withWorker(
   const logs: Harness["logs"] = [];
   const worker = createWorker({
     store,
-    runAgent: (request) => {
+    runAgent: ({ signal: _, ...request }) => {
       prompts.push(request);
       return Promise.resolve(`answer to ${request.prompt}`);
     },
@@ -292,9 +294,17 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
   });
 });
 
-Deno.test("worker.stop() waits up to the deadline and leaves queued events queued", async () => {
+Deno.test("worker.stop() waits up to the deadline, stops the agent run and leaves queued events queued", async () => {
   let release: ((value: string) => void) | undefined;
-  const runAgent = () => new Promise<string>((resolve) => (release = resolve));
+  let aborted = false;
+  const runAgent = ({ signal }: { signal?: AbortSignal }) =>
+    new Promise<string>((resolve, reject) => {
+      release = resolve;
+      signal?.addEventListener("abort", () => {
+        aborted = true;
+        reject(new Error("stopped"));
+      });
+    });
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
     const first = await accept(h.store);
     const second = await accept(h.store);
@@ -304,9 +314,12 @@ Deno.test("worker.stop() waits up to the deadline and leaves queued events queue
     const stopping = h.worker.stop({ deadlineMs: 5_000 }).then(() => (stopped = true));
     await Promise.resolve();
     assert.equal(stopped, false, "waits for the event in progress");
+    assert.equal(aborted, false, "the run is not stopped before the deadline");
     h.time.advance(5_000);
     await stopping;
-    assert.equal(h.store.getEvent(first)!.status, "running");
+    assert.equal(aborted, true, "the run still going at the deadline is stopped");
+    assert.equal(h.store.getEvent(first)!.status, "running", "resumed by the next start");
+    assert.equal(h.store.attempts(first)[0].error, null, "the stop is not a failed attempt");
     assert.equal(h.store.getEvent(second)!.status, "queued");
     h.worker.notify();
     h.time.advance(60_000);
@@ -314,6 +327,80 @@ Deno.test("worker.stop() waits up to the deadline and leaves queued events queue
     assert.equal(h.store.getEvent(second)!.status, "queued", "no claim after stop");
     release!("late answer");
     await new Promise((resolve) => setTimeout(resolve, 0));
+  });
+});
+
+Deno.test("worker.stop() gives up on an agent run that ignores the stop after a grace period", async () => {
+  let release: ((value: string) => void) | undefined;
+  const runAgent = () => new Promise<string>((resolve) => (release = resolve));
+  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await turnsUntil(() => h.store.getEvent(id)!.status === "running");
+    let stopped = false;
+    const stopping = h.worker.stop({ deadlineMs: 1_000 }).then(() => (stopped = true));
+    h.time.advance(1_000);
+    await turnsUntil(() => h.time.pending() > 0); // the grace timer
+    assert.equal(stopped, false, "waits for the aborted run");
+    h.time.advance(ABORT_GRACE_MS);
+    await stopping;
+    assert.equal(h.store.getEvent(id)!.status, "running");
+    assert.ok(h.logs.some((l) => l.message === "worker stopped with events in progress"));
+    release!("late answer"); // lets the run end before the harness closes the store
+    await turnsUntil(() => h.store.getEvent(id)!.status !== "running");
+  });
+});
+
+/** Makes `method` of the store throw StoreUnavailableError on its next `times` calls. */
+function failNext(
+  store: StateStore,
+  method: "markDelivered" | "markRetry" | "savePartsSent",
+  times: number,
+) {
+  const real = store[method] as (...args: unknown[]) => void;
+  let left = times;
+  (store as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+    if (left > 0) {
+      left -= 1;
+      throw new StoreUnavailableError("State database error: database is locked");
+    }
+    return real(...args);
+  };
+}
+
+Deno.test("worker records a delivery the store could not record at first, without sending it again", async () => {
+  await withWorker({}, async (h) => {
+    const id = await accept(h.store);
+    failNext(h.store, "markDelivered", 3);
+    h.worker.start();
+    await turnsUntil(() =>
+      h.logs.some((l) => l.message === "cannot record the outcome yet; trying again")
+    );
+    assert.equal(h.store.getEvent(id)!.status, "running", "not recorded yet");
+    for (let i = 0; i < 5 && h.store.getEvent(id)!.status === "running"; i++) {
+      h.time.advance(1_000); // the poll interval: the worker tries the write again
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal(h.jobs.length, 1, "the message was sent once");
+    assert.ok(h.logs.some((l) => l.message === "outcome recorded"));
+  });
+});
+
+Deno.test("worker keeps the parts already sent when the store fails between parts", async () => {
+  const deliver: WorkerDeps["deliver"] = async (job, onPartSent) => {
+    await onPartSent((job.partsAlreadySent ?? 0) + 1);
+    throw new TargetError("502 from Telegram on part 2");
+  };
+  await withWorker({ deliver }, async (h) => {
+    const id = await accept(h.store);
+    failNext(h.store, "savePartsSent", 1); // part 1 went out; recording it fails once
+    failNext(h.store, "markRetry", 1);
+    h.worker.start();
+    await turnsUntil(() => h.store.getEvent(id)!.status === "queued");
+    const event = h.store.getEvent(id)!;
+    assert.equal(event.partsSent, 1, "the retry resumes after part 1");
+    assert.match(event.lastError!, /part 2/);
   });
 });
 

@@ -36,3 +36,28 @@ Deno.test("a subscription or secret written a moment ago is honoured on the next
     await gateway.stop({ deadlineMs: 0 });
   }
 });
+
+Deno.test("stop() ends within its deadline while a sender stalls in the middle of a body", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const config = await loadConfig({ AGENT_HOME: h.home, HOME: "/nonexistent" });
+  const gateway = await startGateway(config, {
+    fetch: () => Promise.reject(new Error("no network in tests")),
+  });
+  const connection = await Deno.connect({ hostname: "127.0.0.1", port: gateway.port });
+  try {
+    // Headers announce 100 bytes; 5 arrive, then nothing: the connection stays open.
+    await connection.write(
+      new TextEncoder().encode(
+        "POST /webhooks/gh HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n" +
+          'content-length: 100\r\n\r\n{"a":',
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const started = performance.now();
+    await gateway.stop({ deadlineMs: 300 });
+    const tookMs = performance.now() - started;
+    assert.ok(tookMs < 3_000, `stop() took ${Math.round(tookMs)} ms`);
+  } finally {
+    connection.close();
+  }
+});

@@ -88,6 +88,50 @@ Deno.test("command runner kills a program that runs past the timeout, children i
   assert.ok(performance.now() - started < 5_000, "the run ends soon after the timeout");
 });
 
+Deno.test("command runner kills the program and its children when the run is aborted", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const pidFile = `${dir}/child.pid`;
+    const stop = new AbortController();
+    const run = runner(["sh", "-c", `sleep 30 & echo $! > ${pidFile}; wait`])({
+      prompt: "",
+      eventId: "e",
+      signal: stop.signal,
+    });
+    let childPid = 0;
+    for (let i = 0; i < 200 && !childPid; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      childPid = Number(await Deno.readTextFile(pidFile).catch(() => "0"));
+    }
+    assert.ok(childPid > 0, "the program started its child");
+    const started = performance.now();
+    stop.abort();
+    const error = await agentError(run);
+    assert.match(error.message, /was stopped: the gateway is stopping/);
+    assert.ok(performance.now() - started < 5_000, "the run ends soon after the abort");
+    assert.ok(await gone(childPid), `the program's child ${childPid} was killed too`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("command runner does not start a run whose signal is already aborted", async () => {
+  const error = await agentError(
+    runner(["sh", "-c", "sleep 30"])({ prompt: "", eventId: "e", signal: AbortSignal.abort() }),
+  );
+  assert.match(error.message, /was stopped/);
+});
+
+/** True once `pid` has exited (no process, or a zombie waiting to be reaped), within 2 s. */
+async function gone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 200; i++) {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => null);
+    if (stat === null || stat.split(") ")[1]?.startsWith("Z")) return true;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return false;
+}
+
 Deno.test("command runner reports a missing program as permanent", async () => {
   const error = await agentError(
     runner(["/nonexistent/agent-binary"])({ prompt: "p", eventId: "e" }),
