@@ -15,7 +15,8 @@ const inFlightKey = (event: NewEvent) => `${event.subscription}\u0000${event.del
 /**
  * Direct delivery (CONTRACT §4, §6): 200 when the target took the message, 502 when it did
  * not. The delivery id is only recorded after success, so the sender's retry of a 502 goes
- * through. A retry that arrives while the first attempt is still sending gets 409.
+ * through; a failure records how many parts of a split message went out, and the retry resumes
+ * after them. A retry that arrives while the first attempt is still sending gets 409.
  */
 export async function deliverNow(
   event: NewEvent,
@@ -33,6 +34,10 @@ export async function deliverNow(
   }
   inFlight.add(key);
   try {
+    const partsAlreadySent = event.dedupe
+      ? deps.store.directPartsSent(subscription, deliveryId, event.prompt)
+      : 0;
+    let partsSent = partsAlreadySent;
     const job: DeliveryJob = {
       target: event.route.deliver,
       chatId: event.route.chatId,
@@ -43,10 +48,11 @@ export async function deliverNow(
       eventType: eventName,
       eventId: "",
       deliveryId,
+      partsAlreadySent,
     };
     const base = { subscription, event: eventName, delivery_id: deliveryId };
     try {
-      const receipt = await deps.deliverDirect(job);
+      const receipt = await deps.deliverDirect(job, (sent) => void (partsSent = sent));
       const eventId = await recordDirect(deps, event, {
         delivered: true,
         partsSent: receipt.parts,
@@ -63,13 +69,14 @@ export async function deliverNow(
       const eventId = await recordDirect(deps, event, {
         delivered: false,
         error: reason,
-        partsSent: 0,
+        partsSent,
       });
       log.error("failed {subscription} {event} to {target}: {reason}", {
         ...base,
         status: 502,
         target: event.route.deliver,
         reason,
+        parts_sent: partsSent,
         event_id: eventId,
       });
       return answer(502, { status: "error", error: "delivery failed", ...base });

@@ -104,7 +104,8 @@ export async function startGateway(
     rateLimiter: createMemoryRateLimiter(),
     store,
     onAccepted: () => worker.notify(),
-    deliverDirect: (job) => deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }),
+    deliverDirect: (job, onPartSent) =>
+      deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }, onPartSent),
     now,
     newId: () => crypto.randomUUID(),
   });

@@ -38,8 +38,14 @@ export interface IngestDeps {
   store: StateStore;
   /** Called after an agent-mode event is persisted, to wake the worker. */
   onAccepted(): void;
-  /** Sends a direct-delivery message; throws `TargetError` on failure. */
-  deliverDirect(job: DeliveryJob): Promise<DeliveryReceipt>;
+  /**
+   * Sends a direct-delivery message, from part `job.partsAlreadySent`; throws `TargetError` on
+   * failure. `onPartSent` is called after each part with the parts delivered so far.
+   */
+  deliverDirect(
+    job: DeliveryJob,
+    onPartSent?: (partsSent: number) => void,
+  ): Promise<DeliveryReceipt>;
   /** Clock, in milliseconds since the epoch. */
   now(): number;
   /** Generates delivery ids for requests that carry none. */

@@ -6,7 +6,7 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -16,7 +16,9 @@ export const SCHEMA_VERSION = 3;
  * delivery_id), and a partial unique index over those rows makes the duplicate check part of
  * the insert. (Version 2 kept keys in a table of their own, a second b-tree keyed by a random
  * delivery id: `deno task bench:store` measured `accept()` at 57 to 69 µs per event with it and
- * 51 to 56 µs without, in waves of 20 events with a 2 KB payload.)
+ * 51 to 56 µs without, in waves of 20 events with a 2 KB payload.) Version 4 adds
+ * `events_direct_parts`, which only holds failed direct deliveries that got some parts out, so
+ * the sender's retry resumes after them; an agent-mode insert only evaluates its WHERE clause.
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -55,6 +57,8 @@ CREATE INDEX IF NOT EXISTS attempts_event ON attempts(event_id);
 CREATE INDEX IF NOT EXISTS events_received ON events(received_at);
 CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(subscription, delivery_id)
   WHERE key_expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_direct_parts ON events(subscription, delivery_id)
+  WHERE mode = 'direct' AND status = 'failed' AND parts_sent > 0;
 `;
 
 /**

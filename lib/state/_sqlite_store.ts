@@ -190,6 +190,11 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   return {
     accept: (event) => commits.submit(() => acceptNow(event)),
     recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
+    directPartsSent: (subscription, deliveryId, message) =>
+      use(() => {
+        const row = s.directPartsSent.get(subscription, deliveryId, message) as Row | undefined;
+        return Number(row?.parts ?? 0);
+      }),
     hasSeen: (subscription, deliveryId, nowMs) =>
       use(() => s.seen.get(subscription, deliveryId, nowMs) !== undefined),
     claimDue(nowMs, limit) {

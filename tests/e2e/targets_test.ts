@@ -86,9 +86,12 @@ async function startWorld(subscriptions: Record<string, Subscription>, { extra =
   return {
     gateway,
     fakes,
-    /** POSTs `sent` to `/webhooks/<name>`, authenticated with that subscription's secret. */
-    post: (name: string, sent: Sent) =>
-      post(`${gateway.url}/webhooks/${name}`, secretOf(name), sent),
+    /**
+     * POSTs `sent` to `/webhooks/<name>`, authenticated with that subscription's secret, with
+     * a fresh delivery id unless one is given.
+     */
+    post: (name: string, sent: Sent, deliveryId?: string) =>
+      post(`${gateway.url}/webhooks/${name}`, secretOf(name), sent, deliveryId),
     /** Waits until an agent-mode event is delivered or failed. */
     settled: (eventId: unknown): Promise<StoredEvent> =>
       eventually(() => {
@@ -104,16 +107,21 @@ async function startWorld(subscriptions: Record<string, Subscription>, { extra =
   };
 }
 
-async function post(url: string, secret: string, sent: Sent) {
+async function post(
+  url: string,
+  secret: string,
+  sent: Sent,
+  deliveryId: string = crypto.randomUUID(),
+) {
   const body = JSON.stringify(sent.payload);
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (sent.sender === "github") {
     headers["x-github-event"] = sent.event;
-    headers["x-github-delivery"] = crypto.randomUUID();
+    headers["x-github-delivery"] = deliveryId;
     headers["x-hub-signature-256"] = await sign(secret, body);
   } else if (sent.sender === "gitlab") {
     headers["x-gitlab-event"] = "Merge Request Hook";
-    headers["x-gitlab-event-uuid"] = crypto.randomUUID();
+    headers["x-gitlab-event-uuid"] = deliveryId;
     headers["x-gitlab-token"] = secret;
   } else {
     headers.authorization = `Bearer ${secret}`;
@@ -258,6 +266,39 @@ for (const c of CASES) {
     });
   });
 }
+
+Deno.test("direct mode: the sender's retry of a 502 resumes after the parts already delivered", async () => {
+  await using world = await startWorld({
+    long: {
+      deliver: "telegram",
+      deliver_extra: { chat_id: "4242" },
+      prompt: "{issue.body}",
+      deliver_only: true,
+    },
+  });
+  const fake = world.fakes.telegram;
+  const issue = { ...(ISSUE.issue as Record<string, unknown>), body: LONG_ANSWER };
+  const sent: Sent = { sender: "github", event: "issues", payload: { ...ISSUE, issue } };
+  const deliveryId = crypto.randomUUID();
+  fake.failNext(1, { status: 500 }, { after: 1 }); // part 1 goes out, part 2 fails
+
+  const first = await world.post("long", sent, deliveryId);
+  assert.equal(first.status, 502, JSON.stringify(first.body));
+  assert.equal(fake.messages.length, 1, "part 1 was delivered");
+  const retry = await world.post("long", sent, deliveryId);
+  assert.equal(retry.status, 200, JSON.stringify(retry.body));
+
+  const texts = fake.messages.map((message) => String(message.text));
+  assert.deepEqual(
+    texts.map((text) => text.slice(0, 5)),
+    ["(1/2)", "(2/2)"],
+    "part 1 once, then part 2",
+  );
+  assert.ok(texts[1].endsWith("Done."));
+  const again = await world.post("long", sent, deliveryId);
+  assert.equal(again.body.status, "duplicate", "delivered: the id is now taken");
+  assert.equal(fake.messages.length, 2);
+});
 
 Deno.test("origin answers a GitHub issue or pull request with a comment, a GitLab merge request with a note, others at extra.home", async () => {
   await using world = await startWorld(

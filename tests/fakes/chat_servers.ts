@@ -55,8 +55,11 @@ export interface FakePlatform extends AsyncDisposable {
   messages: ReceivedMessage[];
   /** Every request received, accepted or not. */
   requests: number;
-  /** Answers the next `count` requests with `failure` instead of processing them. */
-  failNext(count: number, failure: PlannedFailure): void;
+  /**
+   * Answers the next `count` requests with `failure` instead of processing them; with
+   * `after`, only once that many more requests have been processed normally.
+   */
+  failNext(count: number, failure: PlannedFailure, options?: { after?: number }): void;
   /** Stops the server and waits until it is closed. */
   close(): Promise<void>;
 }
@@ -279,7 +282,8 @@ const PLATFORMS: Record<PlatformKind, Platform> = { telegram, discord, slack, gi
 export function startFakePlatform(kind: PlatformKind, options: FakeOptions = {}): FakePlatform {
   const platform = PLATFORMS[kind];
   const token = options.token ?? `${kind}-test-token`;
-  const failures: PlannedFailure[] = [];
+  // What to do with the coming requests, in order: fail, or (undefined) process normally.
+  const failures: (PlannedFailure | undefined)[] = [];
   const fake = { kind, token, messages: [] as ReceivedMessage[], requests: 0 };
   const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
     fake.requests++;
@@ -310,7 +314,8 @@ export function startFakePlatform(kind: PlatformKind, options: FakeOptions = {})
   return Object.assign(fake, {
     url,
     env: platform.env(url, token),
-    failNext: (count: number, failure: PlannedFailure) => {
+    failNext: (count: number, failure: PlannedFailure, { after = 0 } = {}) => {
+      for (let i = 0; i < after; i++) failures.push(undefined);
       for (let i = 0; i < count; i++) failures.push(failure);
     },
     close,

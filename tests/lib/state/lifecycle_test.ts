@@ -304,7 +304,44 @@ async function upgradeMovesKeys(schema: string): Promise<void> {
   const { user_version } = check.prepare("PRAGMA user_version").get() as { user_version: number };
   check.close();
   await home.cleanup();
-  assert.equal(user_version, 3);
+  assert.equal(user_version, 4);
   assert.ok(names.includes("events_key") && names.includes("events_received"), String(names));
+  assert.ok(names.includes("events_direct_parts"), String(names));
   assert.ok(!names.includes("idempotency_keys") && !names.includes("keys_expiry"), String(names));
 }
+
+Deno.test("opening a version 3 database adds the index of partly delivered direct messages", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    await store.recordDirect(newEvent({ mode: "direct", deliveryId: "dd" }), {
+      delivered: false,
+      error: "502 on part 2",
+      partsSent: 1,
+    });
+    await store.close();
+    // As version 3 left it: the same tables, without the index.
+    const old = new DatabaseSync(home.dbPath);
+    old.exec("DROP INDEX events_direct_parts; PRAGMA user_version = 3;");
+    old.close();
+
+    const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    try {
+      assert.equal(upgraded.directPartsSent("gh", "dd", newEvent().prompt), 1);
+    } finally {
+      await upgraded.close();
+    }
+    const check = new DatabaseSync(home.dbPath, { readOnly: true });
+    const index = check.prepare(
+      "SELECT 1 FROM sqlite_master WHERE name = 'events_direct_parts'",
+    ).get();
+    const { user_version } = check.prepare("PRAGMA user_version").get() as {
+      user_version: number;
+    };
+    check.close();
+    assert.ok(index, "the index was created");
+    assert.equal(user_version, 4);
+  } finally {
+    await home.cleanup();
+  }
+});

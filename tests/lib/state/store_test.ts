@@ -222,6 +222,30 @@ Deno.test("hasSeen() and recordDirect() leave a failed direct delivery retryable
   });
 });
 
+Deno.test("directPartsSent() counts the parts that failed direct attempts of the same message delivered", async () => {
+  await withStore({}, async (store, dbPath) => {
+    const event = newEvent({ mode: "direct", deliveryId: "dd", prompt: "a long message" });
+    assert.equal(store.directPartsSent("gh", "dd", "a long message"), 0, "never tried");
+    await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
+    assert.equal(store.directPartsSent("gh", "dd", "a long message"), 0, "nothing went out");
+    await store.recordDirect(event, { delivered: false, error: "502 on part 2", partsSent: 1 });
+    await store.recordDirect(event, { delivered: false, error: "502 on part 3", partsSent: 2 });
+    assert.equal(store.directPartsSent("gh", "dd", "a long message"), 2);
+    assert.equal(store.directPartsSent("gh", "dd", "an edited message"), 0, "another text");
+    assert.equal(store.directPartsSent("other", "dd", "a long message"), 0, "another subscription");
+    assert.equal(store.directPartsSent("gh", "other", "a long message"), 0, "another id");
+
+    const check = new DatabaseSync(dbPath, { readOnly: true });
+    const plan = check.prepare(
+      "EXPLAIN QUERY PLAN SELECT max(parts_sent) FROM events WHERE subscription = ? " +
+        "AND delivery_id = ? AND mode = 'direct' AND status = 'failed' AND parts_sent > 0 " +
+        "AND prompt = ?",
+    ).all("gh", "dd", "x") as { detail: string }[];
+    check.close();
+    assert.match(plan.map((row) => row.detail).join("; "), /events_direct_parts/);
+  });
+});
+
 Deno.test("accept() resolves only for committed events: all of them survive kill -9", async () => {
   const home = await tempHome();
   const storeModule = new URL("../../../lib/state/mod.ts", import.meta.url).href;
