@@ -15,8 +15,9 @@ const usage = `Usage: agent gateway run [--port N] [--quiet]
 
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
-finish, queued work stays in the state database for the next start. Every decision is
-logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
+finish and running agent work gets 10 s; what is still running then is stopped (a command
+agent is killed) and, with queued work, stays in the state database for the next start.
+Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
 
 /** Milliseconds running agent work may take to finish after a stop signal. */
 const SHUTDOWN_DEADLINE_MS = 10_000;

@@ -227,3 +227,17 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/**
+ * Waits up to 2 s for a process to exit (Linux `/proc`).
+ * @param pid the process id
+ * @returns true once it is gone or is a zombie waiting to be reaped, false if it still runs
+ */
+export async function processExited(pid: number): Promise<boolean> {
+  for (let i = 0; i < 200; i++) {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => null);
+    if (stat === null || stat.split(") ")[1]?.startsWith("Z")) return true;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return false;
+}

@@ -17,6 +17,7 @@ import { type FakeLlmAnswer, type FakeLlmRequest, startFakeLlm } from "../fakes/
 import {
   enabledConfig,
   eventually,
+  processExited,
   runCli,
   signedGitHub,
   startGatewayProcess,
@@ -279,6 +280,40 @@ Deno.test("SIGTERM lets the running event finish and keeps the queued ones for t
     [...messagesPerDelivery(s.telegram)].sort(),
     [["term-0", 1], ["term-1", 1], ["term-2", 1]],
   );
+  assert.equal(await second.stop(), 0);
+});
+
+Deno.test("SIGTERM kills a command agent still running at the deadline; the next start runs the event again", async () => {
+  // The first run starts a child and waits on it; later runs answer at once.
+  const script = 'if [ -e "$AGENT_HOME/ran" ]; then echo "answered after restart"; else ' +
+    'touch "$AGENT_HOME/ran"; sleep 60 & echo $! > "$AGENT_HOME/child.pid"; wait; fi';
+  await using s = await stack(
+    configWith(`  provider: command\n  command: ${JSON.stringify(["sh", "-c", script])}\n`),
+    echo,
+  );
+  const childPidFile = join(s.home, "child.pid");
+  await using first = await startGatewayProcess(s.env);
+  const response = await postIssue(first.url, "slow-agent");
+  assert.equal(response.status, 202);
+  await response.body?.cancel();
+  const childPid = await eventually(
+    async () => Number(await Deno.readTextFile(childPidFile).catch(() => "")) || null,
+    { what: "the agent's child to start" },
+  );
+  const started = performance.now();
+  assert.equal(await first.stop("SIGTERM"), 0, first.output());
+  const tookMs = performance.now() - started;
+  assert.ok(tookMs < 14_000, `the stop took ${Math.round(tookMs)} ms`);
+  assert.match(first.output(), /agent run stopped by shutdown/);
+  assert.ok(await processExited(childPid), `the agent's child ${childPid} outlived the gateway`);
+  assert.deepEqual((await events(s.env)).map((row) => row.status), ["running"]);
+  assert.equal(s.telegram.messages.length, 0);
+
+  await using second = await startGatewayProcess(s.env);
+  await allDelivered(s.env, 1);
+  assert.deepEqual(s.telegram.messages.map((message) => message.text), [
+    "answered after restart",
+  ]);
   assert.equal(await second.stop(), 0);
 });
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../../../lib/errors.ts";
 import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+import { processExited } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
 
 function runner(
@@ -109,7 +110,7 @@ Deno.test("command runner kills the program and its children when the run is abo
     const error = await agentError(run);
     assert.match(error.message, /was stopped: the gateway is stopping/);
     assert.ok(performance.now() - started < 5_000, "the run ends soon after the abort");
-    assert.ok(await gone(childPid), `the program's child ${childPid} was killed too`);
+    assert.ok(await processExited(childPid), `the program's child ${childPid} was killed too`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -121,16 +122,6 @@ Deno.test("command runner does not start a run whose signal is already aborted",
   );
   assert.match(error.message, /was stopped/);
 });
-
-/** True once `pid` has exited (no process, or a zombie waiting to be reaped), within 2 s. */
-async function gone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 200; i++) {
-    const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => null);
-    if (stat === null || stat.split(") ")[1]?.startsWith("Z")) return true;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return false;
-}
 
 Deno.test("command runner reports a missing program as permanent", async () => {
   const error = await agentError(
