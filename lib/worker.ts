@@ -81,8 +81,9 @@ export interface EventWorker {
   /**
    * Stops claiming, then waits for the events in progress, at most `deadlineMs` milliseconds.
    * Agent runs still going then are stopped (a `command` program is killed), and the worker
-   * waits up to {@link ABORT_GRACE_MS} more for them to end. What is left stays `queued` or
-   * `running` in the store and is resumed by the next start.
+   * waits up to {@link ABORT_GRACE_MS} more for the events in progress to end (deliveries are
+   * not stopped). What is left stays `queued` or `running` in the store and is resumed by the
+   * next start.
    */
   stop(options: { deadlineMs: number }): Promise<void>;
   /** Resolves when nothing is in progress and nothing is due now (for tests). */
@@ -111,10 +112,11 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   };
   const running = new Map<string, Promise<void>>();
   /**
-   * Outcomes that could not be written (a locked or full database), by event id: their events
-   * stay `running` in the store, where nothing claims them, so each write is tried again on
-   * every pass of the loop until it succeeds. A delivered message is thus recorded as delivered
-   * rather than sent again by a retry.
+   * Outcomes that could not be written (a locked or full database), by event id, oldest first:
+   * their events stay `running` in the store, where nothing claims them, so the writes are
+   * tried again on every pass of the loop (about once a second) while the worker runs. A
+   * delivered message is thus recorded as delivered rather than sent again by a retry. What is
+   * still unwritten when the worker stops runs again at the next start (at least once).
    */
   const unrecorded = new Map<string, () => void>();
   const stopRuns = new AbortController();
@@ -172,15 +174,23 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     }
   }
 
+  /**
+   * Tries the held writes in order. The first one the store still refuses ends the pass (each
+   * refusal may have waited the busy timeout) and goes to the back of the line, so a write that
+   * keeps failing does not hold up the others.
+   */
   function recordHeldOutcomes(): void {
-    for (const [eventId, write] of unrecorded) {
+    for (const [eventId, write] of [...unrecorded]) {
       try {
         write();
         unrecorded.delete(eventId);
         log("info", "outcome recorded", { eventId });
       } catch (error) {
-        if (error instanceof StoreUnavailableError) return; // still failing: next pass
         unrecorded.delete(eventId);
+        if (error instanceof StoreUnavailableError) {
+          unrecorded.set(eventId, write);
+          return;
+        }
         log("error", "cannot record the outcome", { eventId, error: describe(error) });
       }
     }
@@ -332,6 +342,15 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         await waitForRuns(ABORT_GRACE_MS);
       }
       recordHeldOutcomes();
+      if (unrecorded.size > 0) {
+        log(
+          "error",
+          "worker stopped with outcomes it could not record; they run again at the next start",
+          {
+            eventIds: [...unrecorded.keys()],
+          },
+        );
+      }
       if (running.size > 0) {
         log("warn", "worker stopped with events in progress", { running: [...running.keys()] });
       }

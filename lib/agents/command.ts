@@ -83,7 +83,8 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     if (signal?.aborted) stop();
     try {
       const [output] = await Promise.all([child.output(), writeInput(child, input)]);
-      if (signal?.aborted) {
+      // A program that finished before the stop keeps its answer.
+      if (signal?.aborted && !output.success) {
         throw new AgentError(`The agent command "${program}" was stopped: the gateway is stopping`);
       }
       if (timedOut) {

@@ -40,8 +40,8 @@ const KEY_HOLDER = "subscription = ? AND delivery_id = ? AND key_expires_at IS N
 const CLOSE_ATTEMPT = "UPDATE attempts SET finished_at = ?, step = ?, error = ? " +
   "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)";
 
-/** The statements the store runs often, prepared once. */
-const STATEMENTS = {
+/** The statements the store runs often, prepared once (exported for query-plan tests). */
+export const STATEMENTS = {
   keyHolder: `SELECT id, key_expires_at FROM events WHERE ${KEY_HOLDER}`,
   releaseKey: `UPDATE events SET key_expires_at = NULL WHERE ${KEY_HOLDER}`,
   seen: `SELECT 1 AS seen FROM events WHERE ${KEY_HOLDER} AND key_expires_at > ?`,
@@ -71,7 +71,7 @@ const STATEMENTS = {
   // Uses events_direct_parts, whose WHERE clause these terms repeat.
   directPartsSent: "SELECT max(parts_sent) AS parts FROM events WHERE subscription = ? " +
     "AND delivery_id = ? AND mode = 'direct' AND status = 'failed' AND parts_sent > 0 " +
-    "AND prompt = ?",
+    "AND prompt = ? AND route = ? AND received_at > ?",
 } as const;
 
 /** Prepared statements by name. */

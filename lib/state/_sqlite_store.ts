@@ -190,9 +190,15 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   return {
     accept: (event) => commits.submit(() => acceptNow(event)),
     recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
-    directPartsSent: (subscription, deliveryId, message) =>
+    directPartsSent: (event) =>
       use(() => {
-        const row = s.directPartsSent.get(subscription, deliveryId, message) as Row | undefined;
+        const row = s.directPartsSent.get(
+          event.subscription,
+          event.deliveryId,
+          event.prompt,
+          JSON.stringify(event.route),
+          event.receivedAtMs - ttlMs,
+        ) as Row | undefined;
         return Number(row?.parts ?? 0);
       }),
     hasSeen: (subscription, deliveryId, nowMs) =>

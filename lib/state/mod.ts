@@ -119,14 +119,14 @@ export interface StateStore {
   hasSeen(subscription: string, deliveryId: string, nowMs: number): boolean;
   /**
    * How many parts of a direct-mode message earlier failed attempts already delivered, so the
-   * sender's retry resumes after them instead of sending them again.
-   * @param subscription subscription name
-   * @param deliveryId delivery id
-   * @param message the rendered message: parts of a different text do not count
-   * @returns the most parts any failed attempt with that delivery id and text delivered; 0
-   *   when none did
+   * sender's retry resumes after them instead of sending them again. Only attempts of the same
+   * subscription and delivery id, with the same message (`prompt`) and the same target and chat
+   * (`route`), received within `idempotencyTtlSeconds` of `event.receivedAtMs`, count: a
+   * different text or destination is a different message, and an expired delivery id a new one.
+   * @param event the direct-mode event about to be delivered
+   * @returns the most parts any such attempt delivered; 0 when none did
    */
-  directPartsSent(subscription: string, deliveryId: string, message: string): number;
+  directPartsSent(event: NewEvent): number;
   /**
    * Stores a direct-mode event after its delivery, as `delivered` or `failed`. A delivered
    * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.

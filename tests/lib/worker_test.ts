@@ -387,6 +387,34 @@ Deno.test("worker records a delivery the store could not record at first, withou
   });
 });
 
+Deno.test("worker does not let an outcome the store keeps refusing hold up the others", async () => {
+  await withWorker({ maxConcurrency: 2 }, async (h) => {
+    const stuck = await accept(h.store);
+    const other = await accept(h.store);
+    const markDelivered = h.store.markDelivered;
+    let otherFailures = 1;
+    h.store.markDelivered = (eventId, nowMs) => {
+      if (eventId === stuck || otherFailures-- > 0) {
+        throw new StoreUnavailableError("State database error: database is locked");
+      }
+      return markDelivered(eventId, nowMs);
+    };
+    h.worker.start();
+    await turnsUntil(() => h.jobs.length === 2);
+    for (let i = 0; i < 5 && h.store.getEvent(other)!.status === "running"; i++) {
+      h.time.advance(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    assert.equal(h.store.getEvent(other)!.status, "delivered", "recorded despite the stuck one");
+    assert.equal(h.store.getEvent(stuck)!.status, "running");
+
+    await h.worker.stop({ deadlineMs: 0 });
+    const atStop = h.logs.find((l) => l.message.startsWith("worker stopped with outcomes"));
+    assert.deepEqual(atStop?.props, { eventIds: [stuck] }, "what runs again is logged");
+    assert.equal(h.jobs.length, 2, "each message was sent once");
+  });
+});
+
 Deno.test("worker keeps the parts already sent when the store fails between parts", async () => {
   const deliver: WorkerDeps["deliver"] = async (job, onPartSent) => {
     await onPartSent((job.partsAlreadySent ?? 0) + 1);

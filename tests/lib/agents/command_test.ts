@@ -116,7 +116,7 @@ Deno.test("command runner kills the program and its children when the run is abo
   }
 });
 
-Deno.test("command runner does not start a run whose signal is already aborted", async () => {
+Deno.test("command runner stops at once a run whose signal is already aborted", async () => {
   const error = await agentError(
     runner(["sh", "-c", "sleep 30"])({ prompt: "", eventId: "e", signal: AbortSignal.abort() }),
   );

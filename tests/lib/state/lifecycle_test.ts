@@ -314,7 +314,8 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
   const home = await tempHome();
   try {
     const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
-    await store.recordDirect(newEvent({ mode: "direct", deliveryId: "dd" }), {
+    const direct = newEvent({ mode: "direct", deliveryId: "dd" });
+    await store.recordDirect(direct, {
       delivered: false,
       error: "502 on part 2",
       partsSent: 1,
@@ -327,7 +328,7 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
 
     const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     try {
-      assert.equal(upgraded.directPartsSent("gh", "dd", newEvent().prompt), 1);
+      assert.equal(upgraded.directPartsSent(direct), 1);
     } finally {
       await upgraded.close();
     }

@@ -3,6 +3,7 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { StoreUnavailableError } from "../../../lib/errors.ts";
 import { openStateStore } from "../../../lib/state/mod.ts";
+import { STATEMENTS } from "../../../lib/state/_database.ts";
 import { newEvent, tempHome, withStore } from "./_fixtures.ts";
 
 Deno.test("accept() persists an event that is still there after close and reopen", async () => {
@@ -222,25 +223,39 @@ Deno.test("hasSeen() and recordDirect() leave a failed direct delivery retryable
   });
 });
 
-Deno.test("directPartsSent() counts the parts that failed direct attempts of the same message delivered", async () => {
-  await withStore({}, async (store, dbPath) => {
-    const event = newEvent({ mode: "direct", deliveryId: "dd", prompt: "a long message" });
-    assert.equal(store.directPartsSent("gh", "dd", "a long message"), 0, "never tried");
+Deno.test("directPartsSent() counts the parts failed direct attempts of the same message delivered", async () => {
+  const T0 = 1_700_000_000_000;
+  await withStore({ idempotencyTtlSeconds: 60 }, async (store, dbPath) => {
+    const event = newEvent({
+      mode: "direct",
+      deliveryId: "dd",
+      prompt: "a long message",
+      route: { deliver: "telegram", chatId: "1", skills: [] },
+      receivedAtMs: T0,
+    });
+    const retry = { ...event, receivedAtMs: T0 + 30_000 };
+    assert.equal(store.directPartsSent(retry), 0, "never tried");
     await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
-    assert.equal(store.directPartsSent("gh", "dd", "a long message"), 0, "nothing went out");
+    assert.equal(store.directPartsSent(retry), 0, "nothing went out");
     await store.recordDirect(event, { delivered: false, error: "502 on part 2", partsSent: 1 });
     await store.recordDirect(event, { delivered: false, error: "502 on part 3", partsSent: 2 });
-    assert.equal(store.directPartsSent("gh", "dd", "a long message"), 2);
-    assert.equal(store.directPartsSent("gh", "dd", "an edited message"), 0, "another text");
-    assert.equal(store.directPartsSent("other", "dd", "a long message"), 0, "another subscription");
-    assert.equal(store.directPartsSent("gh", "other", "a long message"), 0, "another id");
+    assert.equal(store.directPartsSent(retry), 2);
+    assert.equal(store.directPartsSent({ ...retry, prompt: "an edited message" }), 0, "text");
+    const discord = { deliver: "discord", chatId: "1", skills: [] };
+    assert.equal(store.directPartsSent({ ...retry, route: discord }), 0, "another target");
+    const chat2 = { deliver: "telegram", chatId: "2", skills: [] };
+    assert.equal(store.directPartsSent({ ...retry, route: chat2 }), 0, "another chat");
+    assert.equal(store.directPartsSent({ ...retry, subscription: "other" }), 0, "subscription");
+    assert.equal(store.directPartsSent({ ...retry, deliveryId: "other" }), 0, "delivery id");
+    assert.equal(
+      store.directPartsSent({ ...retry, receivedAtMs: T0 + 60_000 }),
+      0,
+      "the delivery id has expired: a new message",
+    );
 
     const check = new DatabaseSync(dbPath, { readOnly: true });
-    const plan = check.prepare(
-      "EXPLAIN QUERY PLAN SELECT max(parts_sent) FROM events WHERE subscription = ? " +
-        "AND delivery_id = ? AND mode = 'direct' AND status = 'failed' AND parts_sent > 0 " +
-        "AND prompt = ?",
-    ).all("gh", "dd", "x") as { detail: string }[];
+    const plan = check.prepare(`EXPLAIN QUERY PLAN ${STATEMENTS.directPartsSent}`)
+      .all("gh", "dd", "x", "{}", 0) as { detail: string }[];
     check.close();
     assert.match(plan.map((row) => row.detail).join("; "), /events_direct_parts/);
   });
