@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { ConfigError } from "../../../lib/errors.ts";
 import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
 import { type FakeLlmOptions, startFakeLlm } from "../../fakes/llm_server.ts";
+import { eventually } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
 
 async function withFake(
@@ -114,6 +115,23 @@ Deno.test("openai runner times out a hanging endpoint with a retryable error", a
     const error = await agentError(run({ prompt: "x", eventId: "e" }));
     assert.equal(error.permanent, false);
     assert.match(error.message, /did not answer within 0.2 s/);
+  });
+});
+
+Deno.test("openai runner stops waiting for a hanging endpoint when the run is aborted", async () => {
+  await withFake({ answer: () => ({ hang: true }) }, async (settings, fake) => {
+    const stop = new AbortController();
+    const run = createAgentRunner(settings, deps)({
+      prompt: "p",
+      eventId: "e",
+      signal: stop.signal,
+    });
+    await eventually(() => fake.requests.length === 1, { what: "the request to arrive" });
+    const started = performance.now();
+    stop.abort();
+    const error = await agentError(run);
+    assert.match(error.message, /stopped: the gateway is stopping/);
+    assert.ok(performance.now() - started < 1_000, "at once, not at the 5 s timeout");
   });
 });
 
