@@ -12,6 +12,7 @@ import { StoreUnavailableError } from "./lib/errors.ts";
 function realContext(): CommandContext {
   const encoder = new TextEncoder();
   let shutdown: AbortController | undefined;
+  const hurry = new AbortController();
   return {
     env: Deno.env.toObject(),
     stdout: (text) => Deno.stdout.writeSync(encoder.encode(text + "\n")),
@@ -26,11 +27,16 @@ function realContext(): CommandContext {
       if (!shutdown) {
         const controller = shutdown = new AbortController();
         for (const signal of ["SIGINT", "SIGTERM"] as const) {
-          Deno.addSignalListener(signal, () => controller.abort(signal));
+          // The second one, while stopping, asks to stop now.
+          Deno.addSignalListener(signal, () => {
+            if (controller.signal.aborted) hurry.abort(signal);
+            else controller.abort(signal);
+          });
         }
       }
       return shutdown.signal;
     },
+    hurrySignal: hurry.signal,
   };
 }
 

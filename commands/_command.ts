@@ -28,6 +28,11 @@ export interface CommandContext {
    * Reading it is what takes over the signals, so other commands stop on Ctrl-C as usual.
    */
   shutdownSignal: AbortSignal;
+  /**
+   * Aborted by a second SIGINT/SIGTERM after `shutdownSignal`: stop at once instead of waiting
+   * for running work. Absent where nothing sends signals (tests).
+   */
+  hurrySignal?: AbortSignal;
 }
 
 /** One subcommand: `agent <group> <name> ...`. */

@@ -15,8 +15,9 @@ const usage = `Usage: agent gateway run [--port N] [--quiet]
 
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
-finish and running agent work gets 10 s; what is still running then is stopped (a command
-agent is killed) and, with queued work, stays in the state database for the next start.
+finish and running agent work gets 10 s (a second Ctrl-C or SIGTERM: none); what is still
+running then is stopped (a command agent is killed) and, with queued work, stays in the state
+database for the next start.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
 
 /** Milliseconds running agent work may take to finish after a stop signal. */
@@ -56,8 +57,14 @@ export const gatewayRun: Command = {
         if (ctx.shutdownSignal.aborted) resolve(undefined);
         ctx.shutdownSignal.addEventListener("abort", resolve, { once: true });
       });
-      ctx.stdout("Stopping: finishing requests in flight, queued events stay queued");
-      await gateway.stop({ deadlineMs: SHUTDOWN_DEADLINE_MS });
+      ctx.stdout(
+        "Stopping: finishing requests in flight, queued events stay queued " +
+          "(Ctrl-C again to stop running work now)",
+      );
+      ctx.hurrySignal?.addEventListener("abort", () => {
+        ctx.stdout("Stopping now: running agent work is stopped and runs again at the next start");
+      }, { once: true });
+      await gateway.stop({ deadlineMs: SHUTDOWN_DEADLINE_MS, hurry: ctx.hurrySignal });
       ctx.stdout("Gateway stopped");
       return 0;
     } finally {

@@ -79,13 +79,13 @@ export interface EventWorker {
   /** Tells the worker an event was just accepted, so it need not wait for its timer. */
   notify(): void;
   /**
-   * Stops claiming, then waits for the events in progress, at most `deadlineMs` milliseconds.
-   * Agent runs still going then are stopped (a `command` program is killed), and the worker
+   * Stops claiming, then waits for the events in progress, at most `deadlineMs` milliseconds
+   * and no longer than until `hurry` aborts. Agent runs still going then are stopped (a `command` program is killed), and the worker
    * waits up to {@link ABORT_GRACE_MS} more for the events in progress to end (deliveries are
    * not stopped). What is left stays `queued` or `running` in the store and is resumed by the
    * next start.
    */
-  stop(options: { deadlineMs: number }): Promise<void>;
+  stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
   /** Resolves when nothing is in progress and nothing is due now (for tests). */
   idle(): Promise<void>;
 }
@@ -196,10 +196,14 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     }
   }
 
-  /** Waits until nothing is in progress, at most `timeoutMs`. */
-  async function waitForRuns(timeoutMs: number): Promise<void> {
+  /** Waits until nothing is in progress, at most `timeoutMs` and no longer than `hurry`. */
+  async function waitForRuns(timeoutMs: number, hurry?: AbortSignal): Promise<void> {
+    if (hurry?.aborted) return;
     let cancel: (() => void) | undefined;
-    const timeout = new Promise<void>((resolve) => cancel = setTimer(resolve, timeoutMs));
+    const timeout = new Promise<void>((resolve) => {
+      cancel = setTimer(resolve, timeoutMs);
+      hurry?.addEventListener("abort", () => resolve(), { once: true });
+    });
     await Promise.race([Promise.allSettled([...running.values()]), timeout]);
     cancel?.();
   }
@@ -248,6 +252,11 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         step = "agent";
         const startedAt = deps.now();
         const systemPrompt = await deps.systemPrompt(event.route.skills);
+        if (stopRuns.signal.aborted) {
+          // Stopped before the run began: the next start runs it.
+          log("warn", "agent run stopped by shutdown", context);
+          return;
+        }
         text = await deps.runAgent({
           prompt: event.prompt,
           systemPrompt,
@@ -332,11 +341,11 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         pump();
       });
     },
-    async stop({ deadlineMs }) {
+    async stop({ deadlineMs, hurry }) {
       stopping = true;
       cancelTimer?.();
       cancelTimer = undefined;
-      if (running.size > 0) await waitForRuns(deadlineMs);
+      if (running.size > 0) await waitForRuns(deadlineMs, hurry);
       if (running.size > 0) {
         stopRuns.abort();
         await waitForRuns(ABORT_GRACE_MS);

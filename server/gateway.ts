@@ -28,9 +28,10 @@ export interface RunningGateway {
   store: StateStore;
   /**
    * Stops gracefully: no new connections, in-flight requests finish, running agent work gets
-   * up to `deadlineMs` and the rest stays queued for the next start.
+   * up to `deadlineMs` (10 s) in all, or until `hurry` aborts; then agent runs still going are
+   * stopped, and they and the queued events stay in the store for the next start.
    */
-  stop(options?: { deadlineMs?: number }): Promise<void>;
+  stop(options?: { deadlineMs?: number; hurry?: AbortSignal }): Promise<void>;
 }
 
 /** What varies between the real process and tests. */
@@ -159,7 +160,7 @@ export async function startGateway(
     url,
     port: address.port,
     store,
-    async stop({ deadlineMs = 10_000 } = {}) {
+    async stop({ deadlineMs = 10_000, hurry } = {}) {
       stopping = true;
       clearInterval(pruneTimer);
       const startedAt = performance.now();
@@ -167,12 +168,17 @@ export async function startGateway(
       // of a body keeps its connection open: past the deadline the stop goes on without it
       // (the process exits after this, which closes it).
       let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        server.shutdown(),
-        new Promise((resolve) => timer = setTimeout(resolve, deadlineMs)),
-      ]);
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, deadlineMs);
+        hurry?.addEventListener("abort", () => resolve(), { once: true });
+        if (hurry?.aborted) resolve();
+      });
+      await Promise.race([server.shutdown(), deadline]);
       clearTimeout(timer);
-      await worker.stop({ deadlineMs: Math.max(0, deadlineMs - (performance.now() - startedAt)) });
+      await worker.stop({
+        deadlineMs: Math.max(0, deadlineMs - (performance.now() - startedAt)),
+        hurry,
+      });
       await store.close();
     },
   };

@@ -317,6 +317,32 @@ Deno.test("SIGTERM kills a command agent still running at the deadline; the next
   assert.equal(await second.stop(), 0);
 });
 
+Deno.test("a second SIGTERM stops a running command agent at once", async () => {
+  const script = 'sleep 60 & echo $! > "$AGENT_HOME/child.pid"; wait';
+  await using s = await stack(
+    configWith(`  provider: command\n  command: ${JSON.stringify(["sh", "-c", script])}\n`),
+    echo,
+  );
+  await using gateway = await startGatewayProcess(s.env);
+  const response = await postIssue(gateway.url, "hurried");
+  assert.equal(response.status, 202);
+  await response.body?.cancel();
+  const childPid = await eventually(
+    async () => Number(await Deno.readTextFile(join(s.home, "child.pid")).catch(() => "")) || null,
+    { what: "the agent's child to start" },
+  );
+  const started = performance.now();
+  const exited = gateway.stop("SIGTERM");
+  await eventually(() => gateway.output().includes("Ctrl-C again"), { what: "the first stop" });
+  Deno.kill(gateway.child.pid, "SIGTERM");
+  assert.equal(await exited, 0, gateway.output());
+  const tookMs = performance.now() - started;
+  assert.ok(tookMs < 5_000, `the stop took ${Math.round(tookMs)} ms, not the 10 s deadline`);
+  assert.match(gateway.output(), /Stopping now/);
+  assert.ok(await processExited(childPid), `the agent's child ${childPid} outlived the gateway`);
+  assert.deepEqual((await events(s.env)).map((row) => row.status), ["running"]);
+});
+
 Deno.test("a locked state database answers 503 with Retry-After and the retry is accepted", async () => {
   await using s = await stack(configWith("  retry: {initial_delay_seconds: 0}\n"), echo);
   await using gateway = await startGatewayProcess(s.env);

@@ -330,13 +330,37 @@ Deno.test("worker.stop() waits up to the deadline, stops the agent run and leave
   });
 });
 
+Deno.test("worker.stop() stops the agent run at once when hurried", async () => {
+  let runs = 0;
+  const runAgent = ({ signal }: { signal?: AbortSignal }) =>
+    new Promise<string>((_, reject) => {
+      runs += 1;
+      signal?.addEventListener("abort", () => reject(new Error("stopped")));
+    });
+  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await turnsUntil(() => runs === 1); // the run is under way
+    const hurry = new AbortController();
+    let stopped = false;
+    const stopping = h.worker.stop({ deadlineMs: 60_000, hurry: hurry.signal })
+      .then(() => (stopped = true));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(stopped, false, "waits for the run");
+    hurry.abort(); // a second Ctrl-C; the clock does not move
+    await stopping;
+    assert.equal(h.store.getEvent(id)!.status, "running", "resumed by the next start");
+    assert.ok(h.logs.some((l) => l.message === "agent run stopped by shutdown"));
+  });
+});
+
 Deno.test("worker.stop() gives up on an agent run that ignores the stop after a grace period", async () => {
   let release: ((value: string) => void) | undefined;
   const runAgent = () => new Promise<string>((resolve) => (release = resolve));
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
     const id = await accept(h.store);
     h.worker.start();
-    await turnsUntil(() => h.store.getEvent(id)!.status === "running");
+    await turnsUntil(() => release !== undefined); // the run is under way
     let stopped = false;
     const stopping = h.worker.stop({ deadlineMs: 1_000 }).then(() => (stopped = true));
     h.time.advance(1_000);
