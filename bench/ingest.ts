@@ -90,10 +90,10 @@ end
 
 /** One round: each case measured once, in the order a, b, c, m. */
 interface Round {
-  a: WrkResult;
-  b: WrkResult;
-  c: WrkResult;
-  m: WrkResult;
+  a: CaseResult;
+  b: CaseResult;
+  c: CaseResult;
+  m: CaseResult;
 }
 
 const median = (values: number[]) => {
@@ -108,6 +108,33 @@ interface WrkResult {
   p99Ms: number;
   requests: number;
   non2xx: number;
+}
+
+/** A case's figures: wrk's, plus what the server's event loop and the machine spent. */
+interface CaseResult extends WrkResult {
+  /** CPU time of the server's main thread (its event loop) per request, in µs. */
+  loopUsPerRequest: number;
+  /** Share of the machine's CPU time the hypervisor stole during the case, in %. */
+  stealPercent: number;
+}
+
+const CLOCK_TICKS_PER_SECOND = Number(
+  new TextDecoder().decode(new Deno.Command("getconf", { args: ["CLK_TCK"] }).outputSync().stdout),
+) || 100;
+
+/** CPU time of a process's main thread, in clock ticks (`/proc/<pid>/task/<pid>/stat`). */
+function mainThreadTicks(pid: number): number {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/stat`);
+  // Fields after the command name, from field 3 on: utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** The machine's CPU time in clock ticks (`/proc/stat`): in all, and stolen by the hypervisor. */
+function machineTicks(): { total: number; steal: number } {
+  const values = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/)
+    .slice(1, 9).map(Number);
+  return { total: values.reduce((sum, value) => sum + value, 0), steal: values[7] };
 }
 
 function parseLatency(text: string, percentile: string): number {
@@ -297,9 +324,19 @@ async function main() {
     await wrk(`${gatewayUrl}/webhooks/direct`, script, 2);
     // Each case starts with the page cache written back, so none pays for the writes of the
     // one before (the yardstick's WAL, which is never checkpointed, grows by hundreds of MB).
-    const measure = async (url: string) => {
+    const measure = async (url: string, pid: number): Promise<CaseResult> => {
       await new Deno.Command("sync").output();
-      return await wrk(url, script, SECONDS);
+      const loopBefore = mainThreadTicks(pid);
+      const machineBefore = machineTicks();
+      const result = await wrk(url, script, SECONDS);
+      const loopTicks = mainThreadTicks(pid) - loopBefore;
+      const machine = machineTicks();
+      return {
+        ...result,
+        loopUsPerRequest: loopTicks / CLOCK_TICKS_PER_SECOND * 1e6 / Math.max(1, result.requests),
+        stealPercent: 100 * (machine.steal - machineBefore.steal) /
+          Math.max(1, machine.total - machineBefore.total),
+      };
     };
     const rounds: Round[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
@@ -309,16 +346,21 @@ async function main() {
       try {
         const minimalUrl = `http://127.0.0.1:${minimal.match[1]}/`;
         await wrk(minimalUrl, script, 2);
-        const a = await measure(`http://127.0.0.1:${ceiling.match[1]}/`);
-        const b = await measure(`${gatewayUrl}/webhooks/direct`);
-        const c = await measure(`${gatewayUrl}/webhooks/agent`);
-        const m = await measure(minimalUrl);
+        const a = await measure(`http://127.0.0.1:${ceiling.match[1]}/`, ceiling.child.pid);
+        const b = await measure(`${gatewayUrl}/webhooks/direct`, gateway.child.pid);
+        const c = await measure(`${gatewayUrl}/webhooks/agent`, gateway.child.pid);
+        const m = await measure(minimalUrl, minimal.child.pid);
         rounds.push({ a, b, c, m });
         console.log(
           `round ${round}: a ${a.rps.toFixed(0)}, m ${m.rps.toFixed(0)}, b ${b.rps.toFixed(0)}, ` +
             `c ${c.rps.toFixed(0)} req/s (c p99 ${c.p99Ms.toFixed(1)} ms); ` +
             `c/a ${(c.rps / a.rps).toFixed(2)}, c/m ${(c.rps / m.rps).toFixed(2)}, ` +
-            `c/b ${(c.rps / b.rps).toFixed(2)}`,
+            `c/b ${(c.rps / b.rps).toFixed(2)}; event loop µs/request c ` +
+            `${c.loopUsPerRequest.toFixed(0)}, m ${m.loopUsPerRequest.toFixed(0)}; ` +
+            `steal ${
+              Math.max(a.stealPercent, b.stealPercent, c.stealPercent, m.stealPercent)
+                .toFixed(0)
+            }% at most`,
         );
       } finally {
         minimal.child.kill("SIGKILL");
@@ -329,8 +371,10 @@ async function main() {
       }
     }
 
-    const of = (name: keyof Round, field: "rps" | "p50Ms" | "p99Ms") =>
-      median(rounds.map((round) => round[name][field]));
+    const of = (
+      name: keyof Round,
+      field: "rps" | "p50Ms" | "p99Ms" | "loopUsPerRequest" | "stealPercent",
+    ) => median(rounds.map((round) => round[name][field]));
     const ratio = (top: keyof Round, bottom: keyof Round) =>
       median(rounds.map((round) => round[top].rps / round[bottom].rps));
     const row = (name: string, key: keyof Round) =>
@@ -338,11 +382,16 @@ async function main() {
         of(key, "p50Ms").toFixed(2).padStart(8)
       } ${of(key, "p99Ms").toFixed(2).padStart(8)} ${
         String(rounds.reduce((sum, round) => sum + round[key].non2xx, 0)).padStart(8)
+      } ${of(key, "loopUsPerRequest").toFixed(0).padStart(8)} ${
+        of(key, "stealPercent").toFixed(1).padStart(6)
       }`;
     console.log(
-      `\nmedian of ${ROUNDS} round(s); non-2xx summed\n${"case".padEnd(40)} ${
-        "req/s".padStart(8)
-      } ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx".padStart(8)}`,
+      `\nmedian of ${ROUNDS} round(s); non-2xx summed; loop µs: the server's event-loop CPU ` +
+        `per request; steal: CPU time the hypervisor took, in %\n${"case".padEnd(40)} ${
+          "req/s".padStart(8)
+        } ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx".padStart(8)} ${
+          "loop µs".padStart(8)
+        } ${"steal".padStart(6)}`,
     );
     console.log(row("(a) plain Deno.serve, 202", "a"));
     console.log(row("(m) minimal verify + SQLite insert, 202", "m"));
@@ -353,6 +402,9 @@ async function main() {
         ratio("c", "a").toFixed(2)
       }  c/b ${ratio("c", "b").toFixed(2)}  m/a ${ratio("m", "a").toFixed(2)}  c/m ${
         ratio("c", "m").toFixed(2)
+      }; event-loop CPU per request, m/c: ${
+        median(rounds.map((round) => round.m.loopUsPerRequest / round.c.loopUsPerRequest))
+          .toFixed(2)
       }`,
     );
     const cRps = of("c", "rps");
