@@ -7,7 +7,7 @@ import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { createDefaultConfig } from "../lib/config_file.ts";
 import { UsageError } from "../lib/errors.ts";
 import { startLogging, stopLogging } from "../lib/log.ts";
-import { startGateway } from "../server/gateway.ts";
+import { startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
 import type { Command } from "./_command.ts";
 import { parseFlags } from "./_shared.ts";
 
@@ -15,13 +15,10 @@ const usage = `Usage: agent gateway run [--port N] [--quiet]
 
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
-finish and running agent work gets 10 s (a second Ctrl-C or SIGTERM: none); what is still
-running then is stopped (a command agent is killed) and, with queued work, stays in the state
-database for the next start.
+and running agent work get 10 s in all (a second Ctrl-C or SIGTERM: none); an agent run still
+going then is stopped (a command agent is killed) and, like queued work, stays in the state
+database for the next start, where it counts as an attempt.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
-
-/** Milliseconds running agent work may take to finish after a stop signal. */
-const SHUTDOWN_DEADLINE_MS = 10_000;
 
 /** `agent gateway run`. */
 export const gatewayRun: Command = {
@@ -64,7 +61,7 @@ export const gatewayRun: Command = {
       ctx.hurrySignal?.addEventListener("abort", () => {
         ctx.stdout("Stopping now: running agent work is stopped and runs again at the next start");
       }, { once: true });
-      await gateway.stop({ deadlineMs: SHUTDOWN_DEADLINE_MS, hurry: ctx.hurrySignal });
+      await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
       ctx.stdout("Gateway stopped");
       return 0;
     } finally {

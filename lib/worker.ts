@@ -11,6 +11,7 @@
  * @module
  */
 import { retryDelayMs } from "./_retry.ts";
+import { settledWithin } from "./_wait.ts";
 import { setImmediate } from "node:timers";
 import {
   AgentError,
@@ -79,11 +80,14 @@ export interface EventWorker {
   /** Tells the worker an event was just accepted, so it need not wait for its timer. */
   notify(): void;
   /**
-   * Stops claiming, then waits for the events in progress, at most `deadlineMs` milliseconds
-   * and no longer than until `hurry` aborts. Agent runs still going then are stopped (a `command` program is killed), and the worker
-   * waits up to {@link ABORT_GRACE_MS} more for the events in progress to end (deliveries are
-   * not stopped). What is left stays `queued` or `running` in the store and is resumed by the
-   * next start.
+   * Stops claiming, then waits for the events in progress. Agent runs still going after the
+   * wait are stopped (a `command` program is killed), and the worker waits up to
+   * {@link ABORT_GRACE_MS} more for the events in progress to end (deliveries are not stopped).
+   * What is left stays `queued` or `running` in the store and is resumed by the next start,
+   * where an interrupted run counts as an attempt.
+   * @param options `deadlineMs`: the longest wait for the events in progress, in milliseconds;
+   *   `hurry`: ends that wait as soon as it aborts (a second Ctrl-C)
+   * @returns once the worker has stopped; never throws
    */
   stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
   /** Resolves when nothing is in progress and nothing is due now (for tests). */
@@ -114,7 +118,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   /**
    * Outcomes that could not be written (a locked or full database), by event id, oldest first:
    * their events stay `running` in the store, where nothing claims them, so the writes are
-   * tried again on every pass of the loop (about once a second) while the worker runs. A
+   * tried again on every pass of the loop (every `pollIntervalMs`, and after each event ends)
+   * while the worker runs. A
    * delivered message is thus recorded as delivered rather than sent again by a retry. What is
    * still unwritten when the worker stops runs again at the next start (at least once).
    */
@@ -197,15 +202,11 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   }
 
   /** Waits until nothing is in progress, at most `timeoutMs` and no longer than `hurry`. */
-  async function waitForRuns(timeoutMs: number, hurry?: AbortSignal): Promise<void> {
-    if (hurry?.aborted) return;
-    let cancel: (() => void) | undefined;
-    const timeout = new Promise<void>((resolve) => {
-      cancel = setTimer(resolve, timeoutMs);
-      hurry?.addEventListener("abort", () => resolve(), { once: true });
+  function waitForRuns(timeoutMs: number, hurry?: AbortSignal): Promise<void> {
+    return settledWithin(Promise.allSettled([...running.values()]), timeoutMs, {
+      signal: hurry,
+      setTimer,
     });
-    await Promise.race([Promise.allSettled([...running.values()]), timeout]);
-    cancel?.();
   }
 
   function launch(event: StoredEvent): void {

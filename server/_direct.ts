@@ -34,7 +34,7 @@ export async function deliverNow(
   }
   inFlight.add(key);
   try {
-    const partsAlreadySent = event.dedupe ? deps.store.directPartsSent(event) : 0;
+    const partsAlreadySent = event.dedupe ? deps.store.partsSentByFailedAttempts(event) : 0;
     let partsSent = partsAlreadySent;
     const job: DeliveryJob = {
       target: event.route.deliver,

@@ -11,12 +11,16 @@ import type { Config } from "../lib/config.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
 import { systemPromptFor } from "../lib/skills.ts";
 import { openStateStore, type StateStore } from "../lib/state/mod.ts";
+import { settledWithin } from "../lib/_wait.ts";
 import { findRoute } from "../lib/routes.ts";
 import { SubscriptionFileCache } from "../lib/subscription_store.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
+
+/** How long a stop waits for requests in flight and running agent work, in ms. */
+export const STOP_DEADLINE_MS = 10_000;
 
 /** A running gateway. */
 export interface RunningGateway {
@@ -27,9 +31,14 @@ export interface RunningGateway {
   /** The state database (tests inspect it). */
   store: StateStore;
   /**
-   * Stops gracefully: no new connections, in-flight requests finish, running agent work gets
-   * up to `deadlineMs` (10 s) in all, or until `hurry` aborts; then agent runs still going are
-   * stopped, and they and the queued events stay in the store for the next start.
+   * Stops gracefully: no new connections; requests in flight and running agent work get up to
+   * `deadlineMs` in all, or until `hurry` aborts. Then agent runs still going are stopped (with
+   * up to `ABORT_GRACE_MS` more to end; deliveries are not stopped), and they and the queued
+   * events stay in the store for the next start. Requests still open then (a sender stalled
+   * mid-body) are left to the process exit.
+   * @param options `deadlineMs` in milliseconds (@default {STOP_DEADLINE_MS}); `hurry`: ends
+   *   the wait early (a second Ctrl-C)
+   * @returns once the store is closed; never throws for slow requests or agent runs
    */
   stop(options?: { deadlineMs?: number; hurry?: AbortSignal }): Promise<void>;
 }
@@ -160,21 +169,14 @@ export async function startGateway(
     url,
     port: address.port,
     store,
-    async stop({ deadlineMs = 10_000, hurry } = {}) {
+    async stop({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) {
       stopping = true;
       clearInterval(pruneTimer);
       const startedAt = performance.now();
       // shutdown() waits for every connection to close, and a sender that stalls in the middle
       // of a body keeps its connection open: past the deadline the stop goes on without it
       // (the process exits after this, which closes it).
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const deadline = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, deadlineMs);
-        hurry?.addEventListener("abort", () => resolve(), { once: true });
-        if (hurry?.aborted) resolve();
-      });
-      await Promise.race([server.shutdown(), deadline]);
-      clearTimeout(timer);
+      await settledWithin(server.shutdown(), deadlineMs, { signal: hurry });
       await worker.stop({
         deadlineMs: Math.max(0, deadlineMs - (performance.now() - startedAt)),
         hurry,

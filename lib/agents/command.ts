@@ -83,7 +83,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     if (signal?.aborted) stop();
     try {
       const [output] = await Promise.all([child.output(), writeInput(child, input)]);
-      // A program that finished before the stop keeps its answer.
+      // A program that exited successfully keeps its answer, even if the stop came meanwhile.
       if (signal?.aborted && !output.success) {
         throw new AgentError(`The agent command "${program}" was stopped: the gateway is stopping`);
       }

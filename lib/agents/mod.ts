@@ -40,8 +40,9 @@ export interface AgentRequest {
   /** The event being answered, for logs and for the program's environment. */
   eventId: string;
   /**
-   * Aborted when the gateway stops before the run ends: the runner then stops it (kills the
-   * program and what it started, or drops the HTTP request) and fails with an AgentError.
+   * Aborted when the gateway stops before the run ends: the runner then fails at once with an
+   * AgentError. A `command` program is killed with what it started; an HTTP request to the LLM
+   * is no longer waited for (it ends with the process).
    */
   signal?: AbortSignal;
 }

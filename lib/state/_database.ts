@@ -69,7 +69,7 @@ export const STATEMENTS = {
   byPrefix: "SELECT * FROM events WHERE id >= ? AND id < ? ORDER BY id LIMIT 3",
   attempts: "SELECT * FROM attempts WHERE event_id = ? ORDER BY rowid",
   // Uses events_direct_parts, whose WHERE clause these terms repeat.
-  directPartsSent: "SELECT max(parts_sent) AS parts FROM events WHERE subscription = ? " +
+  partsSentByFailedAttempts: "SELECT max(parts_sent) AS parts FROM events WHERE subscription = ? " +
     "AND delivery_id = ? AND mode = 'direct' AND status = 'failed' AND parts_sent > 0 " +
     "AND prompt = ? AND route = ? AND received_at > ?",
 } as const;

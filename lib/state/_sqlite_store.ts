@@ -190,9 +190,9 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   return {
     accept: (event) => commits.submit(() => acceptNow(event)),
     recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
-    directPartsSent: (event) =>
+    partsSentByFailedAttempts: (event) =>
       use(() => {
-        const row = s.directPartsSent.get(
+        const row = s.partsSentByFailedAttempts.get(
           event.subscription,
           event.deliveryId,
           event.prompt,

@@ -125,8 +125,9 @@ export interface StateStore {
    * different text or destination is a different message, and an expired delivery id a new one.
    * @param event the direct-mode event about to be delivered
    * @returns the most parts any such attempt delivered; 0 when none did
+   * @throws StoreUnavailableError when the database cannot be read
    */
-  directPartsSent(event: NewEvent): number;
+  partsSentByFailedAttempts(event: NewEvent): number;
   /**
    * Stores a direct-mode event after its delivery, as `delivered` or `failed`. A delivered
    * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.

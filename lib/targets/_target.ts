@@ -30,7 +30,10 @@ export interface DeliveryJob {
   eventId: string;
   /** The sender's delivery id (idempotency key). */
   deliveryId: string;
-  /** Resume after a crash: parts `[0, n)` were already sent and are skipped. @default {0} */
+  /**
+   * Parts `[0, n)` were already sent and are skipped: a worker resuming after a crash or a
+   * failed part, or a direct-mode retry of the same delivery. @default {0}
+   */
   partsAlreadySent?: number;
 }
 

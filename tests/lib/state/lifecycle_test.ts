@@ -328,7 +328,7 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
 
     const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     try {
-      assert.equal(upgraded.directPartsSent(direct), 1);
+      assert.equal(upgraded.partsSentByFailedAttempts(direct), 1);
     } finally {
       await upgraded.close();
     }

@@ -223,7 +223,7 @@ Deno.test("hasSeen() and recordDirect() leave a failed direct delivery retryable
   });
 });
 
-Deno.test("directPartsSent() counts the parts failed direct attempts of the same message delivered", async () => {
+Deno.test("partsSentByFailedAttempts() counts the parts failed direct attempts of the same message delivered", async () => {
   const T0 = 1_700_000_000_000;
   await withStore({ idempotencyTtlSeconds: 60 }, async (store, dbPath) => {
     const event = newEvent({
@@ -234,27 +234,43 @@ Deno.test("directPartsSent() counts the parts failed direct attempts of the same
       receivedAtMs: T0,
     });
     const retry = { ...event, receivedAtMs: T0 + 30_000 };
-    assert.equal(store.directPartsSent(retry), 0, "never tried");
+    assert.equal(store.partsSentByFailedAttempts(retry), 0, "never tried");
     await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
-    assert.equal(store.directPartsSent(retry), 0, "nothing went out");
+    assert.equal(store.partsSentByFailedAttempts(retry), 0, "nothing went out");
     await store.recordDirect(event, { delivered: false, error: "502 on part 2", partsSent: 1 });
     await store.recordDirect(event, { delivered: false, error: "502 on part 3", partsSent: 2 });
-    assert.equal(store.directPartsSent(retry), 2);
-    assert.equal(store.directPartsSent({ ...retry, prompt: "an edited message" }), 0, "text");
-    const discord = { deliver: "discord", chatId: "1", skills: [] };
-    assert.equal(store.directPartsSent({ ...retry, route: discord }), 0, "another target");
-    const chat2 = { deliver: "telegram", chatId: "2", skills: [] };
-    assert.equal(store.directPartsSent({ ...retry, route: chat2 }), 0, "another chat");
-    assert.equal(store.directPartsSent({ ...retry, subscription: "other" }), 0, "subscription");
-    assert.equal(store.directPartsSent({ ...retry, deliveryId: "other" }), 0, "delivery id");
+    assert.equal(store.partsSentByFailedAttempts(retry), 2);
     assert.equal(
-      store.directPartsSent({ ...retry, receivedAtMs: T0 + 60_000 }),
+      store.partsSentByFailedAttempts({ ...retry, prompt: "an edited message" }),
+      0,
+      "text",
+    );
+    const discord = { deliver: "discord", chatId: "1", skills: [] };
+    assert.equal(
+      store.partsSentByFailedAttempts({ ...retry, route: discord }),
+      0,
+      "another target",
+    );
+    const chat2 = { deliver: "telegram", chatId: "2", skills: [] };
+    assert.equal(store.partsSentByFailedAttempts({ ...retry, route: chat2 }), 0, "another chat");
+    assert.equal(
+      store.partsSentByFailedAttempts({ ...retry, subscription: "other" }),
+      0,
+      "subscription",
+    );
+    assert.equal(
+      store.partsSentByFailedAttempts({ ...retry, deliveryId: "other" }),
+      0,
+      "delivery id",
+    );
+    assert.equal(
+      store.partsSentByFailedAttempts({ ...retry, receivedAtMs: T0 + 60_000 }),
       0,
       "the delivery id has expired: a new message",
     );
 
     const check = new DatabaseSync(dbPath, { readOnly: true });
-    const plan = check.prepare(`EXPLAIN QUERY PLAN ${STATEMENTS.directPartsSent}`)
+    const plan = check.prepare(`EXPLAIN QUERY PLAN ${STATEMENTS.partsSentByFailedAttempts}`)
       .all("gh", "dd", "x", "{}", 0) as { detail: string }[];
     check.close();
     assert.match(plan.map((row) => row.detail).join("; "), /events_direct_parts/);

@@ -1,0 +1,42 @@
+/**
+ * Waiting with a time limit that a signal can cut short (a second Ctrl-C during a stop).
+ *
+ * @module
+ */
+
+/**
+ * Waits for `promise`, at most `timeoutMs`, and no longer than until `signal` aborts. The
+ * timer and the abort listener are removed when it returns.
+ * @param promise what to wait for; its outcome is ignored (a rejection counts as settled)
+ * @param timeoutMs the longest wait, in milliseconds
+ * @param options `signal`: ends the wait when it aborts (at once when already aborted);
+ *   `setTimer`: schedules a callback and returns its cancel function (tests pass a fake clock)
+ * @returns once the first of the three happens
+ */
+export async function settledWithin(
+  promise: Promise<unknown>,
+  timeoutMs: number,
+  options: {
+    signal?: AbortSignal;
+    setTimer?: (callback: () => void, delayMs: number) => () => void;
+  } = {},
+): Promise<void> {
+  if (options.signal?.aborted) return;
+  const setTimer = options.setTimer ?? ((callback, delayMs) => {
+    const id = setTimeout(callback, delayMs);
+    return () => clearTimeout(id);
+  });
+  let cancelTimer: (() => void) | undefined;
+  let onAbort: (() => void) | undefined;
+  const cutShort = new Promise<void>((resolve) => {
+    cancelTimer = setTimer(resolve, timeoutMs);
+    onAbort = () => resolve();
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    await Promise.race([promise.then(() => {}, () => {}), cutShort]);
+  } finally {
+    cancelTimer?.();
+    if (onAbort) options.signal?.removeEventListener("abort", onAbort);
+  }
+}

@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { settledWithin } from "../../lib/_wait.ts";
+
+/** A timer that fires only when the test calls `fire()`; records whether it was cancelled. */
+function manualTimer() {
+  const timer = { fire: () => {}, cancelled: false, delayMs: -1 };
+  const setTimer = (callback: () => void, delayMs: number) => {
+    timer.fire = callback;
+    timer.delayMs = delayMs;
+    return () => void (timer.cancelled = true);
+  };
+  return { timer, setTimer };
+}
+
+Deno.test("settledWithin() returns when the promise settles, a rejection included, and cancels its timer", async () => {
+  const { timer, setTimer } = manualTimer();
+  await settledWithin(Promise.reject(new Error("failed")), 5_000, { setTimer });
+  assert.equal(timer.delayMs, 5_000);
+  assert.equal(timer.cancelled, true);
+});
+
+Deno.test("settledWithin() returns at the time limit while the promise is pending", async () => {
+  const { timer, setTimer } = manualTimer();
+  let done = false;
+  const waiting = settledWithin(new Promise(() => {}), 1_000, { setTimer })
+    .then(() => (done = true));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(done, false);
+  timer.fire();
+  await waiting;
+  assert.equal(done, true);
+});
+
+Deno.test("settledWithin() returns when the signal aborts, or at once when it already has", async () => {
+  const { setTimer } = manualTimer();
+  const hurry = new AbortController();
+  let done = false;
+  const waiting = settledWithin(new Promise(() => {}), 60_000, { signal: hurry.signal, setTimer })
+    .then(() => (done = true));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(done, false);
+  hurry.abort();
+  await waiting;
+  assert.equal(done, true);
+  await settledWithin(new Promise(() => {}), 60_000, { signal: hurry.signal, setTimer });
+});
