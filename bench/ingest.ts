@@ -27,6 +27,7 @@
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { median } from "./_median.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -98,12 +99,6 @@ interface Round {
   c: CaseResult;
   m: CaseResult;
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((x, y) => x - y);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-};
 
 interface WrkResult {
   rps: number;

@@ -24,6 +24,7 @@ import { DatabaseSync } from "node:sqlite";
 import { loadConfig } from "../lib/config.ts";
 import { startLogging, stopLogging } from "../lib/log.ts";
 import { startGateway } from "../server/gateway.ts";
+import { median } from "./_median.ts";
 
 /** Seconds each case is loaded in each round. */
 const CASE_SECONDS = 3;
@@ -274,9 +275,6 @@ async function hasWrk(): Promise<boolean> {
     return false;
   }
 }
-
-const median = (values: number[]) =>
-  values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)];
 
 const row = (cells: (string | number)[]) =>
   cells.map((cell, i) => i === 0 ? String(cell).padEnd(28) : String(cell).padStart(8)).join(" ");

@@ -12,6 +12,7 @@
  */
 
 import { signGitHub } from "../commands/webhook_test.ts";
+import { median } from "./_median.ts";
 import { createSignatureVerifier, type VerifyRequest } from "../server/signatures/mod.ts";
 
 /** Wall-clock time spent on each case in each round, in milliseconds. */
@@ -82,7 +83,7 @@ async function main(): Promise<void> {
   for (let round = 0; round < ROUNDS; round++) {
     for (const [index, [, run]] of cases.entries()) rates[index].push(await measure(run));
   }
-  const medians = rates.map((list) => list.sort((a, b) => a - b)[Math.floor(list.length / 2)]);
+  const medians = rates.map(median);
   for (const [index, [name]] of cases.entries()) {
     const rate = Math.round(medians[index]).toLocaleString("en-US");
     console.log(`${name.padEnd(42)} ${rate.padStart(10)} ops/s`);
