@@ -119,9 +119,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
    * Outcomes that could not be written (a locked or full database), by event id, oldest first:
    * their events stay `running` in the store, where nothing claims them, so the writes are
    * tried again on every pass of the loop (every `pollIntervalMs`, and after each event ends)
-   * while the worker runs. A
-   * delivered message is thus recorded as delivered rather than sent again by a retry. What is
-   * still unwritten when the worker stops runs again at the next start (at least once).
+   * while the worker runs. A delivered message is thus recorded as delivered rather than sent
+   * again by a retry. What is still unwritten when the worker stops runs again at the next
+   * start (at least once).
    */
   const unrecorded = new Map<string, () => void>();
   const stopRuns = new AbortController();

@@ -283,23 +283,35 @@ Deno.test("SIGTERM lets the running event finish and keeps the queued ones for t
   assert.equal(await second.stop(), 0);
 });
 
-Deno.test("SIGTERM kills a command agent still running at the deadline; the next start runs the event again", async () => {
-  // The first run starts a child and waits on it; later runs answer at once.
-  const script = 'if [ -e "$AGENT_HOME/ran" ]; then echo "answered after restart"; else ' +
-    'touch "$AGENT_HOME/ran"; sleep 60 & echo $! > "$AGENT_HOME/child.pid"; wait; fi';
-  await using s = await stack(
-    configWith(`  provider: command\n  command: ${JSON.stringify(["sh", "-c", script])}\n`),
-    echo,
-  );
-  const childPidFile = join(s.home, "child.pid");
-  await using first = await startGatewayProcess(s.env);
-  const response = await postIssue(first.url, "slow-agent");
+/** A config whose agent is `sh -c <script>` (`provider: command`). */
+function commandAgent(script: string): string {
+  return configWith(`  provider: command\n  command: ${JSON.stringify(["sh", "-c", script])}\n`);
+}
+
+/** A command agent that starts a child, writes its pid to `$AGENT_HOME/child.pid` and waits. */
+const SLOW_AGENT = 'sleep 60 & echo $! > "$AGENT_HOME/child.pid"; wait';
+
+/**
+ * POSTs an issue (202), then waits until the agent has started its child.
+ * @returns the child's pid
+ */
+async function startSlowAgentRun(url: string, home: string, delivery: string): Promise<number> {
+  const response = await postIssue(url, delivery);
   assert.equal(response.status, 202);
   await response.body?.cancel();
-  const childPid = await eventually(
-    async () => Number(await Deno.readTextFile(childPidFile).catch(() => "")) || null,
+  return await eventually(
+    async () => Number(await Deno.readTextFile(join(home, "child.pid")).catch(() => "")) || null,
     { what: "the agent's child to start" },
   );
+}
+
+Deno.test("SIGTERM kills a command agent still running at the deadline; the next start runs the event again", async () => {
+  // The first run is the slow agent; later runs answer at once.
+  const script = 'if [ -e "$AGENT_HOME/ran" ]; then echo "answered after restart"; else ' +
+    `touch "$AGENT_HOME/ran"; ${SLOW_AGENT}; fi`;
+  await using s = await stack(commandAgent(script), echo);
+  await using first = await startGatewayProcess(s.env);
+  const childPid = await startSlowAgentRun(first.url, s.home, "slow-agent");
   const started = performance.now();
   assert.equal(await first.stop("SIGTERM"), 0, first.output());
   const tookMs = performance.now() - started;
@@ -318,19 +330,9 @@ Deno.test("SIGTERM kills a command agent still running at the deadline; the next
 });
 
 Deno.test("a second SIGTERM stops a running command agent at once", async () => {
-  const script = 'sleep 60 & echo $! > "$AGENT_HOME/child.pid"; wait';
-  await using s = await stack(
-    configWith(`  provider: command\n  command: ${JSON.stringify(["sh", "-c", script])}\n`),
-    echo,
-  );
+  await using s = await stack(commandAgent(SLOW_AGENT), echo);
   await using gateway = await startGatewayProcess(s.env);
-  const response = await postIssue(gateway.url, "hurried");
-  assert.equal(response.status, 202);
-  await response.body?.cancel();
-  const childPid = await eventually(
-    async () => Number(await Deno.readTextFile(join(s.home, "child.pid")).catch(() => "")) || null,
-    { what: "the agent's child to start" },
-  );
+  const childPid = await startSlowAgentRun(gateway.url, s.home, "hurried");
   const started = performance.now();
   const exited = gateway.stop("SIGTERM");
   await eventually(() => gateway.output().includes("Ctrl-C again"), { what: "the first stop" });

@@ -19,28 +19,31 @@ Deno.test("settledWithin() returns when the promise settles, a rejection include
   assert.equal(timer.cancelled, true);
 });
 
-Deno.test("settledWithin() returns at the time limit while the promise is pending", async () => {
-  const { timer, setTimer } = manualTimer();
+/** Asserts that `waiting` is still pending a turn later, and settles once `end()` is called. */
+async function endsOnlyWhen(waiting: Promise<void>, end: () => void): Promise<void> {
   let done = false;
-  const waiting = settledWithin(new Promise(() => {}), 1_000, { setTimer })
-    .then(() => (done = true));
+  const watched = waiting.then(() => (done = true));
   await new Promise((resolve) => setTimeout(resolve, 0));
   assert.equal(done, false);
-  timer.fire();
-  await waiting;
+  end();
+  await watched;
   assert.equal(done, true);
+}
+
+Deno.test("settledWithin() returns at the time limit while the promise is pending", async () => {
+  const { timer, setTimer } = manualTimer();
+  await endsOnlyWhen(
+    settledWithin(new Promise(() => {}), 1_000, { setTimer }),
+    () => timer.fire(),
+  );
 });
 
 Deno.test("settledWithin() returns when the signal aborts, or at once when it already has", async () => {
   const { setTimer } = manualTimer();
   const hurry = new AbortController();
-  let done = false;
-  const waiting = settledWithin(new Promise(() => {}), 60_000, { signal: hurry.signal, setTimer })
-    .then(() => (done = true));
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  assert.equal(done, false);
-  hurry.abort();
-  await waiting;
-  assert.equal(done, true);
+  await endsOnlyWhen(
+    settledWithin(new Promise(() => {}), 60_000, { signal: hurry.signal, setTimer }),
+    () => hurry.abort(),
+  );
   await settledWithin(new Promise(() => {}), 60_000, { signal: hurry.signal, setTimer });
 });
