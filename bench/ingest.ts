@@ -24,10 +24,20 @@
  *
  * @module
  */
-import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { median } from "./_median.ts";
+import {
+  CEILING,
+  GATEWAY_LISTENING,
+  githubSignature,
+  HANG,
+  MINIMAL,
+  payload,
+  SINK,
+  spawn,
+  writeGatewayHome,
+} from "./_servers.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -43,7 +53,6 @@ const CONNECTIONS = Number(flags.connections);
 const IDS = Number(flags.ids);
 const ROUNDS = Math.max(1, Math.floor(Number(flags.rounds)) || 1);
 const ROOT = new URL("..", import.meta.url).pathname;
-const SECRET = "bench-secret-0123456789abcdef";
 
 function ensureWrk(): void {
   const has = () =>
@@ -55,23 +64,12 @@ function ensureWrk(): void {
   if (!has()) throw new Error("wrk is not installed and apt-get could not install it");
 }
 
-/** A 2 KB GitHub-like issues payload. */
-function payload(): string {
-  const base = {
-    action: "opened",
-    issue: { number: 1, title: "Crash on start", body: "" },
-    repository: { full_name: "octo/repo" },
-  };
-  base.issue.body = "x".repeat(2048 - JSON.stringify(base).length);
-  return JSON.stringify(base);
-}
-
 /**
  * The wrk Lua script: POST the body with a delivery id unique across runs, threads and
  * requests (`<run>-<thread>-<n>`), so every request is a new event.
  */
 function luaScript(body: string): string {
-  const signature = `sha256=${createHmac("sha256", SECRET).update(body).digest("hex")}`;
+  const signature = githubSignature(body);
   return `
 wrk.method = "POST"
 wrk.body = ${JSON.stringify(body)}
@@ -165,32 +163,6 @@ async function wrk(url: string, script: string, seconds: number): Promise<WrkRes
   };
 }
 
-/** Starts a child process and waits for `pattern` on its output; returns the child and the match. */
-async function spawn(args: string[], env: Record<string, string>, pattern: RegExp) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args,
-    env: { ...env, NO_COLOR: "1", RUST_BACKTRACE: "0" },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  const found = Promise.withResolvers<RegExpMatchArray>();
-  const decoder = new TextDecoder();
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) {
-      text += decoder.decode(chunk);
-      if (text.length > 100_000) text = text.slice(-50_000);
-      const match = text.match(pattern);
-      if (match) found.resolve(match);
-    }
-  };
-  pump(child.stdout);
-  pump(child.stderr);
-  const timer = setTimeout(() => found.reject(new Error(`no ${pattern} in:\n${text}`)), 30_000);
-  const match = await found.promise.finally(() => clearTimeout(timer));
-  return { child, match };
-}
-
 function rssKb(pid: number): { rss: number; peak: number } {
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
   return {
@@ -198,59 +170,6 @@ function rssKb(pid: number): { rss: number; peak: number } {
     peak: Number(status.match(/VmHWM:\s+(\d+)/)?.[1] ?? 0),
   };
 }
-
-const CEILING = `
-Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
-  async (request) => { await request.arrayBuffer(); return new Response('{"status":"accepted"}', { status: 202, headers: { "content-type": "application/json" } }); });
-`;
-/**
- * (m): the least any durable, verifying ingest has to do, in one isolate and about 30 lines:
- * read the body, check GitHub's HMAC, parse the JSON, insert (delivery id, payload) in a
- * group-committed SQLite WAL transaction with a unique index on the delivery id, answer 202.
- * No routing, logging, templates, rate limits or checks of the body, and no WAL checkpoints at
- * all (its WAL just grows during the run): its figures are the most this machine allows a
- * durable ingest in one isolate, the yardstick for (c).
- */
-const MINIMAL = `
-import { createHmac, timingSafeEqual } from "node:crypto";
-import { DatabaseSync } from "node:sqlite";
-const db = new DatabaseSync(Deno.args[0]);
-db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0");
-db.exec("CREATE TABLE events (id INTEGER PRIMARY KEY, delivery_id TEXT UNIQUE, payload TEXT)");
-const insert = db.prepare("INSERT OR IGNORE INTO events (delivery_id, payload) VALUES (?, ?)");
-const decoder = new TextDecoder();
-let batch = [];
-function commit() {
-  const items = batch;
-  batch = [];
-  db.exec("BEGIN IMMEDIATE");
-  const fresh = items.map((item) => insert.run(item.id, item.payload).changes === 1);
-  db.exec("COMMIT");
-  items.forEach((item, i) => item.resolve(fresh[i]));
-}
-Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
-  async (request) => {
-    const body = new Uint8Array(await request.arrayBuffer());
-    const given = Buffer.from((request.headers.get("x-hub-signature-256") ?? "").slice(7), "hex");
-    const expected = createHmac("sha256", ${JSON.stringify(SECRET)}).update(body).digest();
-    if (given.length !== 32 || !timingSafeEqual(given, expected)) return new Response("{}", { status: 401 });
-    const payload = decoder.decode(body);
-    JSON.parse(payload);
-    const id = request.headers.get("x-github-delivery");
-    const fresh = await new Promise((resolve) => {
-      if (batch.push({ id, payload, resolve }) === 1) setImmediate(commit);
-    });
-    return Response.json({ status: fresh ? "accepted" : "duplicate", delivery_id: id }, { status: 202 });
-  });
-`;
-const SINK = `
-Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
-  async (request) => { await request.arrayBuffer(); return Response.json({ ok: true, result: { message_id: 1 } }); });
-`;
-const HANG = `
-Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
-  (request) => new Promise(() => {}));
-`;
 
 async function main() {
   ensureWrk();
@@ -260,34 +179,7 @@ async function main() {
     const body = payload();
     const script = join(home, "post.lua");
     await Deno.writeTextFile(script, luaScript(body));
-    const now = new Date().toISOString();
-    const record = (extra: object) => ({
-      secret: SECRET,
-      rate_limit: 1_000_000_000,
-      created_at: now,
-      updated_at: now,
-      ...extra,
-    });
-    await Deno.writeTextFile(
-      join(home, "webhook_subscriptions.json"),
-      JSON.stringify({
-        direct: record({
-          deliver: "telegram",
-          deliver_only: true,
-          deliver_extra: { chat_id: "1" },
-          prompt: "Issue {issue.title} on {repository.full_name}",
-        }),
-        agent: record({
-          deliver: "log",
-          prompt: "Summarise issue {issue.title} on {repository.full_name}",
-        }),
-      }),
-      { mode: 0o600 },
-    );
-    await Deno.writeTextFile(
-      join(home, "config.yaml"),
-      "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\nagent:\n  max_concurrency: 2\n  timeout_seconds: 3600\n",
-    );
+    await writeGatewayHome(home);
 
     const ceiling = await spawn(["eval", CEILING], {}, /listening on (\d+)/);
     children.push(ceiling.child);
@@ -310,7 +202,7 @@ async function main() {
       TELEGRAM_BOT_TOKEN: "1:bench",
       OPENAI_BASE_URL: `http://127.0.0.1:${llm.match[1]}/v1`,
       OPENAI_API_KEY: "bench",
-    }, /listening on http:\/\/127\.0\.0\.1:(\d+)/);
+    }, GATEWAY_LISTENING);
     children.push(gateway.child);
     const gatewayUrl = `http://127.0.0.1:${gateway.match[1]}`;
 

@@ -1,0 +1,169 @@
+/**
+ * What the ingest benchmarks share: the signed request, the servers they compare the gateway
+ * with, the gateway's home folder, and starting child processes.
+ *
+ * @module
+ */
+import { createHmac } from "node:crypto";
+import { join } from "node:path";
+
+/** The subscriptions' secret; requests are signed with it as GitHub signs. */
+export const SECRET = "bench-secret-0123456789abcdef";
+
+/** A 2 KB GitHub-like issues payload. */
+export function payload(): string {
+  const base = {
+    action: "opened",
+    issue: { number: 1, title: "Crash on start", body: "" },
+    repository: { full_name: "octo/repo" },
+  };
+  base.issue.body = "x".repeat(2048 - JSON.stringify(base).length);
+  return JSON.stringify(base);
+}
+
+/**
+ * GitHub's signature of `body` under {@link SECRET}: `sha256=<hex HMAC-SHA256>`, the value of
+ * `X-Hub-Signature-256`.
+ */
+export function githubSignature(body: string): string {
+  return `sha256=${createHmac("sha256", SECRET).update(body).digest("hex")}`;
+}
+
+/** (a): a plain `Deno.serve` that reads the body and answers 202, the ceiling on a machine. */
+export const CEILING = `
+Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
+  async (request) => { await request.arrayBuffer(); return new Response('{"status":"accepted"}', { status: 202, headers: { "content-type": "application/json" } }); });
+`;
+/**
+ * (m): the least any durable, verifying ingest has to do, in one isolate and about 30 lines:
+ * read the body, check GitHub's HMAC, parse the JSON, insert (delivery id, payload) in a
+ * group-committed SQLite WAL transaction with a unique index on the delivery id, answer 202.
+ * No routing, logging, templates, rate limits or checks of the body, and no WAL checkpoints at
+ * all (its WAL just grows during the run): its figures are the most this machine allows a
+ * durable ingest in one isolate, the yardstick for (c).
+ */
+export const MINIMAL = `
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { DatabaseSync } from "node:sqlite";
+const db = new DatabaseSync(Deno.args[0]);
+db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0");
+db.exec("CREATE TABLE events (id INTEGER PRIMARY KEY, delivery_id TEXT UNIQUE, payload TEXT)");
+const insert = db.prepare("INSERT OR IGNORE INTO events (delivery_id, payload) VALUES (?, ?)");
+const decoder = new TextDecoder();
+let batch = [];
+function commit() {
+  const items = batch;
+  batch = [];
+  db.exec("BEGIN IMMEDIATE");
+  const fresh = items.map((item) => insert.run(item.id, item.payload).changes === 1);
+  db.exec("COMMIT");
+  items.forEach((item, i) => item.resolve(fresh[i]));
+}
+Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
+  async (request) => {
+    const body = new Uint8Array(await request.arrayBuffer());
+    const given = Buffer.from((request.headers.get("x-hub-signature-256") ?? "").slice(7), "hex");
+    const expected = createHmac("sha256", ${JSON.stringify(SECRET)}).update(body).digest();
+    if (given.length !== 32 || !timingSafeEqual(given, expected)) return new Response("{}", { status: 401 });
+    const payload = decoder.decode(body);
+    JSON.parse(payload);
+    const id = request.headers.get("x-github-delivery");
+    const fresh = await new Promise((resolve) => {
+      if (batch.push({ id, payload, resolve }) === 1) setImmediate(commit);
+    });
+    return Response.json({ status: fresh ? "accepted" : "duplicate", delivery_id: id }, { status: 202 });
+  });
+`;
+/** A loopback chat API (Telegram `sendMessage`) that accepts every message. */
+export const SINK = `
+Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
+  async (request) => { await request.arrayBuffer(); return Response.json({ ok: true, result: { message_id: 1 } }); });
+`;
+/** A loopback LLM endpoint that never answers, so agent runs stay pending during a benchmark. */
+export const HANG = `
+Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log("listening on " + a.port) },
+  (request) => new Promise(() => {}));
+`;
+
+/**
+ * Writes a gateway home in `home`: `config.yaml` (loopback, port 0, 2 concurrent agent runs)
+ * and two subscriptions without rate limits, `agent` (agent mode, answers to the log) and
+ * `direct` (direct delivery to Telegram, chat 1), each with a short prompt template.
+ * @param home an empty folder
+ */
+export async function writeGatewayHome(home: string): Promise<void> {
+  const now = new Date().toISOString();
+  const record = (extra: object) => ({
+    secret: SECRET,
+    rate_limit: 1_000_000_000,
+    created_at: now,
+    updated_at: now,
+    ...extra,
+  });
+  await Deno.writeTextFile(
+    join(home, "webhook_subscriptions.json"),
+    JSON.stringify({
+      direct: record({
+        deliver: "telegram",
+        deliver_only: true,
+        deliver_extra: { chat_id: "1" },
+        prompt: "Issue {issue.title} on {repository.full_name}",
+      }),
+      agent: record({
+        deliver: "log",
+        prompt: "Summarise issue {issue.title} on {repository.full_name}",
+      }),
+    }),
+    { mode: 0o600 },
+  );
+  await Deno.writeTextFile(
+    join(home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: 0\nagent:\n  max_concurrency: 2\n  timeout_seconds: 3600\n",
+  );
+}
+
+/** What `gateway run` prints once it listens; the match's group 1 is the port. */
+export const GATEWAY_LISTENING = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
+
+/**
+ * Starts a child process and waits for `pattern` on its output (standard output or error).
+ * @param args the arguments of `deno` (or of `options.command`)
+ * @param env the child's environment; `NO_COLOR` and `RUST_BACKTRACE=0` are added
+ * @param pattern what the child prints once it is ready, e.g. its port
+ * @param options `command`: the program to run (@default this `deno`); `timeoutMs`: how long to
+ *   wait for `pattern` (@default {30000})
+ * @returns the child and the match
+ * @throws Error when `pattern` has not appeared within `timeoutMs`, with what the child printed
+ */
+export async function spawn(
+  args: string[],
+  env: Record<string, string>,
+  pattern: RegExp,
+  options: { command?: string; timeoutMs?: number } = {},
+): Promise<{ child: Deno.ChildProcess; match: RegExpMatchArray }> {
+  const child = new Deno.Command(options.command ?? Deno.execPath(), {
+    args,
+    env: { ...env, NO_COLOR: "1", RUST_BACKTRACE: "0" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const found = Promise.withResolvers<RegExpMatchArray>();
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk);
+      if (text.length > 100_000) text = text.slice(-50_000);
+      const match = text.match(pattern);
+      if (match) found.resolve(match);
+    }
+  };
+  pump(child.stdout);
+  pump(child.stderr);
+  const timer = setTimeout(
+    () => found.reject(new Error(`no ${pattern} in:\n${text}`)),
+    options.timeoutMs ?? 30_000,
+  );
+  const match = await found.promise.finally(() => clearTimeout(timer));
+  return { child, match };
+}

@@ -1,0 +1,258 @@
+/**
+ * Instructions per request on the ingest path, counted by valgrind's callgrind: the CPU work of
+ * each server, in a figure that hardly moves with what else the machine is doing (the main
+ * thread's counts of two runs agree within 4%, where req/s on the shared 2-core machine moves by
+ * half between rounds).
+ * Compares, as `deno task bench` does:
+ *
+ *   (a) a plain `Deno.serve` that reads the body and answers 202;
+ *   (m) the minimal durable ingest (HMAC check, JSON parse, group-committed SQLite insert, 202);
+ *   (c) the gateway in agent mode: durable write to SQLite, then 202.
+ *
+ * Each server runs under callgrind (all three at once: counts do not depend on the load). The
+ * benchmark sends `--warmup` requests so that the JIT has compiled the hot path, zeroes the
+ * counters (`callgrind_control -z`), sends `--requests` more, 32 at a time, each with a fresh
+ * `X-GitHub-Delivery` and a 2 KB body signed as GitHub signs, and dumps the counters
+ * (`callgrind_control -d`). It prints, per case, the instructions per request of the main thread
+ * (the event loop, which limits each server's rate) and of all threads, then the ratios m/c and
+ * a/c. Valgrind is installed from Debian when missing.
+ *
+ * Caveat: under valgrind the CPU's SHA extensions go unused, so each HMAC-SHA256 of the body
+ * counts about 100,000 instructions more than the hardware needs. (m) and (c) each compute one
+ * per request, so m/c here is somewhat closer to 1 than the event-loop CPU time ratio.
+ *
+ * Usage: deno task bench:instructions [--requests 2000] [--warmup 1500]
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  CEILING,
+  GATEWAY_LISTENING,
+  githubSignature,
+  HANG,
+  MINIMAL,
+  payload,
+  spawn,
+  writeGatewayHome,
+} from "./_servers.ts";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: {
+    requests: { type: "string", default: "2000" },
+    warmup: { type: "string", default: "1500" },
+  },
+});
+const REQUESTS = Number(flags.requests);
+const WARMUP = Number(flags.warmup);
+if (!(Number.isInteger(REQUESTS) && REQUESTS > 0 && Number.isInteger(WARMUP) && WARMUP >= 0)) {
+  throw new Error("--requests must be a positive integer and --warmup an integer >= 0");
+}
+const CONNECTIONS = 32;
+const ROOT = new URL("..", import.meta.url).pathname;
+/** Starting a server under valgrind takes a minute or two on the 2-core machine. */
+const START_TIMEOUT_MS = 600_000;
+
+function ensureValgrind(): void {
+  const has = () =>
+    new Deno.Command("sh", {
+      args: ["-c", "command -v valgrind && command -v callgrind_control"],
+      stdout: "null",
+    }).outputSync().success;
+  if (has()) return;
+  console.log("installing valgrind from Debian...");
+  new Deno.Command("sh", {
+    args: ["-c", "apt-get update -qq && apt-get install -y -qq valgrind"],
+  }).outputSync();
+  if (!has()) throw new Error("valgrind is not installed and apt-get could not install it");
+}
+
+/** Instructions per request of one case. */
+interface Count {
+  mainThread: number;
+  allThreads: number;
+}
+
+/**
+ * Sends `count` signed POSTs to `url`, `CONNECTIONS` at a time, each with a new delivery id.
+ * @throws Error when any answer is not 202
+ */
+async function send(url: string, body: string, count: number, run: string): Promise<void> {
+  const headers = {
+    "content-type": "application/json",
+    "x-github-event": "issues",
+    "x-hub-signature-256": githubSignature(body),
+  };
+  let next = 0;
+  const statuses = new Map<number, number>();
+  const lane = async () => {
+    while (next < count) {
+      const id = `${run}-${next++}`;
+      const response = await fetch(url, {
+        method: "POST",
+        body,
+        headers: { ...headers, "x-github-delivery": id },
+      });
+      await response.arrayBuffer();
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, lane));
+  if (statuses.size !== 1 || !statuses.has(202)) {
+    throw new Error(`${url} answered ${JSON.stringify(Object.fromEntries(statuses))}`);
+  }
+}
+
+async function callgrindControl(option: "-z" | "-d", pid: number): Promise<void> {
+  const output = await new Deno.Command("callgrind_control", {
+    args: [option, String(pid)],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!output.success) {
+    throw new Error(
+      `callgrind_control ${option} ${pid}: ${new TextDecoder().decode(output.stderr)}`,
+    );
+  }
+}
+
+/**
+ * The instructions in callgrind's first dump of process `pid`, one file per thread
+ * (`cg.<pid>.1-<thread>`): thread 01 is the main thread.
+ */
+async function readDump(folder: string, pid: number): Promise<Count> {
+  const prefix = `cg.${pid}.1-`;
+  let mainThread = 0;
+  let allThreads = 0;
+  for await (const entry of Deno.readDir(folder)) {
+    if (!entry.name.startsWith(prefix)) continue;
+    const text = await Deno.readTextFile(join(folder, entry.name));
+    const instructions = Number(text.match(/^(?:summary|totals): (\d+)/m)?.[1] ?? 0);
+    allThreads += instructions;
+    if (entry.name === `${prefix}01`) mainThread = instructions;
+  }
+  if (mainThread === 0) throw new Error(`no callgrind dump of the main thread of ${pid}`);
+  return { mainThread, allThreads };
+}
+
+/**
+ * Runs one case: starts `denoArgs` under callgrind, warms it up, counts `REQUESTS` requests.
+ * @returns instructions per request
+ */
+async function measure(
+  name: string,
+  denoArgs: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  path: string,
+  folder: string,
+  body: string,
+): Promise<Count> {
+  const { child, match } = await spawn(
+    [
+      "--tool=callgrind",
+      "--separate-threads=yes",
+      `--callgrind-out-file=${join(folder, "cg.%p")}`,
+      Deno.execPath(),
+      ...denoArgs,
+    ],
+    env,
+    ready,
+    { command: "valgrind", timeoutMs: START_TIMEOUT_MS },
+  );
+  try {
+    const url = `http://127.0.0.1:${match[1]}${path}`;
+    await send(url, body, WARMUP, `${name}-warmup-${Date.now()}`);
+    await callgrindControl("-z", child.pid);
+    await send(url, body, REQUESTS, `${name}-${Date.now()}`);
+    await callgrindControl("-d", child.pid);
+    const dump = await readDump(folder, child.pid);
+    return { mainThread: dump.mainThread / REQUESTS, allThreads: dump.allThreads / REQUESTS };
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+  }
+}
+
+async function main(): Promise<void> {
+  ensureValgrind();
+  const home = await Deno.makeTempDir({ prefix: "agent-bench-instructions-" });
+  const children: Deno.ChildProcess[] = [];
+  try {
+    const body = payload();
+    await writeGatewayHome(home);
+    const llm = await spawn(["eval", HANG], {}, /listening on (\d+)/);
+    children.push(llm.child);
+    const folders = await Promise.all(
+      ["a", "m", "c"].map(async (name) => {
+        const folder = join(home, `callgrind-${name}`);
+        await Deno.mkdir(folder);
+        return folder;
+      }),
+    );
+    console.log(
+      `callgrind: ${REQUESTS} requests counted after ${WARMUP} to warm up, ${CONNECTIONS} at a ` +
+        `time, ${body.length}-byte signed body (the three servers start under valgrind: a few minutes)`,
+    );
+    const [a, m, c] = await Promise.all([
+      measure("a", ["eval", CEILING], {}, /listening on (\d+)/, "/", folders[0], body),
+      measure(
+        "m",
+        ["eval", MINIMAL, join(home, "minimal.db")],
+        {},
+        /listening on (\d+)/,
+        "/",
+        folders[1],
+        body,
+      ),
+      measure(
+        "c",
+        ["run", "--allow-all", join(ROOT, "main.ts"), "gateway", "run", "--quiet"],
+        {
+          ...Deno.env.toObject(),
+          AGENT_HOME: home,
+          OPENAI_BASE_URL: `http://127.0.0.1:${llm.match[1]}/v1`,
+          OPENAI_API_KEY: "bench",
+        },
+        GATEWAY_LISTENING,
+        "/webhooks/agent",
+        folders[2],
+        body,
+      ),
+    ]);
+    const format = (value: number) => Math.round(value).toLocaleString("en-US").padStart(13);
+    console.log(
+      `\ninstructions per request\n${"case".padEnd(40)} ${"main thread".padStart(13)} ${
+        "all threads".padStart(13)
+      }`,
+    );
+    for (
+      const [label, count] of [
+        ["(a) plain Deno.serve, 202", a],
+        ["(m) minimal verify + SQLite insert, 202", m],
+        ["(c) gateway, agent mode (durable + 202)", c],
+      ] as const
+    ) {
+      console.log(`${label.padEnd(40)} ${format(count.mainThread)} ${format(count.allThreads)}`);
+    }
+    console.log(
+      `\nratios, main thread: m/c ${(m.mainThread / c.mainThread).toFixed(2)}  a/c ${
+        (a.mainThread / c.mainThread).toFixed(2)
+      }; all threads: m/c ${(m.allThreads / c.allThreads).toFixed(2)}  a/c ${
+        (a.allThreads / c.allThreads).toFixed(2)
+      }`,
+    );
+  } finally {
+    for (const child of children) {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await child.status;
+    }
+    await Deno.remove(home, { recursive: true }).catch(() => {});
+  }
+}
+
+await main();
