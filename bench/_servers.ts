@@ -167,3 +167,33 @@ export async function spawn(
   const match = await found.promise.finally(() => clearTimeout(timer));
   return { child, match };
 }
+
+/**
+ * Installs a Debian package with `apt-get` unless all of `commands` are already on the PATH.
+ * @param pkg the package, e.g. `wrk`
+ * @param commands the programs it provides that the benchmark runs
+ * @throws Error when a command is still missing afterwards
+ */
+export function ensureDebianPackage(pkg: string, commands: string[]): void {
+  const has = () =>
+    new Deno.Command("sh", {
+      args: ["-c", commands.map((command) => `command -v ${command}`).join(" && ")],
+      stdout: "null",
+    }).outputSync().success;
+  if (has()) return;
+  console.log(`installing ${pkg} from Debian...`);
+  new Deno.Command("sh", { args: ["-c", `apt-get update -qq && apt-get install -y -qq ${pkg}`] })
+    .outputSync();
+  if (!has()) throw new Error(`${pkg} is not installed and apt-get could not install it`);
+}
+
+/** Kills `children` (SIGKILL), waits for them, and removes the folder `home`. */
+export async function cleanUp(children: Deno.ChildProcess[], home: string): Promise<void> {
+  for (const child of children) {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.status;
+  }
+  await Deno.remove(home, { recursive: true }).catch(() => {});
+}

@@ -29,6 +29,8 @@ import { parseArgs } from "node:util";
 import { median } from "./_median.ts";
 import {
   CEILING,
+  cleanUp,
+  ensureDebianPackage,
   GATEWAY_LISTENING,
   githubSignature,
   HANG,
@@ -53,16 +55,6 @@ const CONNECTIONS = Number(flags.connections);
 const IDS = Number(flags.ids);
 const ROUNDS = Math.max(1, Math.floor(Number(flags.rounds)) || 1);
 const ROOT = new URL("..", import.meta.url).pathname;
-
-function ensureWrk(): void {
-  const has = () =>
-    new Deno.Command("sh", { args: ["-c", "command -v wrk"], stdout: "null" }).outputSync().success;
-  if (has()) return;
-  console.log("installing wrk from Debian...");
-  new Deno.Command("sh", { args: ["-c", "apt-get update -qq && apt-get install -y -qq wrk"] })
-    .outputSync();
-  if (!has()) throw new Error("wrk is not installed and apt-get could not install it");
-}
 
 /**
  * The wrk Lua script: POST the body with a delivery id unique across runs, threads and
@@ -172,7 +164,7 @@ function rssKb(pid: number): { rss: number; peak: number } {
 }
 
 async function main() {
-  ensureWrk();
+  ensureDebianPackage("wrk", ["wrk"]);
   const home = await Deno.makeTempDir({ prefix: "agent-bench-" });
   const children: Deno.ChildProcess[] = [];
   try {
@@ -338,13 +330,7 @@ async function main() {
       db.close();
     }
   } finally {
-    for (const child of children) {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* already gone */ }
-      await child.status;
-    }
-    await Deno.remove(home, { recursive: true }).catch(() => {});
+    await cleanUp(children, home);
   }
 }
 

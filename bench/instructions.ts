@@ -29,6 +29,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import {
   CEILING,
+  cleanUp,
+  ensureDebianPackage,
   GATEWAY_LISTENING,
   githubSignature,
   HANG,
@@ -54,20 +56,6 @@ const CONNECTIONS = 32;
 const ROOT = new URL("..", import.meta.url).pathname;
 /** Starting a server under valgrind takes a minute or two on the 2-core machine. */
 const START_TIMEOUT_MS = 600_000;
-
-function ensureValgrind(): void {
-  const has = () =>
-    new Deno.Command("sh", {
-      args: ["-c", "command -v valgrind && command -v callgrind_control"],
-      stdout: "null",
-    }).outputSync().success;
-  if (has()) return;
-  console.log("installing valgrind from Debian...");
-  new Deno.Command("sh", {
-    args: ["-c", "apt-get update -qq && apt-get install -y -qq valgrind"],
-  }).outputSync();
-  if (!has()) throw new Error("valgrind is not installed and apt-get could not install it");
-}
 
 /** Instructions per request of one case. */
 interface Count {
@@ -177,7 +165,7 @@ async function measure(
 }
 
 async function main(): Promise<void> {
-  ensureValgrind();
+  ensureDebianPackage("valgrind", ["valgrind", "callgrind_control"]);
   const home = await Deno.makeTempDir({ prefix: "agent-bench-instructions-" });
   const children: Deno.ChildProcess[] = [];
   try {
@@ -245,13 +233,7 @@ async function main(): Promise<void> {
       }`,
     );
   } finally {
-    for (const child of children) {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* already gone */ }
-      await child.status;
-    }
-    await Deno.remove(home, { recursive: true }).catch(() => {});
+    await cleanUp(children, home);
   }
 }
 
