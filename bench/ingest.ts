@@ -39,7 +39,7 @@ import {
   SINK,
   spawn,
   writeGatewayHome,
-} from "./_servers.ts";
+} from "./_shared.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,

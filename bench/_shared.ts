@@ -1,6 +1,7 @@
 /**
  * What the ingest benchmarks share: the signed request, the servers they compare the gateway
- * with, the gateway's home folder, and starting child processes.
+ * with, the gateway's home folder, starting and stopping child processes, and installing the
+ * Debian packages they drive them with.
  *
  * @module
  */
@@ -133,7 +134,8 @@ export const GATEWAY_LISTENING = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
  * @param options `command`: the program to run (@default this `deno`); `timeoutMs`: how long to
  *   wait for `pattern` (@default {30000})
  * @returns the child and the match
- * @throws Error when `pattern` has not appeared within `timeoutMs`, with what the child printed
+ * @throws Error when `pattern` has not appeared within `timeoutMs`, with what the child printed;
+ *   the child is killed first
  */
 export async function spawn(
   args: string[],
@@ -160,10 +162,13 @@ export async function spawn(
   };
   pump(child.stdout);
   pump(child.stderr);
-  const timer = setTimeout(
-    () => found.reject(new Error(`no ${pattern} in:\n${text}`)),
-    options.timeoutMs ?? 30_000,
-  );
+  child.status.then(() => found.reject(new Error(`exited before printing ${pattern}:\n${text}`)));
+  const timer = setTimeout(() => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    found.reject(new Error(`no ${pattern} in:\n${text}`));
+  }, options.timeoutMs ?? 30_000);
   const match = await found.promise.finally(() => clearTimeout(timer));
   return { child, match };
 }
