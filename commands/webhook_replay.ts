@@ -1,18 +1,23 @@
 /**
  * `agent webhook replay <event-id>`: runs a stored event again, as a new attempt series with
- * the same payload; the running gateway picks it up within a second.
+ * the same payload, through its subscription as it is now; the running gateway picks it up
+ * within a second.
  *
  * @module
  */
 import { UsageError } from "../lib/errors.ts";
-import { openStateStore } from "../lib/state/mod.ts";
+import { dispatchFor, findRoute } from "../lib/routes.ts";
+import { openStateStore, type StoredEvent } from "../lib/state/mod.ts";
+import { readSubscriptions } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
 const usage = `Usage: agent webhook replay <event-id>
 
-Queues the event again (a new series of attempts, same payload and prompt). The id comes from
-agent webhook events; a unique prefix is enough.`;
+Queues the event again: a new series of attempts with the same payload, rendered and routed by
+its subscription as it is now (prompt, target, chat id, skills, direct delivery), so a fix to the
+subscription applies. An event whose subscription was removed keeps the prompt and target it
+had. The id comes from agent webhook events; a unique prefix is enough.`;
 
 /** `agent webhook replay`. */
 export const webhookReplay: Command = {
@@ -24,11 +29,27 @@ export const webhookReplay: Command = {
     if (positionals.length !== 1) throw new UsageError(`Expected one <event-id>.\n\n${usage}`);
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
+    const subscriptions = await readSubscriptions(config.paths.subscriptions);
     const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
     try {
-      const event = store.replay(positionals[0], ctx.now());
+      let routed = false;
+      const event = store.replay(positionals[0], ctx.now(), (found: StoredEvent) => {
+        const route = findRoute(found.subscription, subscriptions, config.webhook.routes);
+        if (!route) return undefined;
+        routed = true;
+        return dispatchFor(route, JSON.parse(found.payload), {
+          event: found.eventType,
+          subscription: route.name,
+          deliveryId: found.deliveryId,
+        });
+      });
       ctx.stdout(
-        `Queued ${event.id} (${event.subscription}, ${event.eventType}) again.\n` +
+        `Queued ${event.id} (${event.subscription}, ${event.eventType}) again, ` +
+          (routed
+            ? `as subscription ${event.subscription} renders and routes it now ` +
+              `(to ${describeTarget(event)}).\n`
+            : `with the prompt and target it had (to ${describeTarget(event)}): ` +
+              `subscription ${event.subscription} no longer exists.\n`) +
           "The running gateway picks it up within a second; follow it with: agent webhook events",
       );
       return 0;
@@ -37,3 +58,9 @@ export const webhookReplay: Command = {
     }
   },
 };
+
+/** `telegram chat 42`, `log`, ..., and `directly` for direct delivery. */
+function describeTarget(event: StoredEvent): string {
+  const chat = event.route.chatId ? ` chat ${event.route.chatId}` : "";
+  return `${event.route.deliver}${chat}${event.mode === "direct" ? ", directly" : ""}`;
+}

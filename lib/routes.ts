@@ -6,8 +6,41 @@
  */
 import type { Config } from "./config.ts";
 import { UsageError } from "./errors.ts";
+import type { RouteSnapshot } from "./state/mod.ts";
 import { NAME_PATTERN, type Route } from "./subscription.ts";
 import { readSubscriptions, type SubscriptionRecords } from "./subscription_store.ts";
+import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
+
+/** How a route handles one event: its mode, the rendered text and where the result goes. */
+export interface Dispatch {
+  /** `direct` sends `prompt` itself to the target; `agent` runs the agent on it first. */
+  mode: "agent" | "direct";
+  /** The rendered `--prompt` (CONTRACT §7), or the default prompt when the route has none. */
+  prompt: string;
+  /** The target, the rendered `deliver_extra.chat_id` and the skills. */
+  route: RouteSnapshot;
+}
+
+/**
+ * Renders what `route` does with a payload: at ingest, and again when an event is replayed.
+ * @param route the static route or subscription
+ * @param payload the parsed JSON payload
+ * @param context the event label, route name and delivery id the specials render
+ * @returns the mode, prompt and route snapshot stored with the event
+ */
+export function dispatchFor(route: Route, payload: unknown, context: TemplateContext): Dispatch {
+  const prompt = route.prompt
+    ? renderTemplate(route.prompt, payload, context).text
+    : defaultPrompt(payload, context);
+  const chatId = route.deliver_extra?.chat_id
+    ? renderTemplate(route.deliver_extra.chat_id, payload, context).text
+    : undefined;
+  return {
+    mode: route.deliver_only ? "direct" : "agent",
+    prompt,
+    route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
+  };
+}
 
 /**
  * The route called `name`: the static one if `config.yaml` defines it, else the subscription.

@@ -8,10 +8,10 @@
 import { StoreUnavailableError } from "../lib/errors.ts";
 import { type EventInfo, eventInfo, eventLabel, matchesEvents } from "../lib/event_info.ts";
 import type { RateLimiter } from "../lib/rate_limit.ts";
+import { dispatchFor } from "../lib/routes.ts";
 import type { NewEvent, StateStore } from "../lib/state/mod.ts";
 import { acceptedSecrets, NAME_PATTERN, type Route } from "../lib/subscription.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
-import { defaultPrompt, renderTemplate, type TemplateContext } from "../lib/templates.ts";
 import { BodyDeadlines, BodyError, parsePayload, readBody } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
 import { answer, duplicate, log, reject } from "./_respond.ts";
@@ -213,34 +213,27 @@ async function dispatch(
   });
 }
 
-/** Renders the prompt (or direct message) and the route snapshot the worker will use. */
+/** The event to store: the request's facts and what the route does with it. */
 function buildEvent(
   route: Route,
   info: EventInfo,
   { payload, json }: { payload: unknown; json: string },
   nowMs: number,
 ): NewEvent {
-  const context: TemplateContext = {
-    event: eventLabel(info),
+  const event = eventLabel(info);
+  const dispatch = dispatchFor(route, payload, {
+    event,
     subscription: route.name,
     deliveryId: info.deliveryId,
-  };
-  const prompt = route.prompt
-    ? renderTemplate(route.prompt, payload, context).text
-    : defaultPrompt(payload, context);
-  const chatId = route.deliver_extra?.chat_id
-    ? renderTemplate(route.deliver_extra.chat_id, payload, context).text
-    : undefined;
+  });
   return {
     subscription: route.name,
-    eventType: context.event,
+    eventType: event,
     deliveryId: info.deliveryId,
     dedupe: !info.generatedDeliveryId,
     source: info.source,
-    mode: route.deliver_only ? "direct" : "agent",
     payload: json,
-    prompt,
-    route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
     receivedAtMs: nowMs,
+    ...dispatch,
   };
 }

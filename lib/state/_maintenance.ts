@@ -45,17 +45,27 @@ export function listEvents(
  * @param db the database
  * @param event the event to replay
  * @param nowMs current time: the event is due then
+ * @param dispatch the mode, prompt and route to run it with; its own when omitted
  * @returns the event as stored afterwards
- * @throws UsageError when the event is running
+ * @throws UsageError when the event is running (or was when the gateway last stopped)
  */
-export function replayEvent(db: DatabaseSync, event: StoredEvent, nowMs: number): StoredEvent {
+export function replayEvent(
+  db: DatabaseSync,
+  event: StoredEvent,
+  nowMs: number,
+  dispatch: Pick<StoredEvent, "mode" | "prompt" | "route"> = event,
+): StoredEvent {
   // One statement checks and requeues, so a gateway claiming the event meanwhile wins cleanly.
   const { changes } = db.prepare(
     "UPDATE events SET status = 'queued', attempts = 0, next_attempt_at = ?, response = NULL, " +
-      "parts_sent = 0, last_error = NULL, updated_at = ? WHERE id = ? AND status != 'running'",
-  ).run(nowMs, nowMs, event.id);
+      "parts_sent = 0, last_error = NULL, updated_at = ?, mode = ?, prompt = ?, route = ? " +
+      "WHERE id = ? AND status != 'running'",
+  ).run(nowMs, nowMs, dispatch.mode, dispatch.prompt, JSON.stringify(dispatch.route), event.id);
   if (Number(changes) === 0) {
-    throw new UsageError(`Cannot replay ${event.id}: it is running now; wait until it ends`);
+    throw new UsageError(
+      `Cannot replay ${event.id}: it is running, or was when the gateway last stopped (the next ` +
+        "start resumes it); wait until it ends",
+    );
   }
   return rowToEvent(db.prepare("SELECT * FROM events WHERE id = ?").get(event.id) as Row);
 }

@@ -261,7 +261,11 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         const id = findEvent(eventId)?.id ?? eventId;
         return (s.attempts.all(id) as Row[]).map(rowToAttempt);
       }),
-    replay: (eventId, nowMs) => use(() => replayEvent(db, mustFind(eventId), nowMs)),
+    replay: (eventId, nowMs, redispatch) =>
+      use(() => {
+        const event = mustFind(eventId);
+        return replayEvent(db, event, nowMs, redispatch?.(event));
+      }),
     prune: (nowMs, options) =>
       use(() =>
         prune(db, transaction, nowMs, {

@@ -192,11 +192,17 @@ export interface StateStore {
    * Idempotency keys are untouched.
    * @param eventId id or unique prefix
    * @param nowMs current time
+   * @param redispatch called with the event found: returns its new mode, prompt and route (the
+   *   subscription as it is now), or undefined to keep those the event has
    * @returns the event as requeued
    * @throws NotFoundError when no event matches
-   * @throws UsageError when the event is running right now
+   * @throws UsageError when the event is running, or was when the gateway last stopped
    */
-  replay(eventId: string, nowMs: number): StoredEvent;
+  replay(
+    eventId: string,
+    nowMs: number,
+    redispatch?: (event: StoredEvent) => Pick<NewEvent, "mode" | "prompt" | "route"> | undefined,
+  ): StoredEvent;
   /**
    * Deletes delivered and failed events received more than `retentionDays` ago (payloads,
    * attempts and idempotency keys included), oldest first, at most `maxRows` (default 1000) so

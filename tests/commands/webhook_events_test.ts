@@ -227,7 +227,10 @@ Deno.test("webhook replay requeues a failed event as a new series and keeps its 
   await using h = await homeWithEvents();
   const { code, out } = await run(webhookReplay, h.home, ["evt_aaa002"]);
   assert.equal(code, 0);
-  assert.match(out, /^Queued evt_aaa002 \(gh, issues\.opened\) again\./);
+  assert.match(
+    out,
+    /^Queued evt_aaa002 \(gh, issues\.opened\) again, with the prompt and target it had \(to telegram chat 42\): subscription gh no longer exists\./,
+  );
   assert.match(out, /agent webhook events/);
   const [row] = await json(h.home, ["gh", "--status", "queued"]);
   assert.equal(row.id, "evt_aaa002");
@@ -243,6 +246,54 @@ Deno.test("webhook replay requeues a failed event as a new series and keeps its 
     const event = store.getEvent("evt_aaa002")!;
     assert.equal(event.response, null, "the agent runs again");
     assert.equal(event.partsSent, 0);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("webhook replay renders and routes the event as its subscription does now", async () => {
+  await using h = await homeWithEvents();
+  // The subscription was fixed after the event failed: new prompt, target, chat and skills.
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({
+      gh: {
+        secret: "s",
+        prompt: "Now: {action} ({__delivery_id__})",
+        deliver: "discord",
+        deliver_extra: { chat_id: "{action}-room" },
+        skills: ["triage"],
+      },
+      ci: { secret: "s", prompt: "Ship {action}", deliver: "slack", deliver_only: true },
+    }),
+    { mode: 0o600 },
+  );
+  const { code, out } = await run(webhookReplay, h.home, ["evt_aaa002"]);
+  assert.equal(code, 0);
+  assert.match(
+    out,
+    /^Queued evt_aaa002 \(gh, issues\.opened\) again, as subscription gh renders and routes it now \(to discord chat opened-room\)\./,
+  );
+  const direct = await run(webhookReplay, h.home, ["evt_bbb001"]);
+  assert.match(direct.out, /\(to slack, directly\)/);
+
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+  });
+  try {
+    const replayed = store.getEvent("evt_aaa002")!;
+    assert.equal(replayed.prompt, "Now: opened (d-failed)");
+    assert.deepEqual(replayed.route, {
+      deliver: "discord",
+      chatId: "opened-room",
+      skills: ["triage"],
+    });
+    assert.equal(replayed.mode, "agent");
+    assert.equal(replayed.payload, JSON.stringify({ action: "opened", token: "payload-secret" }));
+    const nowDirect = store.getEvent("evt_bbb001")!;
+    assert.equal(nowDirect.mode, "direct", "the subscription now delivers directly");
+    assert.equal(nowDirect.prompt, "Ship opened");
+    assert.deepEqual(nowDirect.route, { deliver: "slack", skills: [] });
   } finally {
     await store.close();
   }
@@ -280,7 +331,7 @@ Deno.test("webhook replay refuses an unknown id, an ambiguous prefix and a runni
   await rejectsWith(
     run(webhookReplay, h.home, ["evt_ccc001"]),
     UsageError,
-    /Cannot replay evt_ccc001: it is running now/,
+    /Cannot replay evt_ccc001: it is running, or was when the gateway last stopped/,
   );
   await rejectsWith(run(webhookReplay, h.home, []), UsageError, /Expected one <event-id>/);
   await rejectsWith(run(webhookReplay, h.home, ["a", "b"]), UsageError, /Expected one/);
