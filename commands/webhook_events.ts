@@ -4,8 +4,16 @@
  *
  * @module
  */
+import type { Config } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
-import { type EventStatus, openStateStore, type StoredEvent } from "../lib/state/mod.ts";
+import { findRoute } from "../lib/routes.ts";
+import {
+  type Attempt,
+  type EventStatus,
+  openStateStore,
+  type StoredEvent,
+} from "../lib/state/mod.ts";
+import { readSubscriptions } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -14,10 +22,14 @@ const STATUSES: readonly EventStatus[] = ["queued", "running", "delivered", "fai
 const usage = `Usage: agent webhook events [<name>] [--status S] [--limit N] [--json]
 
 Lists recent events, newest first: id, subscription, event type, delivery id, status,
-attempts, when it was received, how long it took and the last error.
+attempts, when it was received (UTC), how long it took and the last error (the first 80
+characters; --json has it whole).
   --status S   only ${STATUSES.join(", ")}
   --limit N    at most N events (default 20)
   --json       machine-readable output, with each event's attempts`;
+
+/** Longest last error the table shows, in characters. */
+const ERROR_COLUMN_CHARS = 80;
 
 const options = {
   status: { type: "string" },
@@ -38,7 +50,10 @@ export const webhookEvents: Command = {
       throw new UsageError(`--status must be one of: ${STATUSES.join(", ")}`);
     }
     const limit = values.limit === undefined ? 20 : Number(values.limit);
-    if (!Number.isSafeInteger(limit) || limit < 1) {
+    if (
+      values.limit !== undefined && !/^\d+$/.test(values.limit) || !Number.isSafeInteger(limit) ||
+      limit < 1
+    ) {
       throw new UsageError("--limit must be a whole number ≥ 1");
     }
     const config = await loadEnabledConfig(ctx);
@@ -49,11 +64,20 @@ export const webhookEvents: Command = {
       if (values.json) {
         const rows = events.map((event) => ({
           ...publicFields(event),
-          attempts_detail: store.attempts(event.id),
+          attempts_detail: store.attempts(event.id).map(publicAttempt),
         }));
         ctx.stdout(JSON.stringify(rows, null, 2));
       } else if (events.length === 0) {
-        ctx.stdout(positionals[0] || status ? "No events match." : "No events yet.");
+        const name = positionals[0];
+        const unknown = name !== undefined && !(await isRouteName(config, name));
+        ctx.stdout(
+          !name && !status
+            ? "No events yet."
+            : unknown
+            ? `No events match. No subscription is called "${name}" now: ` +
+              "agent webhook list shows them."
+            : "No events match.",
+        );
       } else {
         ctx.stdout(table(events));
       }
@@ -84,6 +108,32 @@ function publicFields(event: StoredEvent) {
   };
 }
 
+/** An attempt as the JSON shows it: snake_case names and ISO times, as the event's own. */
+function publicAttempt(attempt: Attempt) {
+  return {
+    attempt: attempt.attempt,
+    step: attempt.step,
+    started_at: new Date(attempt.startedAtMs).toISOString(),
+    finished_at: attempt.finishedAtMs === null
+      ? null
+      : new Date(attempt.finishedAtMs).toISOString(),
+    error: attempt.error,
+  };
+}
+
+/**
+ * True when `name` is a static route or a subscription now; also true when the subscription
+ * file cannot be read, so a corrupt file never makes a real name look unknown.
+ */
+async function isRouteName(config: Config, name: string): Promise<boolean> {
+  try {
+    const records = await readSubscriptions(config.paths.subscriptions);
+    return findRoute(name, records, config.webhook.routes) !== undefined;
+  } catch {
+    return true;
+  }
+}
+
 function table(events: StoredEvent[]): string {
   const header = [
     "ID",
@@ -92,7 +142,7 @@ function table(events: StoredEvent[]): string {
     "DELIVERY ID",
     "STATUS",
     "TRIES",
-    "RECEIVED",
+    "RECEIVED (UTC)",
     "TOOK",
     "LAST ERROR",
   ];
@@ -100,19 +150,24 @@ function table(events: StoredEvent[]): string {
     e.id,
     e.subscription,
     e.eventType,
-    e.deliveryId.length > 24 ? `${e.deliveryId.slice(0, 23)}…` : e.deliveryId,
+    cut(e.deliveryId, 24),
     e.status,
     String(e.attempts),
     new Date(e.receivedAtMs).toISOString().replace("T", " ").slice(0, 19),
     e.status === "delivered" || e.status === "failed"
       ? duration(e.updatedAtMs - e.receivedAtMs)
       : "-",
-    (e.lastError ?? "").replace(/\s+/g, " ").slice(0, 60),
+    cut((e.lastError ?? "").replace(/\s+/g, " "), ERROR_COLUMN_CHARS),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   return [header, ...rows]
     .map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd())
     .join("\n");
+}
+
+/** `text`, or its first `maxChars - 1` characters and "…" when it is longer. */
+function cut(text: string, maxChars: number): string {
+  return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
 }
 
 function duration(ms: number): string {

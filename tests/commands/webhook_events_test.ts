@@ -107,7 +107,7 @@ Deno.test("webhook events prints a table, newest first, with tries, duration and
   const lines = out.split("\n");
   assert.match(
     lines[0],
-    /^ID\s+SUBSCRIPTION\s+EVENT\s+DELIVERY ID\s+STATUS\s+TRIES\s+RECEIVED\s+TOOK\s+LAST ERROR$/,
+    /^ID\s+SUBSCRIPTION\s+EVENT\s+DELIVERY ID\s+STATUS\s+TRIES\s+RECEIVED \(UTC\)\s+TOOK\s+LAST ERROR$/,
   );
   assert.deepEqual(lines.slice(1).map((line) => line.split(/\s{2,}/).slice(0, 6)), [
     ["evt_ccc001", "ci", "push", "d-running", "running", "1"],
@@ -135,7 +135,7 @@ Deno.test("webhook events cuts long delivery ids and errors so a row stays one l
   const { out } = await run(webhookEvents, h.home, []);
   const row = out.split("\n")[1];
   assert.match(row, new RegExp(` ${"x".repeat(23)}… `));
-  assert.match(row, new RegExp(`${"e".repeat(60)}$`));
+  assert.match(row, new RegExp(` ${"e".repeat(79)}…$`), "80 characters, the cut marked");
   assert.doesNotMatch(row, /tail/);
 });
 
@@ -164,19 +164,17 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
     last_error: "Telegram failed\n   (HTTP 500):\tdown",
     attempts_detail: [
       {
-        eventId: "evt_aaa002",
         attempt: 1,
-        startedAtMs: T0 + 1,
-        finishedAtMs: T0 + 1000,
         step: "agent",
+        started_at: "2026-03-01T10:00:00.001Z",
+        finished_at: "2026-03-01T10:00:01.000Z",
         error: "LLM endpoint answered 500",
       },
       {
-        eventId: "evt_aaa002",
         attempt: 2,
-        startedAtMs: T0 + 2000,
-        finishedAtMs: T0 + 3000,
         step: "delivery",
+        started_at: "2026-03-01T10:00:02.000Z",
+        finished_at: "2026-03-01T10:00:03.000Z",
         error: "Telegram failed\n   (HTTP 500):\tdown",
       },
     ],
@@ -195,7 +193,17 @@ Deno.test("webhook events filters by subscription, status and limit", async () =
   assert.deepEqual(await ids(["--limit", "2"]), ["evt_ccc001", "evt_bbb001"]);
   assert.deepEqual(await ids(["nobody"]), []);
   const empty = await run(webhookEvents, h.home, ["nobody"]);
-  assert.equal(empty.out, "No events match.");
+  assert.equal(
+    empty.out,
+    'No events match. No subscription is called "nobody" now: agent webhook list shows them.',
+  );
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({ quiet: { secret: "s" } }),
+    { mode: 0o600 },
+  );
+  const quiet = await run(webhookEvents, h.home, ["quiet"]);
+  assert.equal(quiet.out, "No events match.", "a subscription without events yet");
 });
 
 Deno.test("webhook events refuses a bad status, limit or extra argument with a usage error", async () => {
@@ -205,6 +213,8 @@ Deno.test("webhook events refuses a bad status, limit or extra argument with a u
     [["--limit", "0"], /--limit must be a whole number/],
     [["--limit", "2.5"], /--limit must be a whole number/],
     [["--limit", "lots"], /--limit must be a whole number/],
+    [["--limit", "1e1"], /--limit must be a whole number/],
+    [["--limit", "0x10"], /--limit must be a whole number/],
     [["gh", "ci"], /at most one <name>/],
     [["--since", "1h"], /Unknown option '--since'/],
   ];

@@ -37,9 +37,9 @@ interface EventRow {
   last_error: string | null;
   attempts_detail: {
     attempt: number;
-    startedAtMs: number;
-    finishedAtMs: number | null;
     step: string;
+    started_at: string;
+    finished_at: string | null;
     error: string | null;
   }[];
 }
@@ -217,8 +217,10 @@ Deno.test("an LLM 429 with Retry-After: 1 is retried after a second and ends del
   assert.match(one.error ?? "", /429/);
   assert.match(two.error ?? "", /429/);
   assert.equal(three.error, null);
-  assert.ok(two.startedAtMs - one.finishedAtMs! >= 1000, "Retry-After: 1 waited out");
-  assert.ok(three.startedAtMs - two.finishedAtMs! >= 1000, "Retry-After: 1 waited out");
+  const waited = (before: typeof one, after: typeof one) =>
+    Date.parse(after.started_at) - Date.parse(before.finished_at!);
+  assert.ok(waited(one, two) >= 1000, "Retry-After: 1 waited out");
+  assert.ok(waited(two, three) >= 1000, "Retry-After: 1 waited out");
   assert.deepEqual([...messagesPerDelivery(s.telegram)], [["limited-1", 1]]);
 });
 
