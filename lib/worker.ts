@@ -83,8 +83,9 @@ export interface EventWorker {
    * Stops claiming, then waits for the events in progress. Agent runs still going after the
    * wait are stopped (a `command` program is killed), and the worker waits up to
    * {@link ABORT_GRACE_MS} more for the events in progress to end (deliveries are not stopped).
-   * What is left stays `queued` or `running` in the store and is resumed by the next start,
-   * where an interrupted run counts as an attempt.
+   * An event whose agent run the stop ended goes back to `queued`, the run counting as an
+   * interrupted attempt; one whose run or delivery has not ended stays `running`. The next start
+   * runs both.
    * @param options `deadlineMs`: the longest wait for the events in progress, in milliseconds;
    *   `hurry`: ends that wait as soon as it aborts (a second Ctrl-C)
    * @returns once the worker has stopped; never throws
@@ -255,8 +256,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         const systemPrompt = await deps.systemPrompt(event.route.skills);
         if (stopRuns.signal.aborted) {
           // Stopped before the run began: the next start runs it.
-          log("warn", "agent run stopped by shutdown", context);
-          return;
+          return requeueStopped(event, context);
         }
         text = await deps.runAgent({
           prompt: event.prompt,
@@ -278,17 +278,31 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         }
       });
     } catch (error) {
-      if (stopRuns.signal.aborted && step === "agent") {
-        // Stopped by stop(): the event stays `running` and the next start resumes it.
-        log("warn", "agent run stopped by shutdown", context);
-        return;
-      }
+      if (stopRuns.signal.aborted && step === "agent") return requeueStopped(event, context);
       decide(event, step, error, context, recordParts);
       return;
     }
     const nowMs = deps.now();
     record(event.id, () => store.markDelivered(event.id, nowMs));
     log("info", "delivered", { ...context, target: event.route.deliver });
+  }
+
+  /**
+   * An agent run that stop() ended: the event goes back to the queue, due now, with the attempt
+   * closed as interrupted (it counts, as after a crash), so the next start runs it and, until
+   * then, `events` shows it queued and `replay` accepts it. If the store refuses, the event
+   * stays `running` and the next start resumes it all the same.
+   */
+  function requeueStopped(event: StoredEvent, context: Record<string, unknown>): void {
+    log("warn", "agent run stopped by shutdown", context);
+    try {
+      store.recoverInterrupted(deps.now(), event.id);
+    } catch (error) {
+      log("warn", "cannot requeue the stopped event; the next start resumes it", {
+        ...context,
+        error: describe(error),
+      });
+    }
   }
 
   function decide(

@@ -71,30 +71,33 @@ export function replayEvent(
 }
 
 /**
- * Requeues events left `running` by a crash, due now, and closes their open attempts with an
- * "interrupted" error. The interrupted attempt still counts, so an event that crashes the
- * gateway every time ends as `failed` instead of looping.
+ * Requeues events left `running` by a crash or a stop, due now, and closes their open attempts
+ * with an "interrupted" error. The interrupted attempt still counts, so an event that crashes
+ * the gateway every time ends as `failed` instead of looping.
  * @param db the database
  * @param transaction the transaction runner
  * @param nowMs current time
+ * @param eventId only this event, if it is running; every running event when omitted
  * @returns how many events were requeued
  */
 export function recoverInterrupted(
   db: DatabaseSync,
   transaction: Transaction,
   nowMs: number,
+  eventId?: string,
 ): number {
+  const which = eventId === undefined ? "status = 'running'" : "status = 'running' AND id = ?";
+  const only = eventId === undefined ? [] : [eventId];
   let count = 0;
   transaction(() => {
     db.prepare(
       "UPDATE attempts SET finished_at = ?, error = ? WHERE finished_at IS NULL " +
-        "AND event_id IN (SELECT id FROM events WHERE status = 'running')",
-    ).run(nowMs, INTERRUPTED);
+        `AND event_id IN (SELECT id FROM events WHERE ${which})`,
+    ).run(nowMs, INTERRUPTED, ...only);
     count = Number(
       db.prepare(
-        "UPDATE events SET status = 'queued', next_attempt_at = ?, updated_at = ? " +
-          "WHERE status = 'running'",
-      ).run(nowMs, nowMs).changes,
+        `UPDATE events SET status = 'queued', next_attempt_at = ?, updated_at = ? WHERE ${which}`,
+      ).run(nowMs, nowMs, ...only).changes,
     );
   });
   return count;

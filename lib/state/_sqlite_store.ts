@@ -248,7 +248,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       closeAttempt(eventId, { status: "queued", error, step, nextMs }, nowMs),
     markFailed: (eventId, error, step, nowMs) =>
       closeAttempt(eventId, { status: "failed", error, step, nextMs: null }, nowMs),
-    recoverInterrupted: (nowMs) => use(() => recoverInterrupted(db, transaction, nowMs)),
+    recoverInterrupted: (nowMs, eventId) =>
+      use(() => recoverInterrupted(db, transaction, nowMs, eventId)),
     nextDueAtMs: () =>
       use(() => {
         const row = s.nextDue.get() as Row | undefined;

@@ -165,10 +165,14 @@ export interface StateStore {
   /** Closes the attempt with its error and marks the event `failed` (dead letter). */
   markFailed(eventId: string, error: string, step: "agent" | "delivery", nowMs: number): void;
   /**
-   * Puts events left `running` by a crash or restart back in the queue, due now.
+   * Puts events left `running` by a crash or restart back in the queue, due now, their open
+   * attempt closed as interrupted (it still counts).
+   * @param nowMs current time
+   * @param eventId only this event (the worker's own run, ended by a graceful stop); every
+   *   running event when omitted (at start)
    * @returns how many were requeued
    */
-  recoverInterrupted(nowMs: number): number;
+  recoverInterrupted(nowMs: number, eventId?: string): number;
   /** When the earliest queued event is due (ms since the epoch), or null when none is queued. */
   nextDueAtMs(): number | null;
   /**

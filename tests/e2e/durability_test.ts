@@ -320,7 +320,11 @@ Deno.test("SIGTERM kills a command agent still running at the deadline; the next
   assert.ok(tookMs < 14_000, `the stop took ${Math.round(tookMs)} ms`);
   assert.match(first.output(), /agent run stopped by shutdown/);
   assert.ok(await processExited(childPid), `the agent's child ${childPid} outlived the gateway`);
-  assert.deepEqual((await events(s.env)).map((row) => row.status), ["running"]);
+  assert.deepEqual(
+    (await events(s.env)).map((row) => row.status),
+    ["queued"],
+    "requeued by the stop",
+  );
   assert.equal(s.telegram.messages.length, 0);
 
   await using second = await startGatewayProcess(s.env);
@@ -344,7 +348,11 @@ Deno.test("a second SIGTERM stops a running command agent at once", async () => 
   assert.ok(tookMs < 5_000, `the stop took ${Math.round(tookMs)} ms, not the 10 s deadline`);
   assert.match(gateway.output(), /Stopping now/);
   assert.ok(await processExited(childPid), `the agent's child ${childPid} outlived the gateway`);
-  assert.deepEqual((await events(s.env)).map((row) => row.status), ["running"]);
+  assert.deepEqual(
+    (await events(s.env)).map((row) => row.status),
+    ["queued"],
+    "requeued by the stop",
+  );
 });
 
 Deno.test("a locked state database answers 503 with Retry-After and the retry is accepted", async () => {

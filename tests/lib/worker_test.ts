@@ -318,12 +318,14 @@ Deno.test("worker.stop() waits up to the deadline, stops the agent run and leave
     h.time.advance(5_000);
     await stopping;
     assert.equal(aborted, true, "the run still going at the deadline is stopped");
-    assert.equal(h.store.getEvent(first)!.status, "running", "resumed by the next start");
-    assert.equal(h.store.attempts(first)[0].error, null, "the stop is not a failed attempt");
+    assert.equal(h.store.getEvent(first)!.status, "queued", "back in the queue for the next start");
+    assert.equal(h.store.getEvent(first)!.attempts, 1, "the interrupted attempt counts");
+    assert.match(h.store.attempts(first)[0].error ?? "", /interrupted: the gateway stopped/);
     assert.equal(h.store.getEvent(second)!.status, "queued");
     h.worker.notify();
     h.time.advance(60_000);
     await Promise.resolve();
+    assert.equal(h.store.getEvent(first)!.status, "queued", "no claim after stop");
     assert.equal(h.store.getEvent(second)!.status, "queued", "no claim after stop");
     release!("late answer");
     await new Promise((resolve) => setTimeout(resolve, 0));
@@ -349,7 +351,7 @@ Deno.test("worker.stop() stops the agent run at once when hurried", async () => 
     assert.equal(stopped, false, "waits for the run");
     hurry.abort(); // a second Ctrl-C; the clock does not move
     await stopping;
-    assert.equal(h.store.getEvent(id)!.status, "running", "resumed by the next start");
+    assert.equal(h.store.getEvent(id)!.status, "queued", "back in the queue for the next start");
     assert.ok(h.logs.some((l) => l.message === "agent run stopped by shutdown"));
   });
 });
