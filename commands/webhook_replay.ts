@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { UsageError } from "../lib/errors.ts";
+import { ConfigError, UsageError } from "../lib/errors.ts";
 import { dispatchFor, findRoute } from "../lib/routes.ts";
 import { openStateStore, type StoredEvent } from "../lib/state/mod.ts";
-import { readSubscriptions } from "../lib/subscription_store.ts";
+import { readSubscriptions, type SubscriptionRecords } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -29,12 +29,20 @@ export const webhookReplay: Command = {
     if (positionals.length !== 1) throw new UsageError(`Expected one <event-id>.\n\n${usage}`);
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    const subscriptions = await readSubscriptions(config.paths.subscriptions);
+    // A corrupt file must not block replays: the events keep what they had, as the running
+    // gateway keeps its last good copy.
+    let subscriptions: SubscriptionRecords | undefined;
+    try {
+      subscriptions = await readSubscriptions(config.paths.subscriptions);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      ctx.stderr(error.message);
+    }
     const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
     try {
       let routed = false;
       const event = store.replay(positionals[0], ctx.now(), (found: StoredEvent) => {
-        const route = findRoute(found.subscription, subscriptions, config.webhook.routes);
+        const route = findRoute(found.subscription, subscriptions ?? {}, config.webhook.routes);
         if (!route) return undefined;
         routed = true;
         return dispatchFor(route, JSON.parse(found.payload), {
@@ -49,7 +57,9 @@ export const webhookReplay: Command = {
             ? `as subscription ${event.subscription} renders and routes it now ` +
               `(to ${describeTarget(event)}).\n`
             : `with the prompt and target it had (to ${describeTarget(event)}): ` +
-              `subscription ${event.subscription} no longer exists.\n`) +
+              (subscriptions
+                ? `subscription ${event.subscription} no longer exists.\n`
+                : "the subscription file could not be read.\n")) +
           "The running gateway picks it up within a second; follow it with: agent webhook events",
       );
       return 0;

@@ -278,7 +278,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         }
       });
     } catch (error) {
-      if (stopRuns.signal.aborted && step === "agent") return requeueStopped(event, context);
+      // A permanent error (a missing skill) still fails the event, stop or not.
+      if (stopRuns.signal.aborted && step === "agent" && !isPermanent(error)) {
+        return requeueStopped(event, context);
+      }
       decide(event, step, error, context, recordParts);
       return;
     }
@@ -290,19 +293,13 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   /**
    * An agent run that stop() ended: the event goes back to the queue, due now, with the attempt
    * closed as interrupted (it counts, as after a crash), so the next start runs it and, until
-   * then, `events` shows it queued and `replay` accepts it. If the store refuses, the event
+   * then, `events` shows it queued and `replay` accepts it. A write the store refuses is held
+   * like an outcome and tried once more before the stop ends; if that fails too, the event
    * stays `running` and the next start resumes it all the same.
    */
   function requeueStopped(event: StoredEvent, context: Record<string, unknown>): void {
     log("warn", "agent run stopped by shutdown", context);
-    try {
-      store.recoverInterrupted(deps.now(), event.id);
-    } catch (error) {
-      log("warn", "cannot requeue the stopped event; the next start resumes it", {
-        ...context,
-        error: describe(error),
-      });
-    }
+    record(event.id, () => store.recoverInterrupted(deps.now(), event.id));
   }
 
   function decide(

@@ -309,6 +309,23 @@ Deno.test("webhook replay renders and routes the event as its subscription does 
   }
 });
 
+Deno.test("webhook replay still works while the subscription file is corrupt, keeping the event's own route", async () => {
+  await using h = await homeWithEvents();
+  await Deno.writeTextFile(join(h.home, "webhook_subscriptions.json"), "{ not json", {
+    mode: 0o600,
+  });
+  const { code, out, err } = await run(webhookReplay, h.home, ["evt_aaa002"]);
+  assert.equal(code, 0);
+  assert.match(err, /webhook_subscriptions\.json/);
+  assert.match(
+    out,
+    /again, with the prompt and target it had \(to telegram chat 42\): the subscription file could not be read\./,
+  );
+  const [row] = await json(h.home, ["gh", "--status", "queued"]);
+  assert.equal(row.id, "evt_aaa002");
+  assert.equal(row.target, "telegram");
+});
+
 Deno.test("webhook replay takes a unique prefix and a delivered event too", async () => {
   await using h = await homeWithEvents();
   const { code, out } = await run(webhookReplay, h.home, ["evt_aaa001"]);

@@ -356,6 +356,42 @@ Deno.test("worker.stop() stops the agent run at once when hurried", async () => 
   });
 });
 
+Deno.test("a stop that cannot requeue its stopped run at once tries again before it ends", async () => {
+  const runAgent = ({ signal }: { signal?: AbortSignal }) =>
+    new Promise<string>((_, reject) =>
+      signal?.addEventListener("abort", () => reject(new Error("x")))
+    );
+  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await turnsUntil(() => h.store.getEvent(id)!.status === "running");
+    failNext(h.store, "recoverInterrupted", 1); // locked at the moment of the stop
+    const hurry = new AbortController();
+    const stopping = h.worker.stop({ deadlineMs: 60_000, hurry: hurry.signal });
+    hurry.abort();
+    await stopping;
+    assert.equal(h.store.getEvent(id)!.status, "queued", "the held requeue was written");
+  });
+});
+
+Deno.test("a missing skill found after a stop began still fails the event, not requeued", async () => {
+  let refuse: ((error: Error) => void) | undefined;
+  const systemPrompt = () => new Promise<string>((_, reject) => (refuse = reject));
+  await withWorker({ systemPrompt, maxConcurrency: 1 }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await turnsUntil(() => refuse !== undefined); // loading the skills
+    const hurry = new AbortController();
+    const stopping = h.worker.stop({ deadlineMs: 60_000, hurry: hurry.signal });
+    hurry.abort();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    refuse!(new NotFoundError('Unknown skill "triage"'));
+    await stopping;
+    assert.equal(h.store.getEvent(id)!.status, "failed", "retrying cannot bring the skill back");
+    assert.match(h.store.getEvent(id)!.lastError ?? "", /Unknown skill "triage"/);
+  });
+});
+
 Deno.test("worker.stop() gives up on an agent run that ignores the stop after a grace period", async () => {
   let release: ((value: string) => void) | undefined;
   const runAgent = () => new Promise<string>((resolve) => (release = resolve));
@@ -380,7 +416,7 @@ Deno.test("worker.stop() gives up on an agent run that ignores the stop after a 
 /** Makes `method` of the store throw StoreUnavailableError on its next `times` calls. */
 function failNext(
   store: StateStore,
-  method: "markDelivered" | "markRetry" | "savePartsSent",
+  method: "markDelivered" | "markRetry" | "savePartsSent" | "recoverInterrupted",
   times: number,
 ) {
   const real = store[method] as (...args: unknown[]) => void;
