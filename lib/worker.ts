@@ -229,7 +229,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     if (event.attempts > retry.maxAttempts) {
       // Attempts interrupted by crashes count too: an event that takes the process down every
       // time it runs ends as a dead letter instead of crashing it for ever.
-      const error = `interrupted ${event.attempts - 1} times (crash or restart during the run)`;
+      // Earlier attempts may have failed otherwise: their own errors stay on their attempts.
+      const error = `gave up after ${
+        event.attempts - 1
+      } attempts; the last was interrupted (crash or restart during the run)`;
       const nowMs = deps.now();
       record(event.id, () => store.markFailed(event.id, error, "agent", nowMs));
       log("error", "failed", { eventId: event.id, subscription: event.subscription, error });
