@@ -244,12 +244,26 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       attempt: event.attempts,
     };
     let step: "agent" | "delivery" = "delivery";
-    // Parts delivered but not yet recorded (the store failed), written with the outcome.
+    // What the store refused during the attempt (a locked database): the agent's answer and the
+    // parts delivered, written again with the attempt's outcome, so neither is lost.
+    let responseNotRecorded: string | undefined;
     let partsNotRecorded: number | undefined;
-    const recordParts = () => {
-      if (partsNotRecorded === undefined) return;
-      store.savePartsSent(event.id, partsNotRecorded);
-      partsNotRecorded = undefined;
+    const recordHeld = () => {
+      if (responseNotRecorded !== undefined) {
+        store.saveResponse(event.id, responseNotRecorded);
+        responseNotRecorded = undefined;
+      }
+      if (partsNotRecorded !== undefined) {
+        store.savePartsSent(event.id, partsNotRecorded);
+        partsNotRecorded = undefined;
+      }
+    };
+    const tryRecordHeld = () => {
+      try {
+        recordHeld();
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError)) throw error;
+      }
     };
     try {
       let text = event.mode === "agent" && event.response !== null ? event.response : event.prompt;
@@ -267,29 +281,31 @@ export function createWorker(deps: WorkerDeps): EventWorker {
           eventId: event.id,
           signal: stopRuns.signal,
         });
-        store.saveResponse(event.id, text);
+        // The answer is kept even when the store refuses it now: it is delivered, and written
+        // with the outcome, instead of failing the attempt and running the agent again.
+        responseNotRecorded = text;
+        tryRecordHeld();
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
       await deps.deliver(jobFor(event, text), (partsSent) => {
         // The part went out: a failing store must not turn that into a failed delivery.
         partsNotRecorded = partsSent;
-        try {
-          recordParts();
-        } catch (error) {
-          if (!(error instanceof StoreUnavailableError)) throw error;
-        }
+        tryRecordHeld();
       });
     } catch (error) {
       // A permanent error (a missing skill) still fails the event, stop or not.
       if (stopRuns.signal.aborted && step === "agent" && !isPermanent(error)) {
         return requeueStopped(event, context);
       }
-      decide(event, step, error, context, recordParts);
+      decide(event, step, error, context, recordHeld);
       return;
     }
     const nowMs = deps.now();
-    record(event.id, () => store.markDelivered(event.id, nowMs));
+    record(event.id, () => {
+      recordHeld();
+      store.markDelivered(event.id, nowMs);
+    });
     log("info", "delivered", { ...context, target: event.route.deliver });
   }
 
@@ -310,14 +326,14 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     step: "agent" | "delivery",
     error: unknown,
     context: Record<string, unknown>,
-    recordParts: () => void,
+    recordHeld: () => void,
   ): void {
     const message = describe(error);
     const nowMs = deps.now();
     const permanent = isPermanent(error);
     if (permanent || event.attempts >= retry.maxAttempts) {
       record(event.id, () => {
-        recordParts();
+        recordHeld();
         store.markFailed(event.id, message, step, nowMs);
       });
       const reason = permanent ? "permanent error" : `${event.attempts} attempts`;
@@ -333,7 +349,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       retryAfterSeconds,
     });
     record(event.id, () => {
-      recordParts();
+      recordHeld();
       store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
     });
     log("warn", "retry scheduled", { ...context, step, delayMs, error: message });

@@ -416,7 +416,7 @@ Deno.test("worker.stop() gives up on an agent run that ignores the stop after a 
 /** Makes `method` of the store throw StoreUnavailableError on its next `times` calls. */
 function failNext(
   store: StateStore,
-  method: "markDelivered" | "markRetry" | "savePartsSent" | "recoverInterrupted",
+  method: "markDelivered" | "markRetry" | "savePartsSent" | "saveResponse" | "recoverInterrupted",
   times: number,
 ) {
   const real = store[method] as (...args: unknown[]) => void;
@@ -474,6 +474,27 @@ Deno.test("worker does not let an outcome the store keeps refusing hold up the o
     const atStop = h.logs.find((l) => l.message.startsWith("worker stopped with outcomes"));
     assert.deepEqual(atStop?.props, { eventIds: [stuck] }, "what runs again is logged");
     assert.equal(h.jobs.length, 2, "each message was sent once");
+  });
+});
+
+Deno.test("an answer the store refuses is delivered and kept, and the agent does not run again", async () => {
+  let runs = 0;
+  const runAgent = () => (runs++, Promise.resolve("the answer"));
+  let deliveries = 0;
+  const deliver: WorkerDeps["deliver"] = () =>
+    ++deliveries === 1 ? Promise.reject(new TargetError("502 from Telegram")) : Promise.resolve();
+  await withWorker({ runAgent, deliver }, async (h) => {
+    const id = await accept(h.store);
+    failNext(h.store, "saveResponse", 1); // locked while the answer is saved
+    h.worker.start();
+    await turnsUntil(() => h.store.getEvent(id)!.status === "queued");
+    const retried = h.store.getEvent(id)!;
+    assert.equal(retried.response, "the answer", "written with the retry");
+    assert.equal(h.store.attempts(id)[0].step, "delivery", "the agent step did not fail");
+    await runUntilSettled(h);
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal(runs, 1, "the LLM was called once");
+    assert.equal(deliveries, 2);
   });
 });
 
