@@ -26,7 +26,8 @@ attempts, when it was received (UTC), how long it took and the last error (the f
 characters; --json has it whole).
   --status S   only ${STATUSES.join(", ")}
   --limit N    at most N events (default 20)
-  --json       machine-readable output, with each event's attempts`;
+  --json       machine-readable output, with each event's attempts (series 2 is the first
+               replay's, and so on)`;
 
 /** Longest last error the table shows, in characters. */
 const ERROR_COLUMN_CHARS = 80;
@@ -64,7 +65,7 @@ export const webhookEvents: Command = {
       if (values.json) {
         const rows = events.map((event) => ({
           ...publicFields(event),
-          attempts_detail: store.attempts(event.id).map(publicAttempt),
+          attempts_detail: withSeries(store.attempts(event.id)).map(publicAttempt),
         }));
         ctx.stdout(JSON.stringify(rows, null, 2));
       } else if (events.length === 0) {
@@ -108,9 +109,23 @@ function publicFields(event: StoredEvent) {
   };
 }
 
+/**
+ * Numbers each attempt's series, from 1: a replay starts a new one, where attempt numbers begin
+ * again at 1.
+ * @param attempts an event's attempts, oldest first
+ */
+function withSeries(attempts: Attempt[]): (Attempt & { series: number })[] {
+  let series = 0;
+  return attempts.map((attempt, i) => {
+    if (i === 0 || attempt.attempt <= attempts[i - 1].attempt) series += 1;
+    return { ...attempt, series };
+  });
+}
+
 /** An attempt as the JSON shows it: snake_case names and ISO times, as the event's own. */
-function publicAttempt(attempt: Attempt) {
+function publicAttempt(attempt: Attempt & { series: number }) {
   return {
+    series: attempt.series,
     attempt: attempt.attempt,
     step: attempt.step,
     started_at: new Date(attempt.startedAtMs).toISOString(),

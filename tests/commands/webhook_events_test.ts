@@ -164,6 +164,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
     last_error: "Telegram failed\n   (HTTP 500):\tdown",
     attempts_detail: [
       {
+        series: 1,
         attempt: 1,
         step: "agent",
         started_at: "2026-03-01T10:00:00.001Z",
@@ -171,6 +172,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
         error: "LLM endpoint answered 500",
       },
       {
+        series: 1,
         attempt: 2,
         step: "delivery",
         started_at: "2026-03-01T10:00:02.000Z",

@@ -30,7 +30,7 @@ interface EventRow {
   attempts: number;
   target: string;
   last_error: string | null;
-  attempts_detail: { attempt: number; error: string | null }[];
+  attempts_detail: { series: number; attempt: number; error: string | null }[];
 }
 
 /** A running gateway whose LLM answers 500 while `broken` is true, with two subscriptions. */
@@ -183,10 +183,11 @@ Deno.test("webhook replay by a unique id prefix delivers a failed event once the
     return row.status === "delivered" ? row : undefined;
   }, { what: "the replayed event delivered" });
   assert.equal(replayed.attempts, 1, "a replay starts a new series of attempts");
-  assert.deepEqual(replayed.attempts_detail.map((a) => [a.attempt, a.error === null]), [
-    [1, false],
-    [1, true],
-  ]);
+  assert.deepEqual(
+    replayed.attempts_detail.map((a) => [a.series, a.attempt, a.error === null]),
+    [[1, 1, false], [2, 1, true]],
+    "the replay's attempt is the first of series 2",
+  );
   assert.deepEqual(g.telegram.messages.map((m) => [m.to, m.text]), [[
     "99",
     "answer to alpha: a-1",
