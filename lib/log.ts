@@ -45,11 +45,17 @@ export const lineFormatter: TextFormatter = (record) => {
     if (value === undefined) continue;
     line += ` ${key}=${isSecretField(key) ? "[REDACTED]" : quoteValue(printable(value))}`;
   }
-  return (LINE_BREAK.test(line) ? line.replace(LINE_BREAKS, " ") : line) + "\n";
+  return (CONTROL.test(line) ? line.replace(LINE_BREAKS, " ").replace(CONTROLS, escape) : line) +
+    "\n";
 };
 
-const LINE_BREAK = /[\r\n]/;
+// Text from requests (a name in the URL, a header) must not break a line in two, nor reach the
+// terminal of whoever reads the log with `tail -f` as escape sequences (ESC, BEL, NUL...):
+// line breaks become a space, other control characters a visible \u escape. Tabs stay.
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f]/;
+const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 const LINE_BREAKS = /[\r\n]+/g;
+const escape = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
 // Memos of pure functions, shared by every sink in the process: which field names are secret
 // (bounded), and the ISO text of the last timestamp formatted. Neither can change an output.
 const secretFields = new Map<string, boolean>();

@@ -50,6 +50,18 @@ Deno.test("lineFormatter redacts fields named like secrets and keeps each record
   assert.match(line, /rejected gh FAKE 2026 line/);
 });
 
+Deno.test("lineFormatter shows control characters from requests as escapes, not raw", () => {
+  const name = "x\x1b[31mFAKE\x1b[2K\x07\x00\x7f\x9b\tend";
+  const line = lineFormatter(record(T, ["rejected ", name], { subscription: name }));
+  assert.doesNotMatch(
+    line.slice(0, -1),
+    /[\x00-\x08\x0a-\x1f\x7f-\x9f]/,
+    "no raw control character",
+  );
+  assert.match(line, /rejected x\\u001b\[31mFAKE\\u001b\[2K\\u0007\\u0000\\u007f\\u009b\tend/);
+  assert.ok(line.endsWith("\n"));
+});
+
 Deno.test("lineFormatter gives every record its own time", () => {
   const times = [T, T, T + 1, T + 60_000].map((ms) =>
     lineFormatter(record(ms, ["x"], {})).slice(0, 24)
