@@ -52,7 +52,9 @@ export const lineFormatter: TextFormatter = (record) => {
 // Text from requests (a name in the URL, a header) must not break a line in two, nor reach the
 // terminal of whoever reads the log with `tail -f` as escape sequences (ESC, BEL, NUL...):
 // line breaks become a space, other control characters a visible \u escape. Tabs stay.
+// deno-lint-ignore no-control-regex
 const CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f]/;
+// deno-lint-ignore no-control-regex
 const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 const LINE_BREAKS = /[\r\n]+/g;
 const escape = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;

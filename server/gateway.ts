@@ -104,8 +104,30 @@ export async function startGateway(
   });
 
   const subscriptions = new SubscriptionFileCache(paths.subscriptions);
+  const subscriptionLog = getLogger(["agent", "subscriptions"]);
+  let reportedError: string | undefined;
+  /**
+   * The subscriptions as the file holds them now, saying once in the log (and on the console)
+   * when the file became unreadable, so the gateway keeping its last good copy (or none, at
+   * start) is never silent, and once when it is readable again.
+   */
+  const currentSubscriptions = (options?: { fresh?: boolean }) => {
+    const records = subscriptions.current(options);
+    const error = subscriptions.lastError?.message;
+    if (error !== reportedError) {
+      if (error) {
+        subscriptionLog.error("{reason}; serving the last good copy ({count} subscriptions)", {
+          reason: error,
+          count: Object.keys(records).length,
+        });
+      } else subscriptionLog.info("subscription file readable again");
+      reportedError = error;
+    }
+    return records;
+  };
+  currentSubscriptions();
   const app = createApp({
-    findRoute: (name, options) => findRoute(name, subscriptions.current(options), webhook.routes),
+    findRoute: (name, options) => findRoute(name, currentSubscriptions(options), webhook.routes),
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
     rateLimitPerMinute: webhook.rateLimitPerMinute,

@@ -4,7 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import type { LogRecord } from "@logtape/logtape";
 import { loadConfig } from "../../lib/config.ts";
+import { startLogging, stopLogging } from "../../lib/log.ts";
 import { updateSubscriptions } from "../../lib/subscription_store.ts";
 import { startGateway } from "../../server/gateway.ts";
 import { enabledConfig, signedIssue, tempHome } from "../_helpers.ts";
@@ -34,6 +36,41 @@ Deno.test("a subscription or secret written a moment ago is honoured on the next
     assert.equal(await post("gh", "not-the-secret"), 404, "removed");
   } finally {
     await gateway.stop({ deadlineMs: 0 });
+  }
+});
+
+Deno.test("a corrupt subscription file is reported once, without its secrets, and its repair too", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const path = join(h.home, "webhook_subscriptions.json");
+  // A hand edit that lost the quotes around a secret.
+  await Deno.writeTextFile(path, `{"gh": {"secret": ${OLD_SECRET}}}`, { mode: 0o600 });
+  const records: LogRecord[] = [];
+  await startLogging({ extraSinks: [(record) => void records.push(record)] });
+  const config = await loadConfig({ AGENT_HOME: h.home, HOME: "/nonexistent" });
+  const gateway = await startGateway(config, {
+    fetch: () => Promise.reject(new Error("no network in tests")),
+  });
+  const post = async () => {
+    const response = await fetch(`${gateway.url}/webhooks/gh`, await signedIssue(OLD_SECRET));
+    await response.body?.cancel();
+    return response.status;
+  };
+  const about = () =>
+    records.filter((r) => r.category.join(".") === "agent.subscriptions")
+      .map((r) => [r.level, String(r.properties.reason ?? r.rawMessage)]);
+  try {
+    assert.equal(await post(), 404, "the gateway has no good copy yet");
+    assert.equal(await post(), 404);
+    assert.equal(about().length, 1, "reported once, at start");
+    assert.equal(about()[0][0], "error");
+    assert.match(about()[0][1], /webhook_subscriptions\.json is corrupt \(not valid JSON/);
+    assert.doesNotMatch(JSON.stringify(records.map((r) => r.properties)), /the-old-secret/);
+    await Deno.writeTextFile(path, JSON.stringify({ gh: { secret: OLD_SECRET } }));
+    assert.equal(await post(), 202, "repaired");
+    assert.deepEqual(about()[1], ["info", "subscription file readable again"]);
+  } finally {
+    await gateway.stop({ deadlineMs: 0 });
+    await stopLogging();
   }
 });
 
