@@ -6,6 +6,7 @@
 import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { createDefaultConfig } from "../lib/config_file.ts";
 import { UsageError } from "../lib/errors.ts";
+import { getLogger } from "@logtape/logtape";
 import { startLogging, stopLogging } from "../lib/log.ts";
 import { startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
 import type { Command } from "./_command.ts";
@@ -50,10 +51,22 @@ export const gatewayRun: Command = {
           `  webhooks: ${gateway.url}/webhooks/<name>\n` +
           `  log:      ${config.paths.log}`,
       );
-      await new Promise((resolve) => {
-        if (ctx.shutdownSignal.aborted) resolve(undefined);
-        ctx.shutdownSignal.addEventListener("abort", resolve, { once: true });
-      });
+      const failure = await Promise.race([
+        new Promise<undefined>((resolve) => {
+          if (ctx.shutdownSignal.aborted) resolve(undefined);
+          ctx.shutdownSignal.addEventListener("abort", () => resolve(undefined), { once: true });
+        }),
+        gateway.failed,
+      ]);
+      if (failure) {
+        const message = `The HTTP server stopped accepting connections (${failure.message}). ` +
+          "Exiting so that a supervisor restarts the gateway; queued events are kept. Too many " +
+          "open connections is the usual cause: see Security in the README.";
+        getLogger(["agent", "http"]).fatal(message);
+        ctx.stderr(message);
+        await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
+        return 1;
+      }
       ctx.stdout(
         "Stopping: finishing requests in flight, queued events stay queued " +
           "(Ctrl-C again to stop running work now)",

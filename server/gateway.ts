@@ -41,6 +41,14 @@ export interface RunningGateway {
    * @returns once the store is closed; never throws for slow requests or agent runs
    */
   stop(options?: { deadlineMs?: number; hurry?: AbortSignal }): Promise<void>;
+  /**
+   * Settles, with the cause, if the HTTP server stops accepting connections on its own: when
+   * the process runs out of file descriptors (Deno's HTTP server has no idle-connection or
+   * header-read timeout, so connections that send nothing stay open), Deno ends the accept
+   * loop. Never settles otherwise. `gateway run` then stops and exits non-zero, which also
+   * closes every connection, so a supervisor's restart serves again.
+   */
+  failed: Promise<Error>;
 }
 
 /** What varies between the real process and tests. */
@@ -182,6 +190,11 @@ export async function startGateway(
     await store.close();
     throw error;
   }
+  const failed = new Promise<Error>((resolve) => {
+    server.finished.catch((error) =>
+      resolve(error instanceof Error ? error : new Error(`${error}`))
+    );
+  });
   const address = await listening.promise;
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   const url = `http://${host}:${address.port}`;
@@ -191,6 +204,7 @@ export async function startGateway(
     url,
     port: address.port,
     store,
+    failed,
     async stop({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) {
       stopping = true;
       clearInterval(pruneTimer);

@@ -155,14 +155,21 @@ export interface GatewayProcess extends AsyncDisposable {
 /**
  * Starts `main.ts gateway run` and waits for its "listening on" line.
  * @param env AGENT_HOME and the rest; WEBHOOK_PORT defaults to 0 (a free port)
+ * @param args more arguments of `gateway run`
+ * @param options `maxOpenFiles`: the process's file-descriptor limit (`ulimit -n`)
  * @throws Error with the process output when it does not start within 30 s
  */
 export async function startGatewayProcess(
   env: Record<string, string>,
   args: string[] = [],
+  options: { maxOpenFiles?: number } = {},
 ): Promise<GatewayProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "--quiet", MAIN, "gateway", "run", ...args],
+  const deno = [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN, "gateway", "run", ...args];
+  const command = options.maxOpenFiles === undefined
+    ? deno
+    : ["sh", "-c", `ulimit -n ${options.maxOpenFiles} && exec "$@"`, "sh", ...deno];
+  const child = new Deno.Command(command[0], {
+    args: command.slice(1),
     env: cleanEnv({ WEBHOOK_PORT: "0", ...env }),
     clearEnv: true,
     stdin: "null",

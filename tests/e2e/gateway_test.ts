@@ -192,3 +192,49 @@ Deno.test("a new subscription is picked up by the running gateway without a rest
   assert.equal(gone.status, 404);
   await gone.body?.cancel();
 });
+
+Deno.test("out of file descriptors, the gateway exits non-zero with a reason and keeps its events", async () => {
+  await using h = await tempHome();
+  const llm = await startFakeLlm({ answer: () => "noted" });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  const env = { AGENT_HOME: h.home, ...llm.env };
+  await using gateway = await startGatewayProcess(env, [], { maxOpenFiles: 96 });
+  const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
+  const sub = await runCli(["webhook", "subscribe", "gh", "--deliver", "log"], cliEnv);
+  assert.equal(sub.code, 0, sub.stderr);
+  const secret = sub.stdout.match(/Secret:\s+(\S+)/)![1];
+  const accepted = await postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
+    event: "issues",
+    secret,
+    delivery: "before-the-flood",
+  });
+  assert.equal(accepted.status, 202);
+
+  // Connections that send nothing: Deno's server keeps them open until the descriptors run out.
+  const idle: Deno.TcpConn[] = [];
+  try {
+    for (let i = 0; i < 200; i++) {
+      idle.push(
+        await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(gateway.url).port) }),
+      );
+    }
+  } catch { /* refused once the gateway is gone */ }
+  const code = await eventually(async () => {
+    const status = await Promise.race([
+      gateway.child.status,
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200)),
+    ]);
+    return status?.code;
+  }, { what: "the gateway to exit", timeoutMs: 30_000 });
+  for (const connection of idle) {
+    try {
+      connection.close();
+    } catch { /* closed by the exit */ }
+  }
+  assert.equal(code, 1, gateway.output());
+  assert.match(gateway.output(), /stopped accepting connections \(.*Too many open files/);
+  assert.match(gateway.output(), /see Security in the README/);
+  const events = await runCli(["webhook", "events", "--json"], cliEnv);
+  const rows = JSON.parse(events.stdout) as { delivery_id: string }[];
+  assert.deepEqual(rows.map((row) => row.delivery_id), ["before-the-flood"], "kept");
+});
