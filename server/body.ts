@@ -172,6 +172,11 @@ export function parsePayload(
   }
   const mediaType = contentType?.split(";")[0].trim().toLowerCase() ?? "";
   if (mediaType === "application/x-www-form-urlencoded") {
+    // URLSearchParams turns a percent-encoded invalid sequence (%FF) into U+FFFD; the strict
+    // decoder refuses it, as the raw body's bytes are refused above.
+    if (text.includes("%") && !isStrictFormUtf8(text)) {
+      throw new BodyError(400, "form body is not valid UTF-8 once percent-decoded");
+    }
     const form = new URLSearchParams(text);
     const payload = form.get("payload");
     if (payload !== null) {
@@ -182,6 +187,23 @@ export function parsePayload(
   }
   return { value: parseJson(text, mediaType ? `body (${mediaType})` : "body"), json: text };
 }
+
+/**
+ * True when the percent-encoded bytes of a form body decode as UTF-8. A `%` not followed by two
+ * hex digits is literal text, as URLSearchParams reads it.
+ */
+function isStrictFormUtf8(text: string): boolean {
+  for (const pair of text.split("&")) {
+    try {
+      decodeURIComponent(pair.replace(STRAY_PERCENT, "%25"));
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+const STRAY_PERCENT = /%(?![0-9a-fA-F]{2})/g;
 
 function parseJson(text: string, what: string): unknown {
   let value: unknown;

@@ -286,6 +286,12 @@ const CASES: Case[] = [
     request: () => signed("payload=%7Bnot", contentType("application/x-www-form-urlencoded")),
     status: 400,
   },
+  {
+    name: "a form whose payload percent-encodes invalid UTF-8, signed",
+    request: () =>
+      signed('payload={"a":"%FF%FE"}', contentType("application/x-www-form-urlencoded")),
+    status: 400,
+  },
   // huge and invalid headers
   {
     name: "a 60 KB signature header",
