@@ -17,8 +17,9 @@ const usage = `Usage: agent gateway run [--port N] [--quiet]
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
 and running agent work get 10 s in all (a second Ctrl-C or SIGTERM: none); an agent run still
-going then is stopped (a command agent is killed) and, like queued work, stays in the state
-database for the next start, where it counts as an attempt.
+going then is stopped (a command agent is killed) and its event goes back to the queue, the
+run counting as an attempt; queued work stays queued for the next start. If the HTTP server
+stops accepting connections (out of file descriptors), the gateway stops and exits 1.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
 
 /** `agent gateway run`. */
@@ -62,8 +63,8 @@ export const gatewayRun: Command = {
         const message = `The HTTP server stopped accepting connections (${failure.message}). ` +
           "Exiting so that a supervisor restarts the gateway; queued events are kept. Too many " +
           "open connections is the usual cause: see Security in the README.";
-        getLogger(["agent", "http"]).fatal(message);
-        ctx.stderr(message);
+        getLogger(["agent", "http"]).fatal(message); // on the console too, unless --quiet
+        if (values.quiet) ctx.stderr(message);
         await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
         return 1;
       }

@@ -26,8 +26,8 @@ attempts, when it was received (UTC), how long it took and the last error (the f
 characters; --json has it whole).
   --status S   only ${STATUSES.join(", ")}
   --limit N    at most N events (default 20)
-  --json       machine-readable output, with each event's attempts (series 2 is the first
-               replay's, and so on)`;
+  --json       machine-readable output, with each event's attempts and their series (a
+               replay starts a new one)`;
 
 /** Longest last error the table shows, in characters. */
 const ERROR_COLUMN_CHARS = 80;
@@ -101,9 +101,7 @@ function publicFields(event: StoredEvent) {
     attempts: event.attempts,
     received_at: new Date(event.receivedAtMs).toISOString(),
     updated_at: new Date(event.updatedAtMs).toISOString(),
-    next_attempt_at: event.nextAttemptAtMs === null
-      ? null
-      : new Date(event.nextAttemptAtMs).toISOString(),
+    next_attempt_at: isoOrNull(event.nextAttemptAtMs),
     target: event.route.deliver,
     last_error: event.lastError,
   };
@@ -129,11 +127,14 @@ function publicAttempt(attempt: Attempt & { series: number }) {
     attempt: attempt.attempt,
     step: attempt.step,
     started_at: new Date(attempt.startedAtMs).toISOString(),
-    finished_at: attempt.finishedAtMs === null
-      ? null
-      : new Date(attempt.finishedAtMs).toISOString(),
+    finished_at: isoOrNull(attempt.finishedAtMs),
     error: attempt.error,
   };
+}
+
+/** An ISO time, or null for none. */
+function isoOrNull(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
 }
 
 /**

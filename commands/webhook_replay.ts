@@ -16,8 +16,8 @@ const usage = `Usage: agent webhook replay <event-id>
 
 Queues the event again: a new series of attempts with the same payload, rendered and routed by
 its subscription as it is now (prompt, target, chat id, skills, direct delivery), so a fix to the
-subscription applies. An event whose subscription was removed keeps the prompt and target it
-had. The id comes from agent webhook events; a unique prefix is enough.`;
+subscription applies. An event whose subscription was removed, or while the subscription file
+cannot be read, keeps the prompt and target it had. The id comes from agent webhook events; a unique prefix is enough.`;
 
 /** `agent webhook replay`. */
 export const webhookReplay: Command = {
@@ -54,7 +54,7 @@ export const webhookReplay: Command = {
       ctx.stdout(
         `Queued ${event.id} (${event.subscription}, ${event.eventType}) again, ` +
           (routed
-            ? `as subscription ${event.subscription} renders and routes it now ` +
+            ? `as ${event.subscription} renders and routes it now ` +
               `(to ${describeTarget(event)}).\n`
             : `with the prompt and target it had (to ${describeTarget(event)}): ` +
               (subscriptions

@@ -45,7 +45,9 @@ export const lineFormatter: TextFormatter = (record) => {
     if (value === undefined) continue;
     line += ` ${key}=${isSecretField(key) ? "[REDACTED]" : quoteValue(printable(value))}`;
   }
-  return (CONTROL.test(line) ? line.replace(LINE_BREAKS, " ").replace(CONTROLS, escape) : line) +
+  return (ANY_CONTROL.test(line)
+    ? line.replace(LINE_BREAKS, " ").replace(OTHER_CONTROLS, escape)
+    : line) +
     "\n";
 };
 
@@ -53,9 +55,9 @@ export const lineFormatter: TextFormatter = (record) => {
 // terminal of whoever reads the log with `tail -f` as escape sequences (ESC, BEL, NUL...):
 // line breaks become a space, other control characters a visible \u escape. Tabs stay.
 // deno-lint-ignore no-control-regex
-const CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f]/;
+const ANY_CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f]/;
 // deno-lint-ignore no-control-regex
-const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+const OTHER_CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 const LINE_BREAKS = /[\r\n]+/g;
 const escape = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
 // Memos of pure functions, shared by every sink in the process: which field names are secret

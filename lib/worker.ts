@@ -3,8 +3,8 @@
  * the answer, and decides what a failure means: retry later with backoff, or dead letter.
  *
  * Per event: when it has no saved response (agent mode), the agent runs with the system prompt
- * of the event's skills and its answer is saved at once, so a delivery retry does not run the
- * agent again; then the answer (or, for a replayed direct-mode event, the message itself) is
+ * of the event's skills and its answer is saved at once (or, if the database refuses it for a
+ * moment, with the attempt's outcome), so a delivery retry does not run the agent again; then the answer (or, for a replayed direct-mode event, the message itself) is
  * delivered, resuming after the parts already sent. At most `maxConcurrency` events are in
  * progress at once.
  *
@@ -230,9 +230,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       // Attempts interrupted by crashes count too: an event that takes the process down every
       // time it runs ends as a dead letter instead of crashing it for ever.
       // Earlier attempts may have failed otherwise: their own errors stay on their attempts.
-      const error = `gave up after ${
+      const error = `not run again: its ${
         event.attempts - 1
-      } attempts; the last was interrupted (crash or restart during the run)`;
+      } attempts are used up, the last one interrupted (crash or restart during the run)`;
       const nowMs = deps.now();
       record(event.id, () => store.markFailed(event.id, error, "agent", nowMs));
       log("error", "failed", { eventId: event.id, subscription: event.subscription, error });
@@ -248,7 +248,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     // parts delivered, written again with the attempt's outcome, so neither is lost.
     let responseNotRecorded: string | undefined;
     let partsNotRecorded: number | undefined;
-    const recordHeld = () => {
+    const recordRefused = () => {
       if (responseNotRecorded !== undefined) {
         store.saveResponse(event.id, responseNotRecorded);
         responseNotRecorded = undefined;
@@ -258,9 +258,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         partsNotRecorded = undefined;
       }
     };
-    const tryRecordHeld = () => {
+    const tryRecordRefused = () => {
       try {
-        recordHeld();
+        recordRefused();
       } catch (error) {
         if (!(error instanceof StoreUnavailableError)) throw error;
       }
@@ -284,26 +284,26 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         // The answer is kept even when the store refuses it now: it is delivered, and written
         // with the outcome, instead of failing the attempt and running the agent again.
         responseNotRecorded = text;
-        tryRecordHeld();
+        tryRecordRefused();
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
       await deps.deliver(jobFor(event, text), (partsSent) => {
         // The part went out: a failing store must not turn that into a failed delivery.
         partsNotRecorded = partsSent;
-        tryRecordHeld();
+        tryRecordRefused();
       });
     } catch (error) {
       // A permanent error (a missing skill) still fails the event, stop or not.
       if (stopRuns.signal.aborted && step === "agent" && !isPermanent(error)) {
         return requeueStopped(event, context);
       }
-      decide(event, step, error, context, recordHeld);
+      decide(event, step, error, context, recordRefused);
       return;
     }
     const nowMs = deps.now();
     record(event.id, () => {
-      recordHeld();
+      recordRefused();
       store.markDelivered(event.id, nowMs);
     });
     log("info", "delivered", { ...context, target: event.route.deliver });
@@ -326,14 +326,14 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     step: "agent" | "delivery",
     error: unknown,
     context: Record<string, unknown>,
-    recordHeld: () => void,
+    recordRefused: () => void,
   ): void {
     const message = describe(error);
     const nowMs = deps.now();
     const permanent = isPermanent(error);
     if (permanent || event.attempts >= retry.maxAttempts) {
       record(event.id, () => {
-        recordHeld();
+        recordRefused();
         store.markFailed(event.id, message, step, nowMs);
       });
       const reason = permanent ? "permanent error" : `${event.attempts} attempts`;
@@ -349,7 +349,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       retryAfterSeconds,
     });
     record(event.id, () => {
-      recordHeld();
+      recordRefused();
       store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
     });
     log("warn", "retry scheduled", { ...context, step, delayMs, error: message });

@@ -33,8 +33,8 @@ export interface RunningGateway {
   /**
    * Stops gracefully: no new connections; requests in flight and running agent work get up to
    * `deadlineMs` in all, or until `hurry` aborts. Then agent runs still going are stopped (with
-   * up to `ABORT_GRACE_MS` more to end; deliveries are not stopped), and they and the queued
-   * events stay in the store for the next start. Requests still open then (a sender stalled
+   * up to `ABORT_GRACE_MS` more to end; deliveries are not stopped): their events go back to the
+   * queue, as the queued events stay, for the next start. Requests still open then (a sender stalled
    * mid-body) are left to the process exit.
    * @param options `deadlineMs` in milliseconds (@default {STOP_DEADLINE_MS}); `hurry`: ends
    *   the wait early (a second Ctrl-C)

@@ -221,7 +221,7 @@ function buildEvent(
   nowMs: number,
 ): NewEvent {
   const event = eventLabel(info);
-  const dispatch = dispatchFor(route, payload, {
+  const handling = dispatchFor(route, payload, {
     event,
     subscription: route.name,
     deliveryId: info.deliveryId,
@@ -234,6 +234,6 @@ function buildEvent(
     source: info.source,
     payload: json,
     receivedAtMs: nowMs,
-    ...dispatch,
+    ...handling,
   };
 }

@@ -284,7 +284,7 @@ Deno.test("webhook replay renders and routes the event as its subscription does 
   assert.equal(code, 0);
   assert.match(
     out,
-    /^Queued evt_aaa002 \(gh, issues\.opened\) again, as subscription gh renders and routes it now \(to discord chat opened-room\)\./,
+    /^Queued evt_aaa002 \(gh, issues\.opened\) again, as gh renders and routes it now \(to discord chat opened-room\)\./,
   );
   const direct = await run(webhookReplay, h.home, ["evt_bbb001"]);
   assert.match(direct.out, /\(to slack, directly\)/);

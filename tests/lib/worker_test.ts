@@ -540,7 +540,7 @@ Deno.test("an event interrupted by a crash on every attempt ends failed, not run
     await new Promise((resolve) => setTimeout(resolve, 0));
     const stored = h.store.getEvent(id)!;
     assert.equal(stored.status, "failed");
-    assert.match(stored.lastError ?? "", /gave up after 3 attempts; the last was interrupted/);
+    assert.match(stored.lastError ?? "", /its 3 attempts are used up, the last one interrupted/);
     assert.equal(runs, 0);
   });
 });

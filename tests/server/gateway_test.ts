@@ -64,7 +64,7 @@ Deno.test("a corrupt subscription file is reported once, without its secrets, an
     assert.equal(about().length, 1, "reported once, at start");
     assert.equal(about()[0][0], "error");
     assert.match(about()[0][1], /webhook_subscriptions\.json is corrupt \(not valid JSON/);
-    assert.doesNotMatch(JSON.stringify(records.map((r) => r.properties)), /the-old-secret/);
+    assert.doesNotMatch(JSON.stringify(records.map((r) => r.properties)), /the-old/);
     await Deno.writeTextFile(path, JSON.stringify({ gh: { secret: OLD_SECRET } }));
     assert.equal(await post(), 202, "repaired");
     assert.deepEqual(about()[1], ["info", "subscription file readable again"]);
