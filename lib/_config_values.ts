@@ -65,7 +65,8 @@ export function toInteger(
   range: { min?: number; max?: number },
 ): number | undefined {
   if (value === undefined || value === null || value === "") return undefined;
-  const text = String(value).trim();
+  // Only a number or its text: String([2]) is "2", and a list is not a number.
+  const text = typeof value === "number" || typeof value === "string" ? String(value).trim() : "";
   const number = /^-?\d+$/.test(text) ? Number(text) : NaN;
   const { min = -Infinity, max = Infinity } = range;
   if (!Number.isSafeInteger(number) || number < min || number > max) {

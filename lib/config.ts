@@ -16,6 +16,16 @@ import { type HomePaths, homePaths } from "./home.ts";
 import { checkRecord, NAME_PATTERN, type Route } from "./subscription.ts";
 
 /** The `platforms.webhook` section, after merging (CONTRACT §2). */
+
+/**
+ * Largest `idempotency_ttl`, in seconds: 10 years. Expiry times are milliseconds in SQLite
+ * integers read back as JavaScript numbers, so a TTL near 2^53 s broke the state database.
+ */
+export const MAX_IDEMPOTENCY_TTL_SECONDS = 315_360_000;
+/** Largest `agent.timeout_seconds`: one day (timers cannot count past 24.8 days anyway). */
+export const MAX_TIMEOUT_SECONDS = 86_400;
+/** Largest `agent.retry.initial_delay_seconds` and `max_delay_seconds`: one week. */
+export const MAX_RETRY_DELAY_SECONDS = 604_800;
 export interface WebhookSettings {
   /** `platforms.webhook.enabled` / `WEBHOOK_ENABLED`. @default {false} */
   enabled: boolean;
@@ -113,9 +123,13 @@ export async function loadConfig(
     publicUrl: toUrl(publicUrl.value, publicUrl.from),
     rateLimitPerMinute: toInteger(extra.rate_limit, at("rate_limit"), { min: 1 }) ?? 60,
     maxBodyBytes: toInteger(extra.max_body_bytes, at("max_body_bytes"), { min: 1 }) ?? 1_048_576,
-    idempotencyTtlSeconds: toInteger(extra.idempotency_ttl, at("idempotency_ttl"), { min: 1 }) ??
+    idempotencyTtlSeconds: toInteger(extra.idempotency_ttl, at("idempotency_ttl"), {
+      min: 1,
+      max: MAX_IDEMPOTENCY_TTL_SECONDS,
+    }) ??
       86_400,
-    retentionDays: toInteger(extra.retention_days, at("retention_days"), { min: 1 }) ?? 7,
+    retentionDays: toInteger(extra.retention_days, at("retention_days"), { min: 1, max: 3650 }) ??
+      7,
     homeTarget: toText(extra.home, at("home")) || undefined,
     routes: staticRoutes(extra.routes, paths.config),
   };
@@ -160,15 +174,26 @@ function agentSettings(
     baseUrl: env.OPENAI_BASE_URL || toUrl(yaml.base_url, at("base_url")),
     apiKey: env.OPENAI_API_KEY || undefined,
     command: command as string[] | undefined,
-    timeoutSeconds: toInteger(yaml.timeout_seconds, at("timeout_seconds"), { min: 1 }) ?? 300,
-    maxConcurrency: toInteger(yaml.max_concurrency, at("max_concurrency"), { min: 1 }) ?? 2,
+    timeoutSeconds: toInteger(yaml.timeout_seconds, at("timeout_seconds"), {
+      min: 1,
+      max: MAX_TIMEOUT_SECONDS,
+    }) ?? 300,
+    maxConcurrency: toInteger(yaml.max_concurrency, at("max_concurrency"), { min: 1, max: 1000 }) ??
+      2,
     retry: {
-      maxAttempts: toInteger(retry.max_attempts, at("retry.max_attempts"), { min: 1 }) ?? 5,
+      maxAttempts: toInteger(retry.max_attempts, at("retry.max_attempts"), { min: 1, max: 100 }) ??
+        5,
       initialDelayMs: 1000 *
-        (toInteger(retry.initial_delay_seconds, at("retry.initial_delay_seconds"), { min: 0 }) ??
+        (toInteger(retry.initial_delay_seconds, at("retry.initial_delay_seconds"), {
+          min: 0,
+          max: MAX_RETRY_DELAY_SECONDS,
+        }) ??
           10),
       maxDelayMs: 1000 *
-        (toInteger(retry.max_delay_seconds, at("retry.max_delay_seconds"), { min: 1 }) ?? 3600),
+        (toInteger(retry.max_delay_seconds, at("retry.max_delay_seconds"), {
+          min: 1,
+          max: MAX_RETRY_DELAY_SECONDS,
+        }) ?? 3600),
     },
   };
 }

@@ -45,7 +45,8 @@ export const BASE_SYSTEM_PROMPT =
  * @throws ConfigError when a `SKILL.md` has malformed front matter (the message names the file)
  */
 export async function listSkills(skillsDir: string): Promise<SkillInfo[]> {
-  const skills = await readSkills(skillsDir);
+  const { skills, broken } = await readSkills(skillsDir);
+  if (broken.length > 0) throw broken[0].error;
   return skills.map(({ name, description, path }) => ({ name, description, path }));
 }
 
@@ -55,14 +56,17 @@ export async function listSkills(skillsDir: string): Promise<SkillInfo[]> {
  * @param names skill names, as the subscription lists them
  * @returns the section, or "" when `names` is empty
  * @throws NotFoundError naming the first unknown skill and listing the installed ones
- * @throws ConfigError when a `SKILL.md` has malformed front matter
+ * @throws ConfigError when a named skill's `SKILL.md` has malformed front matter (another
+ *   skill's broken file does not matter here)
  */
 export async function loadSkills(skillsDir: string, names: readonly string[]): Promise<string> {
   if (names.length === 0) return "";
-  const installed = await readSkills(skillsDir);
+  const { skills: installed, broken } = await readSkills(skillsDir);
   const sections = names.map((name) => {
     const skill = installed.find((candidate) => candidate.name === name);
     if (!skill) {
+      const unreadable = broken.find((candidate) => candidate.folder === name);
+      if (unreadable) throw unreadable.error;
       const list = installed.map((candidate) => candidate.name).join(", ") || "none";
       throw new NotFoundError(`Unknown skill "${name}" (installed: ${list}; in ${skillsDir})`);
     }
@@ -88,13 +92,20 @@ export async function systemPromptFor(
   return section ? `${BASE_SYSTEM_PROMPT}\n\n${section}` : BASE_SYSTEM_PROMPT;
 }
 
-async function readSkills(skillsDir: string): Promise<Skill[]> {
+/**
+ * Reads every `SKILL.md`: the skills, sorted by name, and the files that cannot be parsed, by
+ * folder, with their errors.
+ */
+async function readSkills(
+  skillsDir: string,
+): Promise<{ skills: Skill[]; broken: { folder: string; error: ConfigError }[] }> {
   const skills: Skill[] = [];
+  const broken: { folder: string; error: ConfigError }[] = [];
   let entries: Deno.DirEntry[];
   try {
     entries = await Array.fromAsync(Deno.readDir(skillsDir));
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return [];
+    if (error instanceof Deno.errors.NotFound) return { skills, broken };
     throw error;
   }
   for (const entry of entries) {
@@ -109,9 +120,14 @@ async function readSkills(skillsDir: string): Promise<Skill[]> {
       }
       throw error;
     }
-    skills.push(parseSkill(text, { folder: entry.name, path }));
+    try {
+      skills.push(parseSkill(text, { folder: entry.name, path }));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      broken.push({ folder: entry.name, error });
+    }
   }
-  return skills.sort((a, b) => a.name.localeCompare(b.name));
+  return { skills: skills.sort((a, b) => a.name.localeCompare(b.name)), broken };
 }
 
 /** Splits a `SKILL.md` into its front matter and its instructions. */

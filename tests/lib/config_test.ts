@@ -67,6 +67,31 @@ Deno.test("loadConfig() names the key and the file of a malformed value", async 
   );
 });
 
+Deno.test("loadConfig() refuses durations and counts past their limits, and lists as numbers", async () => {
+  const cases: [string, RegExp][] = [
+    [
+      "platforms:\n  webhook:\n    extra:\n      idempotency_ttl: 9007199254740991\n",
+      /platforms\.webhook\.extra\.idempotency_ttl in .*config\.yaml must be a whole number from 1 to 315360000/,
+    ],
+    [
+      "platforms:\n  webhook:\n    extra:\n      retention_days: 100000\n",
+      /retention_days .* from 1 to 3650/,
+    ],
+    ["agent:\n  timeout_seconds: 3000000\n", /agent\.timeout_seconds .* from 1 to 86400/],
+    ["agent:\n  timeout_seconds: [2]\n", /agent\.timeout_seconds .* not \[2\]/],
+    ["agent:\n  max_concurrency: 5000\n", /max_concurrency .* from 1 to 1000/],
+    ["agent:\n  retry:\n    max_attempts: 1000\n", /retry\.max_attempts .* from 1 to 100/],
+    [
+      "agent:\n  retry:\n    max_delay_seconds: 99999999\n",
+      /max_delay_seconds .* from 1 to 604800/,
+    ],
+  ];
+  for (const [config, error] of cases) {
+    await using h = await tempHome({ config });
+    await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), error, config);
+  }
+});
+
 Deno.test("loadConfig() refuses broken YAML with the file's name", async () => {
   await using h = await tempHome({ config: "platforms: [unclosed\n" });
   await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), /config\.yaml is not valid YAML/);

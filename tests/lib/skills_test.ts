@@ -86,6 +86,21 @@ Deno.test("loadSkills() throws NotFoundError naming the unknown skill and the in
   });
 });
 
+Deno.test("loadSkills() ignores another skill's broken SKILL.md, and names a broken one it needs", async () => {
+  await withSkills({
+    "triage/SKILL.md": TRIAGE,
+    "broken/SKILL.md": "---\nname: [unclosed\n---\nText.\n",
+  }, async (skillsDir) => {
+    assert.match(await loadSkills(skillsDir, ["triage"]), /Propose labels\./);
+    await assert.rejects(
+      () => loadSkills(skillsDir, ["triage", "broken"]),
+      (error) =>
+        error instanceof ConfigError && /Malformed front matter in .*broken/.test(error.message),
+    );
+    await assert.rejects(() => listSkills(skillsDir), ConfigError, "listing still reports it");
+  });
+});
+
 Deno.test("systemPromptFor() starts with the base prompt and appends the skills", async () => {
   await withSkills({ "triage/SKILL.md": TRIAGE }, async (skillsDir) => {
     assert.equal(await systemPromptFor(skillsDir, []), BASE_SYSTEM_PROMPT);
