@@ -16,6 +16,12 @@ import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
 const STDERR_TAIL_CHARS = 500;
 
+/**
+ * Largest answer a `command` agent may print, in bytes (1 MiB): more is a failure, and the
+ * program is killed. An answer of 50 MB once became one 50 MB log line, and 150 MB of database.
+ */
+export const MAX_ANSWER_BYTES = 1_048_576;
+
 /** Variables never passed to the agent program: the gateway's secrets and target tokens. */
 export const WITHHELD_VARIABLES: ReadonlySet<string> = new Set([
   "WEBHOOK_SECRET",
@@ -82,7 +88,22 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     signal?.addEventListener("abort", stop, { once: true });
     if (signal?.aborted) stop();
     try {
-      const [output] = await Promise.all([child.output(), writeInput(child, input)]);
+      let tooLong = false;
+      const [status, stdout, stderr] = await Promise.all([
+        child.status,
+        readUpTo(child.stdout, MAX_ANSWER_BYTES, () => {
+          tooLong = true;
+          killGroup(child);
+        }),
+        readUpTo(child.stderr, STDERR_TAIL_BYTES, undefined, { keep: "last" }),
+        writeInput(child, input),
+      ]);
+      const output = { ...status, stdout, stderr };
+      if (tooLong) {
+        throw new AgentError(
+          `The agent command "${program}" printed more than ${MAX_ANSWER_BYTES} bytes`,
+        );
+      }
       // A program that exited successfully keeps its answer, even if the stop came meanwhile.
       if (signal?.aborted && !output.success) {
         throw new AgentError(`The agent command "${program}" was stopped: the gateway is stopping`);
@@ -100,7 +121,42 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
   };
 }
 
-function answerOf(program: string, output: Deno.CommandOutput): string {
+/** Bytes of standard error kept for the error message (its end). */
+const STDERR_TAIL_BYTES = 4096;
+
+/**
+ * Reads a stream to its end, keeping at most `maxBytes`: the first ones, or with `keep: "last"`
+ * the last ones. `onOverflow` is called once when the stream brings more.
+ */
+async function readUpTo(
+  stream: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  onOverflow?: () => void,
+  options: { keep?: "first" | "last" } = {},
+): Promise<Uint8Array> {
+  let kept = new Uint8Array(0);
+  let overflowed = false;
+  for await (const chunk of stream) {
+    const joined = new Uint8Array(kept.length + chunk.length);
+    joined.set(kept);
+    joined.set(chunk, kept.length);
+    if (joined.length <= maxBytes) {
+      kept = joined;
+      continue;
+    }
+    kept = options.keep === "last" ? joined.slice(-maxBytes) : joined.slice(0, maxBytes);
+    if (!overflowed) {
+      overflowed = true;
+      onOverflow?.();
+    }
+  }
+  return kept;
+}
+
+function answerOf(
+  program: string,
+  output: Deno.CommandStatus & { stdout: Uint8Array; stderr: Uint8Array },
+): string {
   const decoder = new TextDecoder();
   if (!output.success) {
     const stderr = decoder.decode(output.stderr).trim().slice(-STDERR_TAIL_CHARS);

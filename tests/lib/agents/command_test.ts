@@ -64,6 +64,21 @@ Deno.test("command runner reports a non-zero exit as retryable with the end of s
   assert.ok(error.message.length < 700, "only a short tail of stderr");
 });
 
+Deno.test("command runner refuses an answer over 1 MiB and stops the program", async () => {
+  // An endless stream of output: the runner must stop it rather than collect it all.
+  const error = await agentError(runner(["yes", "answer"])({ prompt: "p", eventId: "e" }));
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /"yes" printed more than 1048576 bytes/);
+  const exact = "x".repeat(1_048_576);
+  const script = `await Deno.stdout.write(new TextEncoder().encode("${
+    "x".repeat(64)
+  }".repeat(16384)))`;
+  const answer = await runner([Deno.execPath(), "eval", script], {
+    env: { DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test" },
+  })({ prompt: "", eventId: "e" });
+  assert.equal(answer, exact, "exactly 1 MiB is still an answer");
+});
+
 Deno.test("command runner reports a program that fails without reading stdin", async () => {
   const error = await agentError(runner(["false"])({ prompt: "x".repeat(1 << 20), eventId: "e" }));
   assert.equal(error.permanent, false);
