@@ -11,26 +11,31 @@ export type Source = { file: string; key: string };
 
 /**
  * The mapping at `keys` below `root`; empty when absent.
- * @throws ConfigError when a node on the way is not a mapping
+ * @param under the key path of `root` itself in the file, for messages (e.g. `agent`)
+ * @throws ConfigError when a node on the way is not a mapping, naming its full key path
  */
-export function objectAt(root: unknown, keys: string[], file: string): Record<string, unknown> {
+export function objectAt(
+  root: unknown,
+  keys: string[],
+  file: string,
+  under: string[] = [],
+): Record<string, unknown> {
+  const path = [...under, ...keys];
+  const notMapping = (depth: number) =>
+    new ConfigError(
+      `${
+        path.slice(0, under.length + depth).join(".") || "the top level"
+      } in ${file} must be a mapping`,
+      { file },
+    );
   let node = root;
   for (const [i, key] of keys.entries()) {
     if (node === undefined || node === null) return {};
-    if (typeof node !== "object" || Array.isArray(node)) {
-      throw new ConfigError(
-        `${keys.slice(0, i).join(".") || "the top level"} in ${file} must be a mapping`,
-        {
-          file,
-        },
-      );
-    }
+    if (typeof node !== "object" || Array.isArray(node)) throw notMapping(i);
     node = (node as Record<string, unknown>)[key];
   }
   if (node === undefined || node === null) return {};
-  if (typeof node !== "object" || Array.isArray(node)) {
-    throw new ConfigError(`${keys.join(".")} in ${file} must be a mapping`, { file });
-  }
+  if (typeof node !== "object" || Array.isArray(node)) throw notMapping(keys.length);
   return node as Record<string, unknown>;
 }
 

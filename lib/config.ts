@@ -94,7 +94,7 @@ export async function loadConfig(
   const env = { ...dotEnv, ...processEnv };
   const yaml = await readYamlFile(paths.config);
   const webhookYaml = objectAt(yaml.data, ["platforms", "webhook"], paths.config);
-  const extra = objectAt(webhookYaml, ["extra"], paths.config);
+  const extra = objectAt(webhookYaml, ["extra"], paths.config, ["platforms", "webhook"]);
   const agentYaml = objectAt(yaml.data, ["agent"], paths.config);
 
   const pick = (envKey: string, yamlKey: string, yamlValue: unknown) =>
@@ -167,7 +167,7 @@ function agentSettings(
       file,
     });
   }
-  const retry = objectAt(yaml, ["retry"], file);
+  const retry = objectAt(yaml, ["retry"], file, ["agent"]);
   return {
     provider,
     model: env.AGENT_MODEL || toText(yaml.model, at("model")) || "gpt-4o-mini",

@@ -85,6 +85,11 @@ Deno.test("loadConfig() refuses durations and counts past their limits, and list
       "agent:\n  retry:\n    max_delay_seconds: 99999999\n",
       /max_delay_seconds .* from 1 to 604800/,
     ],
+    ["agent:\n  retry: 5\n", / agent\.retry in .*config\.yaml must be a mapping/],
+    [
+      "platforms:\n  webhook:\n    extra: [1]\n",
+      / platforms\.webhook\.extra in .* must be a mapping/,
+    ],
   ];
   for (const [config, error] of cases) {
     await using h = await tempHome({ config });
