@@ -5,7 +5,7 @@
  * @module
  */
 import type { Config } from "../lib/config.ts";
-import { UsageError } from "../lib/errors.ts";
+import { ConfigError, UsageError } from "../lib/errors.ts";
 import { findRoute } from "../lib/routes.ts";
 import {
   type Attempt,
@@ -13,7 +13,7 @@ import {
   openStateStore,
   type StoredEvent,
 } from "../lib/state/mod.ts";
-import { readSubscriptions } from "../lib/subscription_store.ts";
+import { readSubscriptionsOrError } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -50,11 +50,13 @@ export const webhookEvents: Command = {
     if (status !== undefined && !STATUSES.includes(status)) {
       throw new UsageError(`--status must be one of: ${STATUSES.join(", ")}`);
     }
-    const limit = values.limit === undefined ? 20 : Number(values.limit);
-    if (
-      values.limit !== undefined && !/^\d+$/.test(values.limit) || !Number.isSafeInteger(limit) ||
-      limit < 1
-    ) {
+    // Digits only: Number() would also take 1e1 and 0x10.
+    const limit = values.limit === undefined
+      ? 20
+      : /^\d+$/.test(values.limit)
+      ? Number(values.limit)
+      : NaN;
+    if (!Number.isSafeInteger(limit) || limit < 1) {
       throw new UsageError("--limit must be a whole number ≥ 1");
     }
     const config = await loadEnabledConfig(ctx);
@@ -142,12 +144,9 @@ function isoOrNull(ms: number | null): string | null {
  * file cannot be read, so a corrupt file never makes a real name look unknown.
  */
 async function isRouteName(config: Config, name: string): Promise<boolean> {
-  try {
-    const records = await readSubscriptions(config.paths.subscriptions);
-    return findRoute(name, records, config.webhook.routes) !== undefined;
-  } catch {
-    return true;
-  }
+  const records = await readSubscriptionsOrError(config.paths.subscriptions);
+  return records instanceof ConfigError ||
+    findRoute(name, records, config.webhook.routes) !== undefined;
 }
 
 function table(events: StoredEvent[]): string {

@@ -8,7 +8,7 @@
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import { dispatchFor, findRoute } from "../lib/routes.ts";
 import { openStateStore, type StoredEvent } from "../lib/state/mod.ts";
-import { readSubscriptions, type SubscriptionRecords } from "../lib/subscription_store.ts";
+import { readSubscriptionsOrError } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -17,7 +17,8 @@ const usage = `Usage: agent webhook replay <event-id>
 Queues the event again: a new series of attempts with the same payload, rendered and routed by
 its subscription as it is now (prompt, target, chat id, skills, direct delivery), so a fix to the
 subscription applies. An event whose subscription was removed, or while the subscription file
-cannot be read, keeps the prompt and target it had. The id comes from agent webhook events; a unique prefix is enough.`;
+cannot be read, keeps the prompt and target it had. The id comes from agent webhook events; a
+unique prefix is enough.`;
 
 /** `agent webhook replay`. */
 export const webhookReplay: Command = {
@@ -31,13 +32,9 @@ export const webhookReplay: Command = {
     if (!config) return 1;
     // A corrupt file must not block replays: the events keep what they had, as the running
     // gateway keeps its last good copy.
-    let subscriptions: SubscriptionRecords | undefined;
-    try {
-      subscriptions = await readSubscriptions(config.paths.subscriptions);
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      ctx.stderr(error.message);
-    }
+    const read = await readSubscriptionsOrError(config.paths.subscriptions);
+    if (read instanceof ConfigError) ctx.stderr(read.message);
+    const subscriptions = read instanceof ConfigError ? undefined : read;
     const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
     try {
       let routed = false;

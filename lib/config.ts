@@ -15,8 +15,6 @@ import { ConfigError } from "./errors.ts";
 import { type HomePaths, homePaths } from "./home.ts";
 import { checkRecord, NAME_PATTERN, type Route } from "./subscription.ts";
 
-/** The `platforms.webhook` section, after merging (CONTRACT §2). */
-
 /**
  * Largest `idempotency_ttl`, in seconds: 10 years. Expiry times are milliseconds in SQLite
  * integers read back as JavaScript numbers, so a TTL near 2^53 s broke the state database.
@@ -26,6 +24,8 @@ export const MAX_IDEMPOTENCY_TTL_SECONDS = 315_360_000;
 export const MAX_TIMEOUT_SECONDS = 86_400;
 /** Largest `agent.retry.initial_delay_seconds` and `max_delay_seconds`: one week. */
 export const MAX_RETRY_DELAY_SECONDS = 604_800;
+
+/** The `platforms.webhook` section, after merging (CONTRACT §2). */
 export interface WebhookSettings {
   /** `platforms.webhook.enabled` / `WEBHOOK_ENABLED`. @default {false} */
   enabled: boolean;

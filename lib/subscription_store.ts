@@ -65,6 +65,23 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
 }
 
 /**
+ * Like {@link readSubscriptions}, for commands that can go on without the file: one that cannot
+ * be read or parsed gives its error instead of throwing it.
+ * @param path the file's path
+ * @returns the records ({} when the file does not exist), or the ConfigError naming the file
+ */
+export async function readSubscriptionsOrError(
+  path: string,
+): Promise<SubscriptionRecords | ConfigError> {
+  try {
+    return await readSubscriptions(path);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+}
+
+/**
  * Read-modify-write of the subscription file under an exclusive lock
  * (`webhook_subscriptions.json.lock`, flock). The new content is written to a temp file with
  * mode 0600 and renamed over the old one, so readers never see a half-written file.
@@ -110,16 +127,30 @@ export class SubscriptionFileCache {
   #stamp = "";
   #records: SubscriptionRecords = {};
   #error: ConfigError | undefined;
+  #onErrorChange:
+    | ((error: ConfigError | undefined, records: SubscriptionRecords) => void)
+    | undefined;
 
   /**
    * @param path the subscription file
    * @param options `recheckMs`: how long a copy is trusted, in milliseconds
-   *   (@default {100}); `now`: the clock, in milliseconds (@default {performance.now})
+   *   (@default {100}); `now`: the clock, in milliseconds (@default {performance.now});
+   *   `onErrorChange`: called when a reload finds the file unreadable (with the error and the
+   *   records still served), when it finds a different error, and when the file is readable
+   *   again (with undefined), so the gateway can say so once rather than on every request
    */
-  constructor(path: string, options: { recheckMs?: number; now?: () => number } = {}) {
+  constructor(
+    path: string,
+    options: {
+      recheckMs?: number;
+      now?: () => number;
+      onErrorChange?: (error: ConfigError | undefined, records: SubscriptionRecords) => void;
+    } = {},
+  ) {
     this.#path = path;
     this.#recheckMs = options.recheckMs ?? SUBSCRIPTION_RECHECK_MS;
     this.#now = options.now ?? (() => performance.now());
+    this.#onErrorChange = options.onErrorChange;
   }
 
   /**
@@ -142,18 +173,26 @@ export class SubscriptionFileCache {
     this.#stamp = stamp;
     if (stamp === "absent") {
       this.#records = {};
-      this.#error = undefined;
+      this.#setError(undefined);
       return this.#records;
     }
     try {
       this.#records = parseSubscriptions(Deno.readTextFileSync(this.#path), this.#path);
-      this.#error = undefined;
+      this.#setError(undefined);
     } catch (error) {
-      this.#error = error instanceof ConfigError
-        ? error
-        : new ConfigError(`Cannot read ${this.#path}: ${(error as Error).message}`);
+      this.#setError(
+        error instanceof ConfigError
+          ? error
+          : new ConfigError(`Cannot read ${this.#path}: ${(error as Error).message}`),
+      );
     }
     return this.#records;
+  }
+
+  #setError(error: ConfigError | undefined): void {
+    const changed = error?.message !== this.#error?.message;
+    this.#error = error;
+    if (changed) this.#onErrorChange?.(error, this.#records);
   }
 
   /** The error of the last reload, if the file on disk is currently unreadable. */

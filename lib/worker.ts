@@ -4,9 +4,9 @@
  *
  * Per event: when it has no saved response (agent mode), the agent runs with the system prompt
  * of the event's skills and its answer is saved at once (or, if the database refuses it for a
- * moment, with the attempt's outcome), so a delivery retry does not run the agent again; then the answer (or, for a replayed direct-mode event, the message itself) is
- * delivered, resuming after the parts already sent. At most `maxConcurrency` events are in
- * progress at once.
+ * moment, with the attempt's outcome), so a delivery retry does not run the agent again; then
+ * the answer (or, for a replayed direct-mode event, the message itself) is delivered, resuming
+ * after the parts already sent. At most `maxConcurrency` events are in progress at once.
  *
  * @module
  */

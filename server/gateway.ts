@@ -33,9 +33,9 @@ export interface RunningGateway {
   /**
    * Stops gracefully: no new connections; requests in flight and running agent work get up to
    * `deadlineMs` in all, or until `hurry` aborts. Then agent runs still going are stopped (with
-   * up to `ABORT_GRACE_MS` more to end; deliveries are not stopped): their events go back to the
-   * queue, as the queued events stay, for the next start. Requests still open then (a sender stalled
-   * mid-body) are left to the process exit.
+   * up to `ABORT_GRACE_MS` more to end; deliveries are not stopped): their events go back to
+   * the queue, where the queued events stay, for the next start. Requests still open then (a
+   * sender stalled mid-body) are left to the process exit.
    * @param options `deadlineMs` in milliseconds (@default {STOP_DEADLINE_MS}); `hurry`: ends
    *   the wait early (a second Ctrl-C)
    * @returns once the store is closed; never throws for slow requests or agent runs
@@ -111,31 +111,21 @@ export async function startGateway(
     log: (level, message, properties) => workerLog[level](message, properties),
   });
 
-  const subscriptions = new SubscriptionFileCache(paths.subscriptions);
   const subscriptionLog = getLogger(["agent", "subscriptions"]);
-  let reportedError: string | undefined;
-  /**
-   * The subscriptions as the file holds them now, saying once in the log (and on the console)
-   * when the file became unreadable, so the gateway keeping its last good copy (or none, at
-   * start) is never silent, and once when it is readable again.
-   */
-  const currentSubscriptions = (options?: { fresh?: boolean }) => {
-    const records = subscriptions.current(options);
-    const error = subscriptions.lastError?.message;
-    if (error !== reportedError) {
-      if (error) {
-        subscriptionLog.error("{reason}; serving the last good copy ({count} subscriptions)", {
-          reason: error,
-          count: Object.keys(records).length,
-        });
-      } else subscriptionLog.info("subscription file readable again");
-      reportedError = error;
-    }
-    return records;
-  };
-  currentSubscriptions();
+  // Said once in the log (and on the console) when the file becomes unreadable and when it is
+  // readable again, so serving the last good copy (or none, at start) is never silent.
+  const subscriptions = new SubscriptionFileCache(paths.subscriptions, {
+    onErrorChange: (error, records) => {
+      if (!error) return subscriptionLog.info("subscription file readable again");
+      subscriptionLog.error("{reason}; serving the last good copy ({count} subscriptions)", {
+        reason: error.message,
+        count: Object.keys(records).length,
+      });
+    },
+  });
+  subscriptions.current(); // reads the file now, so a corrupt one is reported at start
   const app = createApp({
-    findRoute: (name, options) => findRoute(name, currentSubscriptions(options), webhook.routes),
+    findRoute: (name, options) => findRoute(name, subscriptions.current(options), webhook.routes),
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
     rateLimitPerMinute: webhook.rateLimitPerMinute,

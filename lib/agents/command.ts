@@ -137,6 +137,8 @@ async function readUpTo(
   let kept = new Uint8Array(0);
   let overflowed = false;
   for await (const chunk of stream) {
+    // Past the limit only the last bytes can still change what is kept; the rest drains.
+    if (overflowed && options.keep !== "last") continue;
     const joined = new Uint8Array(kept.length + chunk.length);
     joined.set(kept);
     joined.set(chunk, kept.length);
