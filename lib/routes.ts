@@ -6,29 +6,24 @@
  */
 import type { Config } from "./config.ts";
 import { UsageError } from "./errors.ts";
-import type { RouteSnapshot } from "./state/mod.ts";
+import type { EventDispatch } from "./state/mod.ts";
 import { NAME_PATTERN, type Route } from "./subscription.ts";
 import { readSubscriptions, type SubscriptionRecords } from "./subscription_store.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
-
-/** How a route handles one event: its mode, the rendered text and where the result goes. */
-export interface Dispatch {
-  /** `direct` sends `prompt` itself to the target; `agent` runs the agent on it first. */
-  mode: "agent" | "direct";
-  /** The rendered `--prompt` (CONTRACT §7), or the default prompt when the route has none. */
-  prompt: string;
-  /** The target, the rendered `deliver_extra.chat_id` and the skills. */
-  route: RouteSnapshot;
-}
 
 /**
  * Renders what `route` does with a payload: at ingest, and again when an event is replayed.
  * @param route the static route or subscription
  * @param payload the parsed JSON payload
  * @param context the event label, route name and delivery id the specials render
- * @returns the mode, prompt and route snapshot stored with the event
+ * @returns the mode, prompt (the rendered `--prompt`, or the default prompt when the route has
+ *   none; CONTRACT §7) and route snapshot stored with the event
  */
-export function dispatchFor(route: Route, payload: unknown, context: TemplateContext): Dispatch {
+export function dispatchFor(
+  route: Route,
+  payload: unknown,
+  context: TemplateContext,
+): EventDispatch {
   const prompt = route.prompt
     ? renderTemplate(route.prompt, payload, context).text
     : defaultPrompt(payload, context);

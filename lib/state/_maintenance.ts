@@ -7,7 +7,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { UsageError } from "../errors.ts";
 import { rowToEvent } from "./_schema.ts";
-import type { EventStatus, StoredEvent } from "./mod.ts";
+import type { EventDispatch, EventStatus, StoredEvent } from "./mod.ts";
 
 type Row = Record<string, unknown>;
 type Transaction = (run: () => void) => void;
@@ -53,7 +53,7 @@ export function replayEvent(
   db: DatabaseSync,
   event: StoredEvent,
   nowMs: number,
-  dispatch: Pick<StoredEvent, "mode" | "prompt" | "route"> = event,
+  dispatch: EventDispatch = event,
 ): StoredEvent {
   // One statement checks and requeues, so a gateway claiming the event meanwhile wins cleanly.
   const { changes } = db.prepare(

@@ -53,13 +53,19 @@ export interface NewEvent {
   mode: "agent" | "direct";
   /** The raw JSON text of the payload. */
   payload: string;
-  /** The rendered prompt, or the message itself in direct mode. */
+  /** The rendered prompt (when accepted or last replayed), or the message itself in direct mode. */
   prompt: string;
-  /** Routing at accept time. */
+  /** Routing, as the route was when the event was accepted or last replayed. */
   route: RouteSnapshot;
   /** When the request was received, in milliseconds since the epoch. */
   receivedAtMs: number;
 }
+
+/**
+ * How a route handles one event: its mode, the rendered prompt (or direct message) and the
+ * route snapshot. Rendered at ingest, and again by a replay (`dispatchFor` in `lib/routes.ts`).
+ */
+export type EventDispatch = Pick<NewEvent, "mode" | "prompt" | "route">;
 
 /** An event as stored, with its progress. */
 export interface StoredEvent extends NewEvent {
@@ -205,7 +211,7 @@ export interface StateStore {
   replay(
     eventId: string,
     nowMs: number,
-    redispatch?: (event: StoredEvent) => Pick<NewEvent, "mode" | "prompt" | "route"> | undefined,
+    redispatch?: (event: StoredEvent) => EventDispatch | undefined,
   ): StoredEvent;
   /**
    * Deletes delivered and failed events received more than `retentionDays` ago (payloads,
