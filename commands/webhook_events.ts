@@ -134,9 +134,9 @@ function publicAttempt(attempt: Attempt & { series: number }) {
   };
 }
 
-/** An ISO time, or null for none. */
+/** An ISO time, or null for none (or for a time past the year 275760, which has no ISO form). */
 function isoOrNull(ms: number | null): string | null {
-  return ms === null ? null : new Date(ms).toISOString();
+  return ms === null || Math.abs(ms) > 8.64e15 ? null : new Date(ms).toISOString();
 }
 
 /**

@@ -5,6 +5,13 @@
  * @module
  */
 
+/**
+ * The longest wait honoured, in seconds (one week): a `Retry-After` of 10^26 seconds would
+ * otherwise park an event for ever, past every retry limit. Also the largest backoff delay the
+ * configuration accepts.
+ */
+export const MAX_WAIT_SECONDS = 604_800;
+
 /** How the delay between two attempts grows. */
 export interface BackoffOptions {
   /** Delay before the second attempt, in milliseconds. @default {10_000} */
@@ -16,7 +23,8 @@ export interface BackoffOptions {
 /**
  * Computes the delay before the next attempt: `min(maxDelayMs, initialDelayMs * 2^(attempt-1))`
  * with equal jitter (half fixed, half random, so retries of many events spread out but never
- * collapse to zero), and never less than what the other side asked for.
+ * collapse to zero), and never less than what the other side asked for (up to
+ * {@link MAX_WAIT_SECONDS}).
  * @param attempt the number of the attempt that just failed, from 1
  * @param options the backoff curve, plus `random` (a value in [0, 1)) and the optional
  *   `retryAfterSeconds` the endpoint or platform sent
@@ -29,7 +37,7 @@ export function retryDelayMs(
   const exponent = Math.max(0, attempt - 1);
   const base = Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** exponent);
   const jittered = base / 2 + options.random() * (base / 2);
-  const floor = (options.retryAfterSeconds ?? 0) * 1000;
+  const floor = Math.min(options.retryAfterSeconds ?? 0, MAX_WAIT_SECONDS) * 1000;
   return Math.ceil(Math.max(jittered, floor));
 }
 
@@ -38,7 +46,8 @@ export function retryDelayMs(
  * (RFC 9110 §10.2.3, https://www.rfc-editor.org/rfc/rfc9110#field.retry-after).
  * @param value the header value, or null when absent
  * @param nowMs the current time in milliseconds since the epoch, for the HTTP-date form
- * @returns seconds to wait (0 or more), or undefined when absent or unreadable
+ * @returns seconds to wait (0 to {@link MAX_WAIT_SECONDS}), or undefined when absent or
+ *   unreadable
  */
 export function parseRetryAfterSeconds(
   value: string | null | undefined,
@@ -46,8 +55,8 @@ export function parseRetryAfterSeconds(
 ): number | undefined {
   if (value === null || value === undefined) return undefined;
   const text = value.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  if (/^\d+(\.\d+)?$/.test(text)) return Math.min(Number(text), MAX_WAIT_SECONDS);
   const dateMs = Date.parse(text);
   if (Number.isNaN(dateMs)) return undefined;
-  return Math.max(0, Math.ceil((dateMs - nowMs) / 1000));
+  return Math.min(Math.max(0, Math.ceil((dateMs - nowMs) / 1000)), MAX_WAIT_SECONDS);
 }

@@ -10,6 +10,7 @@
 import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
+import { MAX_WAIT_SECONDS } from "./_retry.ts";
 import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
 import { ConfigError } from "./errors.ts";
 import { type HomePaths, homePaths } from "./home.ts";
@@ -23,7 +24,7 @@ export const MAX_IDEMPOTENCY_TTL_SECONDS = 315_360_000;
 /** Largest `agent.timeout_seconds`: one day (timers cannot count past 24.8 days anyway). */
 export const MAX_TIMEOUT_SECONDS = 86_400;
 /** Largest `agent.retry.initial_delay_seconds` and `max_delay_seconds`: one week. */
-export const MAX_RETRY_DELAY_SECONDS = 604_800;
+export const MAX_RETRY_DELAY_SECONDS = MAX_WAIT_SECONDS;
 
 /** The `platforms.webhook` section, after merging (CONTRACT §2). */
 export interface WebhookSettings {

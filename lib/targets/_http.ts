@@ -7,13 +7,19 @@
  * - Telegram `parameters.retry_after`: https://core.telegram.org/bots/api#responseparameters
  * - Discord `retry_after` (float seconds): https://discord.com/developers/docs/topics/rate-limits
  * - Slack `ratelimited` + `Retry-After`: https://api.slack.com/apis/rate-limits
- * - GitHub 403/429 with `x-ratelimit-remaining: 0`:
+ * - GitHub: 403 or 429 with `retry-after` (secondary limits), or with `x-ratelimit-remaining: 0`
+ *   and `x-ratelimit-reset` (epoch seconds, primary limits):
  *   https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+ *
+ * Redirects are not followed: fetch would turn the POST into a GET (RFC 9110 §15.4.2-3), which
+ * a platform answers with a list and a 200, so the message would be lost but recorded as sent.
+ * A redirect is a permanent error that names where it points (an `http://` API URL that a
+ * self-hosted GitLab or GitHub Enterprise redirects to `https://`).
  *
  * @module
  */
 
-import { parseRetryAfterSeconds } from "../_retry.ts";
+import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../_retry.ts";
 import { TargetError } from "../errors.ts";
 import type { SendContext } from "./_target.ts";
 
@@ -92,22 +98,27 @@ async function exchange(
   ctx: SendContext,
   request: PostJsonRequest,
 ): Promise<{ status: number; headers: Headers; body: unknown }> {
+  // One deadline for the whole exchange, answer body included.
+  const signal = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
   let response: Response;
   try {
     response = await ctx.fetch(request.url, {
       method: "POST",
       headers: { "Content-Type": "application/json; charset=utf-8", ...request.headers },
       body: JSON.stringify(request.body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      redirect: "manual",
+      signal,
     });
   } catch (error) {
-    // Fetch errors quote the URL, and Telegram's URL holds the token: never pass them on as is.
-    const reason = error instanceof DOMException && error.name === "TimeoutError"
-      ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
-      : redact(errorText(error), request.secret);
-    throw new TargetError(`${request.platform} ${request.action} failed: ${reason}`);
+    throw failedExchange(error, request, "failed");
   }
-  const text = await response.text();
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (error) {
+    // The platform may have taken the message: the retry can post it twice (at least once).
+    throw failedExchange(error, request, `answered HTTP ${response.status}, then failed`);
+  }
   let body: unknown = text;
   try {
     body = JSON.parse(text);
@@ -115,6 +126,15 @@ async function exchange(
     // A proxy's HTML error page: keep the text as the description.
   }
   return { status: response.status, headers: response.headers, body };
+}
+
+/** A retryable error for a request that got no (whole) answer: timeout, refused, cut off. */
+function failedExchange(error: unknown, request: PostJsonRequest, what: string): TargetError {
+  // Fetch errors quote the URL, and Telegram's URL holds the token: never pass them on as is.
+  const reason = error instanceof DOMException && error.name === "TimeoutError"
+    ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
+    : redact(errorText(error), request.secret);
+  return new TargetError(`${request.platform} ${request.action} ${what}: ${reason}`);
 }
 
 /** An error's message with its causes (`fetch failed: ... Connection refused`). */
@@ -134,37 +154,64 @@ function classify(
   request: PostJsonRequest,
 ): Failure | undefined {
   if (status >= 200 && status < 300) return request.inspect?.(body);
-  if (status === 429) return { kind: "rate_limited", retryAfterSeconds: retryAfter(headers, body) };
-  if (status === 403 && headers.get("x-ratelimit-remaining") === "0") {
+  if (status >= 300 && status < 400) {
+    const location = headers.get("location");
     return {
-      kind: "rate_limited",
-      retryAfterSeconds: retryAfter(headers, body) ?? GITHUB_RATE_LIMIT_SECONDS,
+      kind: "permanent",
+      detail: location === null
+        ? "redirects are not followed"
+        : `redirected to ${
+          cut(location)
+        }, which is not followed: set the API URL to where it points`,
     };
   }
-  const detail = describe(body) || `HTTP ${status}`;
+  if (status === 429) return { kind: "rate_limited", retryAfterSeconds: retryAfter(headers, body) };
+  if (status === 403) {
+    // GitHub: a secondary limit sends retry-after; a primary one, remaining 0 and the reset time.
+    const seconds = retryAfter(headers, body);
+    if (seconds !== undefined) return { kind: "rate_limited", retryAfterSeconds: seconds };
+    if (headers.get("x-ratelimit-remaining") === "0") {
+      return {
+        kind: "rate_limited",
+        retryAfterSeconds: secondsUntilReset(headers) ?? GITHUB_RATE_LIMIT_SECONDS,
+      };
+    }
+  }
+  const detail = describe(body, request.secret) || `HTTP ${status}`;
   if (status >= 500 || status === 408) return { kind: "retryable", detail };
   return { kind: "permanent", detail };
 }
 
 /**
  * The wait a platform asked for, in seconds: the body's `retry_after` (Discord, float) or
- * `parameters.retry_after` (Telegram), else the numeric `Retry-After` header.
+ * `parameters.retry_after` (Telegram), else the `Retry-After` header; at most
+ * {@link MAX_WAIT_SECONDS}.
  */
 export function retryAfter(headers: Headers, body: unknown): number | undefined {
   const record = asRecord(body);
   for (const candidate of [asRecord(record?.parameters)?.retry_after, record?.retry_after]) {
-    if (typeof candidate === "number" && Number.isFinite(candidate) && candidate >= 0) {
-      return candidate;
+    if (typeof candidate === "number" && candidate >= 0) {
+      return Math.min(candidate, MAX_WAIT_SECONDS);
     }
   }
   // Seconds or an HTTP date (RFC 9110 §10.2.3), parsed as the agent runner parses it.
   return parseRetryAfterSeconds(headers.get("retry-after"), Date.now());
 }
 
-/** The platform's own words for an error: Telegram `description`, Slack `error`, ... */
-function describe(body: unknown): string {
+/** Seconds until GitHub's `x-ratelimit-reset` (epoch seconds), or undefined when absent. */
+function secondsUntilReset(headers: Headers): number | undefined {
+  const reset = Number(headers.get("x-ratelimit-reset") ?? NaN);
+  if (!Number.isFinite(reset) || reset <= 0) return undefined;
+  return Math.min(Math.max(1, Math.ceil(reset - Date.now() / 1000)), MAX_WAIT_SECONDS);
+}
+
+/**
+ * The platform's own words for an error (Telegram `description`, Slack `error`, ...), with the
+ * token removed before the text is cut, so a cut can never leave part of a token behind.
+ */
+function describe(body: unknown, secret: string): string {
   const record = asRecord(body);
-  if (record === undefined) return typeof body === "string" ? cut(body.trim()) : "";
+  if (record === undefined) return typeof body === "string" ? cut(redact(body.trim(), secret)) : "";
   const parts: string[] = [];
   for (const key of ["description", "message", "error", "error_description", "errors"]) {
     const value = record[key];
@@ -172,7 +219,7 @@ function describe(body: unknown): string {
     parts.push(typeof value === "string" ? value : JSON.stringify(value));
   }
   if (record.code !== undefined) parts.push(`code ${JSON.stringify(record.code)}`);
-  return cut(parts.join("; "));
+  return cut(redact(parts.join("; "), secret));
 }
 
 function cut(text: string): string {

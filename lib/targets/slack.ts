@@ -3,6 +3,12 @@
  * reply. Slack answers most failures with HTTP 200 and `ok: false`; its `error` code decides.
  * https://api.slack.com/methods/chat.postMessage
  *
+ * The text is escaped as Slack asks for text it should not parse (`&`, `<`, `>` become
+ * `&amp;`, `&lt;`, `&gt;`: https://api.slack.com/reference/surfaces/formatting#escaping), so a
+ * payload cannot ping the channel with `<!channel>` or disguise a link as `<url|other text>`.
+ * Splitting counts the text before escaping; the escaped part stays far below the 40,000
+ * characters at which Slack truncates.
+ *
  * @module
  */
 
@@ -48,6 +54,11 @@ export function parseSlackChannel(value: string): { channel: string; threadTs?: 
   return { channel, threadTs };
 }
 
+/** Escapes Slack's three control characters, so the text shows as written. */
+function escapeSlackText(text: string): string {
+  return text.replace(/[&<>]/g, (char) => char === "&" ? "&amp;" : char === "<" ? "&lt;" : "&gt;");
+}
+
 /** Reads Slack's `ok` / `error` answer. */
 function inspect(body: unknown): Failure | undefined {
   const answer = body as { ok?: unknown; error?: unknown } | null;
@@ -83,7 +94,11 @@ export const slack: Target<SlackDestination> = {
       action: `chat.postMessage to ${channel}`,
       url: `${baseUrl}/chat.postMessage`,
       headers: { Authorization: `Bearer ${token}` },
-      body: { channel, text, ...(threadTs === undefined ? {} : { thread_ts: threadTs }) },
+      body: {
+        channel,
+        text: escapeSlackText(text),
+        ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+      },
       secret: token,
       inspect,
     });

@@ -8,7 +8,7 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
-import { postJson } from "./_http.ts";
+import { type Failure, postJson, retryAfter } from "./_http.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Telegram message goes. */
@@ -39,6 +39,31 @@ export function parseTelegramChat(value: string): { chatId: string; threadId?: n
     });
   }
   return { chatId, threadId: Number(thread) };
+}
+
+/**
+ * Reads a 2xx answer: only `{"ok": true, ...}` means Telegram took the message. An `ok: false`
+ * is classed by its `error_code` (429 waits, 5xx retries, others are permanent); any other 2xx
+ * body (a proxy's page) is retryable, since the message was probably not sent.
+ * https://core.telegram.org/bots/api#making-requests
+ */
+function inspect(body: unknown): Failure | undefined {
+  const answer = body !== null && typeof body === "object"
+    ? body as { ok?: unknown; error_code?: unknown; description?: unknown }
+    : undefined;
+  if (answer?.ok === true) return undefined;
+  if (answer?.ok !== false) {
+    const text = typeof body === "string" ? body.trim().slice(0, 100) : JSON.stringify(body);
+    return { kind: "retryable", detail: `not a Bot API answer: ${text}` };
+  }
+  const code = typeof answer.error_code === "number" ? answer.error_code : 0;
+  if (code === 429) {
+    return { kind: "rate_limited", retryAfterSeconds: retryAfter(new Headers(), body) };
+  }
+  const detail = typeof answer.description === "string"
+    ? answer.description
+    : `"ok": false, error_code ${code || "missing"}`;
+  return { kind: code >= 500 ? "retryable" : "permanent", detail };
 }
 
 /** Telegram Bot API, `TELEGRAM_BOT_TOKEN`, chat id or `TELEGRAM_HOME_CHANNEL`, 4,096 characters. */
@@ -74,6 +99,7 @@ export const telegram: Target<TelegramDestination> = {
         ...(threadId === undefined ? {} : { message_thread_id: threadId }),
       },
       secret: token,
+      inspect,
     });
   },
   check(options) {

@@ -1,0 +1,164 @@
+/**
+ * How every target reads the answers a platform (or something in front of it) can give beside
+ * the usual ones: redirects, rate limits in GitHub's shapes, absurd waits, 2xx answers that are
+ * not a success, answers cut off, error pages quoting the token. Each test runs a real
+ * loopback server scripted to answer one way.
+ */
+import assert from "node:assert/strict";
+import { retryDelayMs } from "../../../lib/_retry.ts";
+import { deliver } from "../../../lib/targets/mod.ts";
+import { startFakeSlack } from "../../fakes/chat_servers.ts";
+import { job, recordingContext, targetError } from "./_context.ts";
+
+const TOKEN = "123456789:AAHsecretTOKENvalueXYZ0123456789abc";
+
+/** A loopback server answering every request with `answer`, recording method and path. */
+function scripted(answer: (request: Request) => Response | Promise<Response>) {
+  const requests: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    requests.push(`${request.method} ${new URL(request.url).pathname}`);
+    return answer(request);
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    requests,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+Deno.test("a redirect is a permanent error naming where it points, and is not followed", async () => {
+  // fetch would follow a 301 with a GET, which GitLab answers 200 with the list of notes.
+  await using gitlab = scripted((request) =>
+    request.method === "POST"
+      ? new Response(null, {
+        status: 301,
+        headers: { location: "https://gitlab.example/api/v4/projects/1/issues/2/notes" },
+      })
+      : Response.json([{ id: 1, body: "an old note" }])
+  );
+  const env = { GITLAB_URL: gitlab.url, GITLAB_TOKEN: "glpat-token" };
+  const error = await targetError(
+    deliver(job("gitlab_comment", { chatId: "1#2" }), recordingContext(env)),
+  );
+  assert.equal(error.permanent, true);
+  assert.match(error.message, /redirected to https:\/\/gitlab\.example\/api\/v4\/projects\/1/);
+  assert.match(error.message, /set the API URL to where it points/);
+  assert.deepEqual(gitlab.requests, ["POST /api/v4/projects/1/issues/2/notes"]);
+});
+
+Deno.test("GitHub's secondary rate limit (403 with retry-after) is waited out, not failed", async () => {
+  let answered = 0;
+  await using github = scripted(() =>
+    answered++ === 0
+      ? Response.json(
+        { message: "You have exceeded a secondary rate limit" },
+        { status: 403, headers: { "retry-after": "2", "x-ratelimit-remaining": "4000" } },
+      )
+      : Response.json({ id: 1 }, { status: 201 })
+  );
+  const ctx = recordingContext({ GITHUB_API_URL: github.url, GITHUB_TOKEN: "ghp_token" });
+  await deliver(job("github_comment", { chatId: "o/r#1" }), ctx);
+  assert.deepEqual(ctx.waits, [2000]);
+  assert.equal(github.requests.length, 2);
+});
+
+Deno.test("GitHub's primary rate limit retries at x-ratelimit-reset, not after a minute", async () => {
+  const reset = Math.ceil(Date.now() / 1000) + 3000;
+  await using github = scripted(() =>
+    Response.json({ message: "API rate limit exceeded" }, {
+      status: 403,
+      headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset) },
+    })
+  );
+  const ctx = recordingContext({ GITHUB_API_URL: github.url, GITHUB_TOKEN: "ghp_token" });
+  const error = await targetError(deliver(job("github_comment", { chatId: "o/r#1" }), ctx));
+  assert.equal(error.permanent, false);
+  assert.ok(
+    error.retryAfterSeconds! >= 2990 && error.retryAfterSeconds! <= 3001,
+    `${error.retryAfterSeconds}`,
+  );
+});
+
+Deno.test("an absurd wait (retry_after 1e308) is read as one week, so the retry still comes", async () => {
+  await using discord = scripted(() =>
+    Response.json({ message: "You are being rate limited.", retry_after: 1e308 }, { status: 429 })
+  );
+  const env = { DISCORD_API_URL: discord.url, DISCORD_BOT_TOKEN: "bot-token" };
+  const error = await targetError(deliver(job("discord", { chatId: "1" }), recordingContext(env)));
+  assert.equal(error.retryAfterSeconds, 604_800);
+  const delayMs = retryDelayMs(1, {
+    initialDelayMs: 10_000,
+    maxDelayMs: 3_600_000,
+    random: () => 0,
+    retryAfterSeconds: 1e26,
+  });
+  assert.equal(delayMs, 604_800_000);
+});
+
+Deno.test("a token quoted across the 300-character cut of an error page is still removed", async () => {
+  await using telegram = scripted(() =>
+    new Response(`${"x".repeat(280)} Cannot POST /bot${TOKEN}/sendMessage`, { status: 404 })
+  );
+  const env = { TELEGRAM_API_URL: telegram.url, TELEGRAM_BOT_TOKEN: TOKEN };
+  const error = await targetError(deliver(job("telegram", { chatId: "1" }), recordingContext(env)));
+  assert.equal(error.permanent, true);
+  assert.doesNotMatch(error.message, /AAHsecret/);
+  assert.match(error.message, /Cannot POST \/bot\*\*\*/);
+});
+
+Deno.test("Telegram's 200 answers: ok:false is classed by error_code, a non-API body retries", async () => {
+  const answers = [
+    Response.json({ ok: false, error_code: 400, description: "Bad Request: chat not found" }),
+    new Response("<html>proxy login</html>", { headers: { "content-type": "text/html" } }),
+    Response.json({ ok: false, error_code: 429, parameters: { retry_after: 3 } }),
+    Response.json({ ok: true, result: { message_id: 7 } }),
+  ];
+  await using telegram = scripted(() => answers.shift()!);
+  const env = { TELEGRAM_API_URL: telegram.url, TELEGRAM_BOT_TOKEN: TOKEN };
+  const ctx = recordingContext(env);
+  const permanent = await targetError(deliver(job("telegram", { chatId: "1" }), ctx));
+  assert.equal(permanent.permanent, true);
+  assert.match(permanent.message, /chat not found/);
+  const retryable = await targetError(deliver(job("telegram", { chatId: "1" }), ctx));
+  assert.equal(retryable.permanent, false);
+  assert.match(retryable.message, /not a Bot API answer: <html>proxy login/);
+  // The 429 inside a 200 is waited out, then the message goes.
+  await deliver(job("telegram", { chatId: "1" }), ctx);
+  assert.deepEqual(ctx.waits, [3000]);
+  assert.equal(telegram.requests.length, 4);
+});
+
+Deno.test("an answer cut off after its status line is a retryable error naming the platform", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const serving = (async () => {
+    for await (const connection of listener) {
+      await connection.read(new Uint8Array(65_536));
+      await connection.write(
+        new TextEncoder().encode(
+          'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"ok":',
+        ),
+      );
+      connection.close();
+    }
+  })();
+  const env = {
+    TELEGRAM_API_URL: `http://127.0.0.1:${listener.addr.port}`,
+    TELEGRAM_BOT_TOKEN: TOKEN,
+  };
+  const error = await targetError(deliver(job("telegram", { chatId: "1" }), recordingContext(env)));
+  listener.close();
+  await serving.catch(() => {});
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /^Telegram sendMessage to chat 1 answered HTTP 200, then failed: /);
+  assert.doesNotMatch(error.message, /AAHsecret/);
+});
+
+Deno.test("Slack text is escaped, so a payload cannot ping the channel or disguise a link", async () => {
+  await using slack = startFakeSlack();
+  const text = "Deploy <!channel> & see <https://evil.example|https://github.com/o/r> > now";
+  await deliver(job("slack", { chatId: "C1", text }), recordingContext(slack.env));
+  assert.equal(
+    slack.messages[0].text,
+    "Deploy &lt;!channel&gt; &amp; see &lt;https://evil.example|https://github.com/o/r&gt; &gt; now",
+  );
+});
