@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { TargetError } from "../lib/errors.ts";
 import type { NewEvent } from "../lib/state/mod.ts";
 import type { DeliveryJob } from "../lib/targets/mod.ts";
 import { answer, duplicate, log, reject } from "./_respond.ts";
@@ -16,7 +17,8 @@ const inFlightKey = (event: NewEvent) => `${event.subscription}\u0000${event.del
  * Direct delivery (CONTRACT §4, §6): 200 when the target took the message, 502 when it did
  * not. The delivery id is only recorded after success, so the sender's retry of a 502 goes
  * through; a failure records how many parts of a split message went out, and the retry resumes
- * after them. A retry that arrives while the first attempt is still sending gets 409.
+ * after them. A retry that arrives while the first attempt is still sending gets 409. A 502
+ * caused by a platform's rate limit carries its wait as `Retry-After` (seconds).
  */
 export async function deliverNow(
   event: NewEvent,
@@ -77,7 +79,12 @@ export async function deliverNow(
         parts_sent: partsSent,
         event_id: eventId,
       });
-      return answer(502, { status: "error", error: "delivery failed", ...base });
+      // A platform's rate limit is passed on: the sender's retry waits as long as it asked.
+      const seconds = error instanceof TargetError ? error.retryAfterSeconds : undefined;
+      const headers: Record<string, string> = seconds === undefined
+        ? {}
+        : { "retry-after": String(Math.ceil(seconds)) };
+      return answer(502, { status: "error", error: "delivery failed", ...base }, headers);
     }
   } finally {
     inFlight.delete(key);

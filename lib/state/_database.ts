@@ -62,7 +62,8 @@ export const STATEMENTS = {
     "WHERE id = ?",
   // The errors of earlier attempts stay in the attempts table; the event itself no longer has one.
   delivered: "UPDATE events SET status = 'delivered', next_attempt_at = NULL, last_error = NULL, " +
-    "updated_at = ? WHERE id = ?",
+    "updated_at = ? WHERE id = ? RETURNING subscription, delivery_id, dedupe, key_expires_at",
+  setKey: "UPDATE events SET key_expires_at = ? WHERE id = ?",
   closeAttempt: CLOSE_ATTEMPT,
   nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
   byId: "SELECT * FROM events WHERE id = ?",

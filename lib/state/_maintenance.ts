@@ -56,11 +56,16 @@ export function replayEvent(
   dispatch: EventDispatch = event,
 ): StoredEvent {
   // One statement checks and requeues, so a gateway claiming the event meanwhile wins cleanly.
+  // A direct message not yet delivered whole keeps its parts sent when it is sent the same way
+  // again: the replay sends the rest, not the first parts twice.
+  const route = JSON.stringify(dispatch.route);
   const { changes } = db.prepare(
-    "UPDATE events SET status = 'queued', attempts = 0, next_attempt_at = ?, response = NULL, " +
-      "parts_sent = 0, last_error = NULL, updated_at = ?, mode = ?, prompt = ?, route = ? " +
-      "WHERE id = ? AND status != 'running'",
-  ).run(nowMs, nowMs, dispatch.mode, dispatch.prompt, JSON.stringify(dispatch.route), event.id);
+    "UPDATE events SET status = 'queued', attempts = 0, next_attempt_at = ?1, response = NULL, " +
+      "parts_sent = CASE WHEN status != 'delivered' AND mode = 'direct' AND ?2 = 'direct' " +
+      "AND prompt = ?3 AND route = ?4 THEN parts_sent ELSE 0 END, " +
+      "last_error = NULL, updated_at = ?1, mode = ?2, prompt = ?3, route = ?4 " +
+      "WHERE id = ?5 AND status != 'running'",
+  ).run(nowMs, dispatch.mode, dispatch.prompt, route, event.id);
   if (Number(changes) === 0) {
     throw new UsageError(
       `Cannot replay ${event.id}: it is running, or was when the gateway last stopped (the next ` +

@@ -149,6 +149,20 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     return id;
   }
 
+  /**
+   * A delivered event that holds no key (a replayed direct message, recorded failed) takes its
+   * delivery id's key, unless another event holds it unexpired: the sender's retry of that
+   * delivery id is then a duplicate instead of a second copy of the message.
+   */
+  function takeKey(eventId: string, row: Row, nowMs: number): void {
+    const subscription = String(row.subscription);
+    const deliveryId = String(row.delivery_id);
+    const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
+    if (holder !== undefined && Number(holder.key_expires_at) > nowMs) return;
+    s.releaseKey.run(subscription, deliveryId);
+    s.setKey.run(nowMs + ttlMs, eventId);
+  }
+
   function findEvent(idOrPrefix: string): StoredEvent | null {
     const exact = s.byId.get(idOrPrefix) as Row | undefined;
     if (exact) return rowToEvent(exact);
@@ -240,8 +254,10 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     markDelivered: (eventId, nowMs) =>
       use(() =>
         transaction(() => {
-          update(eventId, () => s.delivered.run(nowMs, eventId));
+          const row = s.delivered.get(nowMs, eventId) as Row | undefined;
+          if (row === undefined) throw new NotFoundError(`No event "${eventId}"`);
           s.closeAttempt.run(nowMs, "delivery", null, eventId);
+          if (row.dedupe === 1 && row.key_expires_at === null) takeKey(eventId, row, nowMs);
         })
       ),
     markRetry: (eventId, error, step, nextMs, nowMs) =>

@@ -158,7 +158,11 @@ export interface StateStore {
   saveResponse(eventId: string, response: string): void;
   /** Persists how many message parts were delivered, so none is sent twice after a crash. */
   savePartsSent(eventId: string, partsSent: number): void;
-  /** Marks a running event delivered and closes its attempt. */
+  /**
+   * Marks a running event delivered and closes its attempt. An event with a delivery id that
+   * holds no idempotency key (a direct message recorded failed, then replayed) takes the key,
+   * unless another event holds it unexpired, so the sender's retry is then a duplicate.
+   */
   markDelivered(eventId: string, nowMs: number): void;
   /** Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`. */
   markRetry(
@@ -198,8 +202,10 @@ export interface StateStore {
   /** Attempts of an event, oldest first (every series, replays included). */
   attempts(eventId: string): Attempt[];
   /**
-   * Starts a new attempt series: `queued`, due now, attempts 0, no response, no part sent.
-   * Idempotency keys are untouched.
+   * Starts a new attempt series: `queued`, due now, attempts 0, no response, no part sent;
+   * except that a direct message not delivered whole, sent again with the same text and route,
+   * keeps its count of parts sent, so the replay sends the rest. Idempotency keys are untouched
+   * (a delivered event may take one: see {@link markDelivered}).
    * @param eventId id or unique prefix
    * @param nowMs current time
    * @param redispatch called with the event found: returns its new mode, prompt and route (the

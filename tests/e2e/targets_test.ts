@@ -127,7 +127,11 @@ async function post(
     headers.authorization = `Bearer ${secret}`;
   }
   const response = await fetch(url, { method: "POST", headers, body });
-  return { status: response.status, body: await response.json() as Record<string, unknown> };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: await response.json() as Record<string, unknown>,
+  };
 }
 
 /**
@@ -298,6 +302,22 @@ Deno.test("direct mode: the sender's retry of a 502 resumes after the parts alre
   const again = await world.post("long", sent, deliveryId);
   assert.equal(again.body.status, "duplicate", "delivered: the id is now taken");
   assert.equal(fake.messages.length, 2);
+});
+
+Deno.test("direct mode: a platform's rate limit longer than the gateway waits is passed on as Retry-After", async () => {
+  await using world = await startWorld({
+    direct: { deliver: "telegram", deliver_extra: { chat_id: "4242" }, deliver_only: true },
+  });
+  world.fakes.telegram.failNext(1, { status: 429, retryAfterSeconds: 40 });
+  const { status, headers, body } = await world.post("direct", ISSUE_OPENED);
+  assert.equal(status, 502, JSON.stringify(body));
+  assert.equal(headers.get("retry-after"), "40");
+  const plain = await world.post("direct", ISSUE_OPENED);
+  assert.equal(plain.status, 200, "the next request goes through");
+  world.fakes.telegram.failNext(1, { status: 500 });
+  const failed = await world.post("direct", ISSUE_OPENED);
+  assert.equal(failed.status, 502);
+  assert.equal(failed.headers.get("retry-after"), null, "a 500 names no wait");
 });
 
 Deno.test("origin answers a GitHub issue or pull request with a comment, a GitLab merge request with a note, others at extra.home", async () => {

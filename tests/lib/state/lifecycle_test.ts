@@ -346,3 +346,64 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
     await home.cleanup();
   }
 });
+
+Deno.test("replay() of a direct message cut off mid-way keeps its parts sent only when sent the same way", async () => {
+  await withStore({}, async (store) => {
+    const route = { deliver: "telegram", chatId: "1", skills: [] };
+    const event = newEvent({ mode: "direct", prompt: "long", route, receivedAtMs: T0 });
+    const id = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 2 });
+    assert.equal(store.replay(id, T0 + 1).partsSent, 2, "the replay sends the rest");
+    store.claimDue(T0 + 1, 1);
+    store.markFailed(id, "502 again", "delivery", T0 + 2);
+    const edited = store.replay(id, T0 + 3, () => ({ mode: "direct", prompt: "edited", route }));
+    assert.equal(edited.partsSent, 0, "another text starts from the first part");
+    store.claimDue(T0 + 3, 1);
+    store.savePartsSent(id, 2);
+    store.markFailed(id, "502 again", "delivery", T0 + 4);
+    const discord = { deliver: "discord", chatId: "1", skills: [] };
+    const moved = store.replay(
+      id,
+      T0 + 5,
+      () => ({ mode: "direct", prompt: "edited", route: discord }),
+    );
+    assert.equal(moved.partsSent, 0, "another target starts from the first part");
+    store.claimDue(T0 + 5, 1);
+    store.savePartsSent(id, 3);
+    store.markDelivered(id, T0 + 6);
+    assert.equal(store.replay(id, T0 + 7).partsSent, 0, "a delivered message is sent whole again");
+  });
+});
+
+Deno.test("markDelivered() of a replayed direct message takes its delivery id, so the sender's retry is a duplicate", async () => {
+  await withStore({ idempotencyTtlSeconds: 60 }, async (store) => {
+    const event = newEvent({ mode: "direct", deliveryId: "rp1", receivedAtMs: T0 });
+    const id = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 1 });
+    assert.equal(store.hasSeen(event.subscription, "rp1", T0 + 1), false);
+    store.replay(id, T0 + 1);
+    store.claimDue(T0 + 1, 1);
+    store.markDelivered(id, T0 + 2);
+    assert.equal(store.hasSeen(event.subscription, "rp1", T0 + 3), true);
+    assert.equal(store.hasSeen(event.subscription, "rp1", T0 + 2 + 60_000), false, "for the TTL");
+  });
+});
+
+Deno.test("markDelivered() leaves a delivery id's key with the event that holds it unexpired", async () => {
+  let next = 0;
+  const ids = () => `evt_${next++}`;
+  await withStore({ idempotencyTtlSeconds: 60, newId: ids }, async (store, dbPath) => {
+    const event = newEvent({ mode: "direct", deliveryId: "k", receivedAtMs: T0 });
+    const failed = await store.recordDirect(event, {
+      delivered: false,
+      error: "502",
+      partsSent: 0,
+    });
+    const delivered = await store.recordDirect(event, { delivered: true, partsSent: 1 });
+    store.replay(failed, T0 + 1);
+    store.claimDue(T0 + 1, 1);
+    store.markDelivered(failed, T0 + 2);
+    const db = new DatabaseSync(dbPath, { readOnly: true });
+    const holders = db.prepare("SELECT id FROM events WHERE key_expires_at IS NOT NULL").all();
+    db.close();
+    assert.deepEqual(holders.map((row) => row.id), [delivered]);
+  });
+});
