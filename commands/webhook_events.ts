@@ -101,6 +101,7 @@ function publicFields(event: StoredEvent) {
     mode: event.mode,
     status: event.status,
     attempts: event.attempts,
+    uncounted_attempts: event.uncountedAttempts,
     received_at: new Date(event.receivedAtMs).toISOString(),
     updated_at: new Date(event.updatedAtMs).toISOString(),
     next_attempt_at: isoOrNull(event.nextAttemptAtMs),

@@ -226,12 +226,12 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     // A macrotask boundary per event: a backlog of events that fail without I/O (a missing
     // API key) must not starve the HTTP server or block a graceful stop.
     await new Promise((resolve) => setImmediate(resolve));
-    if (event.attempts > retry.maxAttempts) {
+    if (event.attempts - event.uncountedAttempts > retry.maxAttempts) {
       // Attempts interrupted by crashes count too: an event that takes the process down every
       // time it runs ends as a dead letter instead of crashing it for ever.
       // Earlier attempts may have failed otherwise: their own errors stay on their attempts.
       const error = `not run again: its ${
-        event.attempts - 1
+        event.attempts - event.uncountedAttempts - 1
       } attempts are used up, the last one interrupted (crash or restart during the run)`;
       const nowMs = deps.now();
       record(event.id, () => store.markFailed(event.id, error, "agent", nowMs));
@@ -248,6 +248,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     // parts delivered, written again with the attempt's outcome, so neither is lost.
     let responseNotRecorded: string | undefined;
     let partsNotRecorded: number | undefined;
+    let partsDelivered = event.partsSent;
     const recordRefused = () => {
       if (responseNotRecorded !== undefined) {
         store.saveResponse(event.id, responseNotRecorded);
@@ -290,6 +291,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       }
       await deps.deliver(jobFor(event, text), (partsSent) => {
         // The part went out: a failing store must not turn that into a failed delivery.
+        partsDelivered = partsSent;
         partsNotRecorded = partsSent;
         tryRecordRefused();
       });
@@ -298,7 +300,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       if (stopRuns.signal.aborted && step === "agent" && !isPermanent(error)) {
         return requeueStopped(event, context);
       }
-      decide(event, step, error, context, recordRefused);
+      const progressed = partsDelivered > event.partsSent;
+      decide(event, { step, error, progressed }, context, recordRefused);
       return;
     }
     const nowMs = deps.now();
@@ -321,38 +324,51 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     record(event.id, () => store.recoverInterrupted(deps.now(), event.id));
   }
 
+  /**
+   * What a failed attempt means: a dead letter when the error is permanent or the attempts that
+   * count are used up, else a retry with backoff. An attempt that delivered part of the message
+   * before failing (a long answer meeting a chat's rate limit) does not count: it moved the
+   * delivery on, and there are only as many such attempts as parts.
+   */
   function decide(
     event: StoredEvent,
-    step: "agent" | "delivery",
-    error: unknown,
+    failure: { step: "agent" | "delivery"; error: unknown; progressed: boolean },
     context: Record<string, unknown>,
     recordRefused: () => void,
   ): void {
+    const { step, error, progressed } = failure;
     const message = describe(error);
     const nowMs = deps.now();
     const permanent = isPermanent(error);
-    if (permanent || event.attempts >= retry.maxAttempts) {
+    const counted = event.attempts - event.uncountedAttempts;
+    if (permanent || (counted >= retry.maxAttempts && !progressed)) {
       record(event.id, () => {
         recordRefused();
         store.markFailed(event.id, message, step, nowMs);
       });
-      const reason = permanent ? "permanent error" : `${event.attempts} attempts`;
+      const reason = permanent ? "permanent error" : `${counted} attempts`;
       log("error", "failed", { ...context, step, reason, error: message });
       return;
     }
     const retryAfterSeconds = error instanceof AgentError || error instanceof TargetError
       ? error.retryAfterSeconds
       : undefined;
-    const delayMs = retryDelayMs(event.attempts, {
+    const delayMs = retryDelayMs(counted, {
       ...retry,
       random: deps.random,
       retryAfterSeconds,
     });
     record(event.id, () => {
       recordRefused();
-      store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
+      store.markRetry(event.id, message, step, nowMs + delayMs, nowMs, { uncounted: progressed });
     });
-    log("warn", "retry scheduled", { ...context, step, delayMs, error: message });
+    log("warn", "retry scheduled", {
+      ...context,
+      step,
+      delayMs,
+      error: message,
+      ...(progressed ? { counted: false } : {}),
+    });
   }
 
   return {

@@ -8,7 +8,7 @@ import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.ts";
 import { type Checkpointer, startCheckpointer } from "./_checkpointer.ts";
 import { errorMessage } from "./_group_commit.ts";
-import { SCHEMA_SQL, SCHEMA_VERSION, UPGRADE_TO_3_SQL } from "./_schema.ts";
+import { SCHEMA_SQL, SCHEMA_VERSION, UPGRADE_TO_3_SQL, UPGRADE_TO_5_SQL } from "./_schema.ts";
 
 /** How the file is opened. */
 export interface DatabaseOptions {
@@ -58,6 +58,7 @@ export const STATEMENTS = {
   agentDone: "UPDATE attempts SET step = 'delivery' " +
     "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)",
   savePartsSent: "UPDATE events SET parts_sent = ?, updated_at = ? WHERE id = ?",
+  uncountAttempt: "UPDATE events SET uncounted_attempts = uncounted_attempts + 1 WHERE id = ?",
   setStatus: "UPDATE events SET status = ?, next_attempt_at = ?, last_error = ?, updated_at = ? " +
     "WHERE id = ?",
   // The errors of earlier attempts stay in the attempts table; the event itself no longer has one.
@@ -165,7 +166,11 @@ function createSchema(db: DatabaseSync): void {
     const hasKeysTable = db.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'",
     ).get() !== undefined;
+    const eventColumns = db.prepare("SELECT name FROM pragma_table_info('events')").all();
     if (hasKeysTable) db.exec(UPGRADE_TO_3_SQL);
+    if (eventColumns.length > 0 && !eventColumns.some((row) => row.name === "uncounted_attempts")) {
+      db.exec(UPGRADE_TO_5_SQL);
+    }
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
   });

@@ -6,7 +6,7 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -19,6 +19,8 @@ export const SCHEMA_VERSION = 4;
  * 51 to 56 µs without, in waves of 20 events with a 2 KB payload.) Version 4 adds
  * `events_direct_parts`, which only holds failed direct deliveries that got some parts out, so
  * the sender's retry resumes after them; an agent-mode insert only evaluates its WHERE clause.
+ * Version 5 adds `uncounted_attempts`: the attempts of the current series that delivered part
+ * of a message before failing, which do not count toward the retry limit.
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -38,6 +40,7 @@ CREATE TABLE IF NOT EXISTS events (
   next_attempt_at INTEGER,
   response TEXT,
   parts_sent INTEGER NOT NULL DEFAULT 0,
+  uncounted_attempts INTEGER NOT NULL DEFAULT 0,
   last_error TEXT,
   updated_at INTEGER NOT NULL,
   key_expires_at INTEGER
@@ -77,6 +80,13 @@ UPDATE events SET key_expires_at = k.expires_at FROM idempotency_keys k
 DROP TABLE idempotency_keys;
 `;
 
+/**
+ * Upgrades a version 1 to 4 database to version 5, after the other upgrades: the column of
+ * attempts that do not count. Older gateways keep working with it, since it has a default.
+ */
+export const UPGRADE_TO_5_SQL =
+  "ALTER TABLE events ADD COLUMN uncounted_attempts INTEGER NOT NULL DEFAULT 0";
+
 type Row = Record<string, unknown>;
 
 /**
@@ -102,6 +112,7 @@ export function rowToEvent(row: Row): StoredEvent {
     nextAttemptAtMs: row.next_attempt_at === null ? null : Number(row.next_attempt_at),
     response: row.response === null ? null : String(row.response),
     partsSent: Number(row.parts_sent),
+    uncountedAttempts: Number(row.uncounted_attempts ?? 0),
     lastError: row.last_error === null ? null : String(row.last_error),
     updatedAtMs: Number(row.updated_at),
   };

@@ -189,6 +189,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     eventId: string,
     status: { status: EventStatus; error: string; step: string; nextMs: number | null },
     nowMs: number,
+    uncounted = false,
   ): void {
     use(() =>
       transaction(() => {
@@ -197,6 +198,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           () => s.setStatus.run(status.status, status.nextMs, status.error, nowMs, eventId),
         );
         s.closeAttempt.run(nowMs, status.step, status.error, eventId);
+        if (uncounted) s.uncountAttempt.run(eventId);
       })
     );
   }
@@ -260,8 +262,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           if (row.dedupe === 1 && row.key_expires_at === null) takeKey(eventId, row, nowMs);
         })
       ),
-    markRetry: (eventId, error, step, nextMs, nowMs) =>
-      closeAttempt(eventId, { status: "queued", error, step, nextMs }, nowMs),
+    markRetry: (eventId, error, step, nextMs, nowMs, options) =>
+      closeAttempt(eventId, { status: "queued", error, step, nextMs }, nowMs, options?.uncounted),
     markFailed: (eventId, error, step, nowMs) =>
       closeAttempt(eventId, { status: "failed", error, step, nextMs: null }, nowMs),
     recoverInterrupted: (nowMs, eventId) =>

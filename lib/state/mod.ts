@@ -74,6 +74,11 @@ export interface StoredEvent extends NewEvent {
   status: EventStatus;
   /** Attempts made in the current series (reset by a replay). */
   attempts: number;
+  /**
+   * Attempts of the current series that delivered part of a message before failing: they do not
+   * count toward the retry limit, since each one moved the delivery on.
+   */
+  uncountedAttempts: number;
   /** When a queued event is due, in milliseconds since the epoch; null otherwise. */
   nextAttemptAtMs: number | null;
   /** The agent's answer once it ran: a delivery retry does not run the agent again. */
@@ -164,13 +169,17 @@ export interface StateStore {
    * unless another event holds it unexpired, so the sender's retry is then a duplicate.
    */
   markDelivered(eventId: string, nowMs: number): void;
-  /** Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`. */
+  /**
+   * Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`.
+   * With `uncounted`, the attempt is added to {@link StoredEvent.uncountedAttempts}.
+   */
   markRetry(
     eventId: string,
     error: string,
     step: "agent" | "delivery",
     nextAttemptAtMs: number,
     nowMs: number,
+    options?: { uncounted?: boolean },
   ): void;
   /** Closes the attempt with its error and marks the event `failed` (dead letter). */
   markFailed(eventId: string, error: string, step: "agent" | "delivery", nowMs: number): void;

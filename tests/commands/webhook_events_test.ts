@@ -157,6 +157,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
     mode: "agent",
     status: "failed",
     attempts: 2,
+    uncounted_attempts: 0,
     received_at: "2026-03-01T10:00:00.001Z",
     updated_at: "2026-03-01T10:00:03.000Z",
     next_attempt_at: null,

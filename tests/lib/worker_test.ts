@@ -267,6 +267,52 @@ Deno.test("worker resumes a split message after the parts already sent", async (
   });
 });
 
+Deno.test("attempts that deliver part of a long answer before a rate limit do not count toward maxAttempts", async () => {
+  // 16 parts; the platform takes 3, then rate-limits longer than an attempt waits: every attempt
+  // moves the message on, so it is delivered whole instead of dead-lettered after 3 attempts.
+  const PARTS = 16;
+  const seen: number[] = [];
+  const deliver = (job: DeliveryJob, onPartSent: (sent: number) => void) => {
+    const from = job.partsAlreadySent ?? 0;
+    seen.push(from);
+    const to = Math.min(PARTS, from + 3);
+    for (let part = from + 1; part <= to; part++) onPartSent(part);
+    return to === PARTS
+      ? Promise.resolve()
+      : Promise.reject(new TargetError("Slack rate limited", { retryAfterSeconds: 31 }));
+  };
+  await withWorker({ deliver, retry: { maxAttempts: 3 } }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await runUntilSettled(h);
+    const stored = h.store.getEvent(id)!;
+    assert.equal(stored.status, "delivered", stored.lastError ?? "");
+    assert.deepEqual(seen, [0, 3, 6, 9, 12, 15]);
+    assert.equal(stored.attempts, 6);
+    assert.equal(stored.uncountedAttempts, 5);
+    const retries = h.logs.filter((l) => l.message === "retry scheduled");
+    assert.ok(retries.every((l) => l.props.counted === false && l.props.delayMs === 31_000));
+  });
+});
+
+Deno.test("attempts that deliver nothing still count, after attempts that made progress", async () => {
+  let calls = 0;
+  const deliver = (_job: DeliveryJob, onPartSent: (sent: number) => void) => {
+    if (++calls === 1) onPartSent(1); // part 1 goes out, then the platform fails for good
+    return Promise.reject(new TargetError("Telegram answered 502"));
+  };
+  await withWorker({ deliver, retry: { maxAttempts: 3 } }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await runUntilSettled(h);
+    const stored = h.store.getEvent(id)!;
+    assert.equal(stored.status, "failed");
+    assert.equal(calls, 4, "the first attempt did not count; three more did");
+    assert.equal(stored.uncountedAttempts, 1);
+    assert.equal(h.logs.at(-1)!.props.reason, "3 attempts");
+  });
+});
+
 Deno.test("worker keeps at most maxConcurrency events in progress", async () => {
   let active = 0;
   let peak = 0;

@@ -304,7 +304,7 @@ async function upgradeMovesKeys(schema: string): Promise<void> {
   const { user_version } = check.prepare("PRAGMA user_version").get() as { user_version: number };
   check.close();
   await home.cleanup();
-  assert.equal(user_version, 4);
+  assert.equal(user_version, 5);
   assert.ok(names.includes("events_key") && names.includes("events_received"), String(names));
   assert.ok(names.includes("events_direct_parts"), String(names));
   assert.ok(!names.includes("idempotency_keys") && !names.includes("keys_expiry"), String(names));
@@ -323,7 +323,10 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
     await store.close();
     // As version 3 left it: the same tables, without the index.
     const old = new DatabaseSync(home.dbPath);
-    old.exec("DROP INDEX events_direct_parts; PRAGMA user_version = 3;");
+    old.exec(
+      "DROP INDEX events_direct_parts; ALTER TABLE events DROP COLUMN uncounted_attempts; " +
+        "PRAGMA user_version = 3;",
+    );
     old.close();
 
     const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
@@ -341,7 +344,7 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
     };
     check.close();
     assert.ok(index, "the index was created");
-    assert.equal(user_version, 4);
+    assert.equal(user_version, 5);
   } finally {
     await home.cleanup();
   }
@@ -406,4 +409,36 @@ Deno.test("markDelivered() leaves a delivery id's key with the event that holds 
     db.close();
     assert.deepEqual(holders.map((row) => row.id), [delivered]);
   });
+});
+
+Deno.test("opening a version 4 database adds the column of uncounted attempts, 0 for every event", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    await store.close();
+    // As version 4 left it: the same tables, without the column.
+    const old = new DatabaseSync(home.dbPath);
+    old.exec("ALTER TABLE events DROP COLUMN uncounted_attempts; PRAGMA user_version = 4;");
+    old.close();
+
+    const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    try {
+      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 0);
+      upgraded.claimDue(T0, 1);
+      upgraded.markRetry(id, "rate limited", "delivery", T0 + 1, T0, { uncounted: true });
+      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 1);
+      assert.equal(upgraded.replay(id, T0 + 2).uncountedAttempts, 0, "a replay starts afresh");
+    } finally {
+      await upgraded.close();
+    }
+    const check = new DatabaseSync(home.dbPath, { readOnly: true });
+    const { user_version } = check.prepare("PRAGMA user_version").get() as {
+      user_version: number;
+    };
+    check.close();
+    assert.equal(user_version, 5);
+  } finally {
+    await home.cleanup();
+  }
 });
