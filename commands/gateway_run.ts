@@ -60,11 +60,8 @@ export const gatewayRun: Command = {
         gateway.failed,
       ]);
       if (failure) {
-        const message = `The HTTP server stopped accepting connections (${failure.message}). ` +
-          "Exiting so that a supervisor restarts the gateway; queued events are kept. Too many " +
-          "open connections is the usual cause: see Security in the README.";
-        getLogger(["agent", "http"]).fatal(message); // on the console too, unless --quiet
-        if (values.quiet) ctx.stderr(message);
+        getLogger(["agent", "gateway"]).fatal(failure.message); // on the console too, unless --quiet
+        if (values.quiet) ctx.stderr(failure.message);
         await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
         return 1;
       }

@@ -3,6 +3,25 @@
  *
  * @module
  */
+import { dirname } from "node:path";
+
+/**
+ * Runs a read-modify-write of `path` under an exclusive lock on `<path>.lock` (flock, mode
+ * 0600), so that commands run at the same time each see the others' changes instead of
+ * overwriting them. The folder is created (0700) when missing.
+ * @param path the file being edited
+ * @param edit reads, changes and writes the file; its result is returned
+ */
+export async function withFileLock<T>(path: string, edit: () => Promise<T>): Promise<T> {
+  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  using lock = await Deno.open(`${path}.lock`, { create: true, write: true, mode: 0o600 });
+  await lock.lock(true);
+  try {
+    return await edit();
+  } finally {
+    await lock.unlock();
+  }
+}
 
 /**
  * Writes a file atomically with mode 0600: temp file in the same folder, fsync, rename.

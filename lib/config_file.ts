@@ -7,7 +7,7 @@
 import { dirname } from "node:path";
 import { isMap, parseDocument } from "yaml";
 import { ConfigError } from "./errors.ts";
-import { writeFileAtomic } from "./_fs.ts";
+import { withFileLock, writeFileAtomic } from "./_fs.ts";
 
 /** The `config.yaml` written when the gateway starts in a home that has none. */
 export const DEFAULT_CONFIG_YAML = `# agent gateway configuration. See the README for every key.
@@ -29,12 +29,17 @@ export type ConfigEdit = { path: (string | number)[]; value: unknown };
 
 /**
  * Applies edits to `config.yaml`, keeping comments, ordering and unknown keys; creates the
- * file (and its folder, 0700) when missing.
+ * file (and its folder, 0700) when missing. Runs under `config.yaml.lock`, so edits made at the
+ * same time all land.
  * @param file the path of `config.yaml`
  * @param edits key paths and values, e.g. `{path: ["platforms","webhook","enabled"], value: true}`
  * @throws ConfigError when the existing file is not valid YAML (it is left untouched)
  */
-export async function editConfigFile(file: string, edits: ConfigEdit[]): Promise<void> {
+export function editConfigFile(file: string, edits: ConfigEdit[]): Promise<void> {
+  return withFileLock(file, () => editUnlocked(file, edits));
+}
+
+async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
   let text = "";
   try {
     text = await Deno.readTextFile(file);
@@ -54,7 +59,6 @@ export async function editConfigFile(file: string, edits: ConfigEdit[]): Promise
     });
   }
   for (const edit of edits) document.setIn(edit.path, edit.value);
-  await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
   await writeFileAtomic(file, document.toString());
 }
 

@@ -4,14 +4,14 @@
  *
  * @module
  */
-import { dirname } from "node:path";
-import { writeFileAtomic } from "./_fs.ts";
+import { withFileLock, writeFileAtomic } from "./_fs.ts";
 
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * Sets `values` in the `.env` file at `path`, replacing existing assignments of the same keys
  * and appending new ones. The file is created (and an existing one narrowed) to mode 0600.
+ * Runs under `.env.lock`, so edits made at the same time all land.
  * @param path the `.env` file
  * @param values keys and their new values; values with spaces, `#` or quotes are quoted
  * @throws TypeError for a key that is not a valid variable name or a value with a newline
@@ -21,6 +21,10 @@ export async function setEnvValues(path: string, values: Record<string, string>)
     if (!KEY.test(key)) throw new TypeError(`Not a valid variable name: ${key}`);
     if (/[\r\n]/.test(value)) throw new TypeError(`The value of ${key} must be on one line`);
   }
+  await withFileLock(path, () => setUnlocked(path, values));
+}
+
+async function setUnlocked(path: string, values: Record<string, string>): Promise<void> {
   let lines: string[] = [];
   try {
     lines = (await Deno.readTextFile(path)).split("\n");
@@ -37,7 +41,6 @@ export async function setEnvValues(path: string, values: Record<string, string>)
     return `${key}=${quote(value)}`;
   });
   for (const [key, value] of pending) lines.push(`${key}=${quote(value)}`);
-  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
   await writeFileAtomic(path, lines.join("\n") + "\n");
 }
 

@@ -116,7 +116,7 @@ export async function startLogging(
     });
   }
   if (options.console) {
-    sinks.console = getStreamSink(Deno.stderr.writable, { formatter: lineFormatter });
+    sinks.console = getStreamSink(stderrWithoutClose(), { formatter: lineFormatter });
   }
   options.extraSinks?.forEach((sink, i) => {
     sinks[`extra${i}`] = sink;
@@ -128,6 +128,21 @@ export async function startLogging(
       { category: ["logtape", "meta"], lowestLevel: "warning", sinks: Object.keys(sinks) },
       { category: ["agent"], lowestLevel: "info", sinks: Object.keys(sinks) },
     ],
+  });
+}
+
+/**
+ * Standard error as a stream whose close leaves standard error open: {@link stopLogging}
+ * closes the sinks' streams, and closing `Deno.stderr.writable` would close the process's
+ * standard error, so the error message of a failed start (printed after) would be lost.
+ */
+function stderrWithoutClose(): WritableStream<Uint8Array> {
+  return new WritableStream({
+    async write(chunk) {
+      for (let written = 0; written < chunk.length;) {
+        written += await Deno.stderr.write(chunk.subarray(written));
+      }
+    },
   });
 }
 

@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { dirname } from "node:path";
-import { writeFileAtomic } from "./_fs.ts";
+import { withFileLock, writeFileAtomic } from "./_fs.ts";
 import { ConfigError } from "./errors.ts";
 import { checkRecord, type Subscription } from "./subscription.ts";
 
@@ -95,17 +94,12 @@ export async function updateSubscriptions<T>(
   path: string,
   change: (records: SubscriptionRecords) => T | Promise<T>,
 ): Promise<T> {
-  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  using lock = await Deno.open(`${path}.lock`, { create: true, write: true, mode: 0o600 });
-  await lock.lock(true);
-  try {
+  return await withFileLock(path, async () => {
     const records = await readSubscriptions(path);
     const result = await change(records);
     await writeFileAtomic(path, JSON.stringify(records, null, 2) + "\n");
     return result;
-  } finally {
-    await lock.unlock();
-  }
+  });
 }
 
 /** How long {@link SubscriptionFileCache} trusts its copy before it stats the file again. */

@@ -6,6 +6,8 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { dirname, join } from "node:path";
+import { StoreUnavailableError } from "../lib/errors.ts";
 import { createAgentRunner } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
@@ -42,11 +44,16 @@ export interface RunningGateway {
    */
   stop(options?: { deadlineMs?: number; hurry?: AbortSignal }): Promise<void>;
   /**
-   * Settles, with the cause, if the HTTP server stops accepting connections on its own: when
-   * the process runs out of file descriptors (Deno's HTTP server has no idle-connection or
-   * header-read timeout, so connections that send nothing stay open), Deno ends the accept
-   * loop. Never settles otherwise. `gateway run` then stops and exits non-zero, which also
-   * closes every connection, so a supervisor's restart serves again.
+   * Settles, with the cause, when the gateway can no longer keep its promises and must stop:
+   * - the HTTP server stops accepting connections on its own: when the process runs out of
+   *   file descriptors (Deno's HTTP server has no idle-connection or header-read timeout, so
+   *   connections that send nothing stay open), Deno ends the accept loop;
+   * - `state/gateway.db` is deleted or replaced while the gateway runs (checked every
+   *   {@link STATE_CHECK_MS}): events it acknowledged would go to a file nobody can open again.
+   *
+   * Never settles otherwise. The error's message says what happened, for the user. `gateway run`
+   * then stops and exits non-zero, which also closes every connection, so a supervisor's
+   * restart serves again.
    */
   failed: Promise<Error>;
 }
@@ -63,6 +70,9 @@ export interface GatewayOptions {
   onListen?: (url: string) => void;
 }
 
+/** How often the gateway checks that `state/gateway.db` is still the file it opened, in ms. */
+export const STATE_CHECK_MS = 1000;
+
 /** Rows deleted per prune batch (each batch is one short transaction). */
 const PRUNE_BATCH = 1000;
 
@@ -75,7 +85,7 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
  * @param options clock, fetch and a listen callback
  * @returns the running gateway
  * @throws Deno.errors.AddrInUse when the port is taken; StoreUnavailableError when the state
- *   database cannot be opened
+ *   database cannot be opened, or another gateway runs with the same home
  */
 export async function startGateway(
   config: Config,
@@ -84,12 +94,21 @@ export async function startGateway(
   const fetchFn = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const { webhook, agent, paths } = config;
-  const store = openStateStore(paths.stateDb, {
-    idempotencyTtlSeconds: webhook.idempotencyTtlSeconds,
-    // SQLite calls block the event loop: a lock held by another process (a CLI command) may
-    // stall every request this long before the sender gets 503.
-    busyTimeoutMs: 1000,
-  });
+  const stateLock = await lockState(paths.stateDb);
+  let store: StateStore;
+  let stateFile: Deno.FileInfo;
+  try {
+    store = openStateStore(paths.stateDb, {
+      idempotencyTtlSeconds: webhook.idempotencyTtlSeconds,
+      // SQLite calls block the event loop: a lock held by another process (a CLI command) may
+      // stall every request this long before the sender gets 503.
+      busyTimeoutMs: 1000,
+    });
+    stateFile = await Deno.stat(paths.stateDb);
+  } catch (error) {
+    stateLock.close();
+    throw error;
+  }
   const workerLog = getLogger(["agent", "worker"]);
   const targetLog = getLogger(["agent", "target"]);
   const targets: TargetContext = {
@@ -162,7 +181,6 @@ export async function startGateway(
   };
   void prune();
   const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
-  worker.start();
 
   const listening = Promise.withResolvers<{ hostname: string; port: number }>();
   let server: Deno.HttpServer;
@@ -176,15 +194,41 @@ export async function startGateway(
   } catch (error) {
     stopping = true;
     clearInterval(pruneTimer);
-    await worker.stop({ deadlineMs: 0 });
     await store.close();
+    stateLock.close();
     throw error;
   }
-  const failed = new Promise<Error>((resolve) => {
-    server.finished.catch((error) =>
-      resolve(error instanceof Error ? error : new Error(`${error}`))
+  // Bound to the port: only now may the worker take over events left running (a gateway that
+  // cannot listen must not touch them).
+  worker.start();
+  const failed = Promise.withResolvers<Error>();
+  server.finished.catch((error) =>
+    failed.resolve(
+      new Error(
+        `The HTTP server stopped accepting connections (${
+          error instanceof Error ? error.message : error
+        }). Exiting so that a supervisor restarts the gateway; queued events are kept. Too ` +
+          "many open connections is the usual cause: see Security in the README.",
+      ),
+    )
+  );
+  let checking: Promise<void> = Promise.resolve();
+  const stateCheck = setInterval(() => checking = checkState(), STATE_CHECK_MS);
+  async function checkState(): Promise<void> {
+    const replaced = await Deno.stat(paths.stateDb).then(
+      (now) => now.ino !== stateFile.ino || now.dev !== stateFile.dev,
+      (error) => error instanceof Deno.errors.NotFound,
     );
-  });
+    if (replaced && !stopping) {
+      failed.resolve(
+        new Error(
+          `${paths.stateDb} was deleted or replaced while the gateway ran. Exiting, so that ` +
+            "no event is acknowledged into a file that is gone; the next start opens the " +
+            "database found there (or a new one).",
+        ),
+      );
+    }
+  }
   const address = await listening.promise;
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   const url = `http://${host}:${address.port}`;
@@ -194,10 +238,12 @@ export async function startGateway(
     url,
     port: address.port,
     store,
-    failed,
+    failed: failed.promise,
     async stop({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) {
       stopping = true;
       clearInterval(pruneTimer);
+      clearInterval(stateCheck);
+      await checking;
       const startedAt = performance.now();
       // shutdown() waits for every connection to close, and a sender that stalls in the middle
       // of a body keeps its connection open: past the deadline the stop goes on without it
@@ -208,6 +254,35 @@ export async function startGateway(
         hurry,
       });
       await store.close();
+      stateLock.close();
     },
   };
+}
+
+/**
+ * Takes `state/gateway.lock` (flock, exclusive) for as long as the gateway runs: a second
+ * gateway on the same home would take over the events the first one is running (it requeues
+ * every `running` event at start) and deliver them twice. The kernel drops the lock when the
+ * process dies, even by `kill -9`.
+ * @param stateDb the path of `state/gateway.db`; its folder is created (0700) when missing
+ * @returns the open lock file: closing it releases the lock
+ * @throws StoreUnavailableError when another gateway holds the lock, or the folder or the lock
+ *   file cannot be created
+ */
+async function lockState(stateDb: string): Promise<Deno.FsFile> {
+  const folder = dirname(stateDb);
+  const path = join(folder, "gateway.lock");
+  let file: Deno.FsFile;
+  try {
+    await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
+    file = await Deno.open(path, { create: true, write: true, mode: 0o600 });
+  } catch (error) {
+    throw new StoreUnavailableError(`cannot open ${path}: ${(error as Error).message}`);
+  }
+  if (await file.tryLock(true)) return file;
+  file.close();
+  throw new StoreUnavailableError(
+    `another gateway is already running with ${folder} (it holds ${path}); stop it first, ` +
+      "or give this one another AGENT_HOME",
+  );
 }

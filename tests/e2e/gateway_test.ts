@@ -242,3 +242,63 @@ Deno.test("out of file descriptors, the gateway exits non-zero with a reason and
     "the event accepted before the flood is in the database",
   );
 });
+
+Deno.test("a second gateway on the same home exits 1 and leaves the first one's running events alone", async () => {
+  await using h = await tempHome();
+  const llm = await startFakeLlm({ answer: () => ({ hang: true }) });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  const env = { AGENT_HOME: h.home, ...llm.env };
+  await using first = await startGatewayProcess(env);
+  const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(first.url).port) };
+  const sub = await runCli(["webhook", "subscribe", "gh", "--deliver", "log"], cliEnv);
+  assert.equal(sub.code, 0, sub.stderr);
+  const secret = sub.stdout.match(/Secret:\s+(\S+)/)![1];
+  const sent = await postGitHub(`${first.url}/webhooks/gh`, githubExample("issues"), {
+    event: "issues",
+    secret,
+    delivery: "held-by-the-first",
+  });
+  assert.equal(sent.status, 202);
+  const running = async () => {
+    const events = await runCli(["webhook", "events", "--json"], cliEnv);
+    return JSON.parse(events.stdout) as {
+      status: string;
+      attempts: number;
+      attempts_detail: { error: string | null }[];
+    }[];
+  };
+  await eventually(async () => (await running())[0]?.status === "running", {
+    what: "the first gateway to run the event",
+  });
+
+  // Another port, so that only the state lock can stop it.
+  const second = await runCli(["gateway", "run", "--port", "0"], env);
+  assert.equal(second.code, 1, second.stdout + second.stderr);
+  assert.match(second.stderr, /another gateway is already running with .*state/);
+  const [event] = await running();
+  assert.equal(event.status, "running", "not requeued under the first gateway");
+  assert.equal(event.attempts, 1);
+  assert.deepEqual(event.attempts_detail.map((attempt) => attempt.error), [null]);
+  assert.equal(llm.requests.length, 1, "the agent ran once");
+});
+
+Deno.test("the gateway exits 1 when its state database is deleted, instead of acknowledging into it", async () => {
+  await using h = await tempHome();
+  const llm = await startFakeLlm({ answer: () => "noted" });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  const env = { AGENT_HOME: h.home, ...llm.env };
+  await using gateway = await startGatewayProcess(env);
+  await Deno.remove(join(h.home, "state"), { recursive: true });
+  const code = await eventually(async () => {
+    const status = await Promise.race([
+      gateway.child.status,
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200)),
+    ]);
+    return status?.code;
+  }, { what: "the gateway to exit", timeoutMs: 10_000 });
+  assert.equal(code, 1, gateway.output());
+  assert.match(
+    gateway.output(),
+    /state\/gateway\.db was deleted or replaced while the gateway ran/,
+  );
+});

@@ -33,3 +33,18 @@ Deno.test("editConfigFile() keeps comments and other keys while setting nested v
   assert.match(text, /model: m # keep/);
   assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.port, 9000);
 });
+
+Deno.test("editConfigFile() run ten times at once keeps every edit (setup runs in parallel)", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "config.yaml");
+  await createDefaultConfig(file);
+  await Promise.all(
+    Array.from(
+      { length: 10 },
+      (_, i) => editConfigFile(file, [{ path: ["agent", `key_${i}`], value: i }]),
+    ),
+  );
+  const text = await Deno.readTextFile(file);
+  for (let i = 0; i < 10; i++) assert.match(text, new RegExp(`key_${i}: ${i}`));
+  assert.match(text, /# agent gateway configuration/, "comments are kept");
+});

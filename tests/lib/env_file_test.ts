@@ -29,3 +29,11 @@ Deno.test("setEnvValues() refuses bad names and multi-line values without writin
   await assert.rejects(() => setEnvValues(path, { A: "two\nlines" }), /must be on one line/);
   assert.equal(await Deno.readTextFile(path), "A=1\n");
 });
+
+Deno.test("setEnvValues() run ten times at once keeps every value (setup runs in parallel)", async () => {
+  await using h = await tempHome({ env: "# tokens\n" });
+  const path = join(h.home, ".env");
+  const values = Array.from({ length: 10 }, (_, i) => ({ [`TOKEN_${i}`]: `value-${i}` }));
+  await Promise.all(values.map((value) => setEnvValues(path, value)));
+  assert.deepEqual({ ...parseEnv(await Deno.readTextFile(path)) }, Object.assign({}, ...values));
+});
