@@ -70,8 +70,10 @@ export const STATEMENTS = {
   byId: "SELECT * FROM events WHERE id = ?",
   byPrefix: "SELECT * FROM events WHERE id >= ? AND id < ? ORDER BY id LIMIT 3",
   attempts: "SELECT * FROM attempts WHERE event_id = ? ORDER BY rowid",
-  // Uses events_direct_parts, whose WHERE clause these terms repeat.
-  partsSentByFailedAttempts: "SELECT max(parts_sent) AS parts FROM events WHERE subscription = ? " +
+  // Uses events_direct_parts, whose WHERE clause these terms repeat; named, since without
+  // statistics the planner would take events_failed and read every dead letter.
+  partsSentByFailedAttempts: "SELECT max(parts_sent) AS parts FROM events " +
+    "INDEXED BY events_direct_parts WHERE subscription = ? " +
     "AND delivery_id = ? AND mode = 'direct' AND status = 'failed' AND parts_sent > 0 " +
     "AND prompt = ? AND route = ? AND received_at > ?",
 } as const;

@@ -20,7 +20,9 @@ export const SCHEMA_VERSION = 5;
  * `events_direct_parts`, which only holds failed direct deliveries that got some parts out, so
  * the sender's retry resumes after them; an agent-mode insert only evaluates its WHERE clause.
  * Version 5 adds `uncounted_attempts`: the attempts of the current series that delivered part
- * of a message before failing, which do not count toward the retry limit.
+ * of a message before failing, which do not count toward the retry limit; and `events_failed`,
+ * which holds the dead letters only, so `webhook events --status failed` does not read every
+ * event (0.7 s on a 900 MB database) to find a few.
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -62,6 +64,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(subscription, delivery_id
   WHERE key_expires_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_direct_parts ON events(subscription, delivery_id)
   WHERE mode = 'direct' AND status = 'failed' AND parts_sent > 0;
+CREATE INDEX IF NOT EXISTS events_failed ON events(status) WHERE status = 'failed';
 `;
 
 /**

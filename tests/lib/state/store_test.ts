@@ -322,3 +322,16 @@ Deno.test("accept() resolves only for committed events: all of them survive kill
     await home.cleanup();
   }
 });
+
+Deno.test("listing the failed events reads the index of dead letters, not the whole table", async () => {
+  await withStore({}, async (_store, dbPath) => {
+    const check = new DatabaseSync(dbPath, { readOnly: true });
+    const plan = check.prepare(
+      "EXPLAIN QUERY PLAN SELECT * FROM events WHERE status = ? ORDER BY rowid DESC LIMIT ?",
+    ).all("failed", 20) as { detail: string }[];
+    check.close();
+    const details = plan.map((row) => row.detail).join("; ");
+    assert.match(details, /USING INDEX events_failed/);
+    assert.doesNotMatch(details, /TEMP B-TREE/);
+  });
+});
