@@ -217,6 +217,11 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         ) as Row | undefined;
         return Number(row?.parts ?? 0);
       }),
+    keyHolder: (subscription, deliveryId, nowMs) =>
+      use(() => {
+        const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
+        return holder && Number(holder.key_expires_at) > nowMs ? String(holder.id) : null;
+      }),
     hasSeen: (subscription, deliveryId, nowMs) =>
       use(() => s.seen.get(subscription, deliveryId, nowMs) !== undefined),
     claimDue(nowMs, limit) {

@@ -129,6 +129,12 @@ export interface StateStore {
    */
   hasSeen(subscription: string, deliveryId: string, nowMs: number): boolean;
   /**
+   * The event that holds a delivery id's idempotency key now: the one a retry of that delivery
+   * id was (or would be) answered as a duplicate of.
+   * @returns its id, or null when no event holds an unexpired key
+   */
+  keyHolder(subscription: string, deliveryId: string, nowMs: number): string | null;
+  /**
    * How many parts of a direct-mode message earlier failed attempts already delivered, so the
    * sender's retry resumes after them instead of sending them again. Only attempts of the same
    * subscription and delivery id, with the same message (`prompt`) and the same target and chat

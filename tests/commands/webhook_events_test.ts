@@ -368,3 +368,32 @@ Deno.test("webhook replay refuses an unknown id, an ambiguous prefix and a runni
   const unchanged = (await json(h.home)).map((row) => row.status);
   assert.deepEqual(unchanged, ["running", "queued", "failed", "delivered"]);
 });
+
+Deno.test("webhook replay refuses a failed direct message the sender's retry has delivered since", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const ids = ["evt_ddd001", "evt_ddd002"];
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+    newId: () => ids.shift()!,
+    now: () => T0 + 500,
+  });
+  try {
+    const message = newEvent({ mode: "direct", deliveryId: "d-retried", prompt: "three parts" });
+    await store.recordDirect(message, { delivered: false, error: "502 on part 2", partsSent: 1 });
+    await store.recordDirect({ ...message, receivedAtMs: T0 + 60_000 }, {
+      delivered: true,
+      partsSent: 3,
+    });
+  } finally {
+    await store.close();
+  }
+  await rejectsWith(
+    run(webhookReplay, h.home, ["evt_ddd001"]),
+    UsageError,
+    /^Not replayed: the sender retried delivery d-retried after evt_ddd001 failed, and that retry is event evt_ddd002 \(delivered\); .*agent webhook replay evt_ddd002$/,
+  );
+  const [failed] = await json(h.home, ["--status", "failed"]);
+  assert.equal(failed.id, "evt_ddd001", "left as it was");
+  const again = await run(webhookReplay, h.home, ["evt_ddd002"]);
+  assert.equal(again.code, 0, "the delivered copy can be sent again on purpose");
+});
