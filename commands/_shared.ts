@@ -34,7 +34,7 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   try {
     // allowNegative: `--no-deliver-only` turns a boolean option back off on update.
     return parseArgs({
-      args: argv,
+      args: joinNegativeValues(argv, options),
       options,
       allowPositionals: true,
       allowNegative: true,
@@ -43,6 +43,27 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   } catch (error) {
     throw new UsageError(`${(error as Error).message}\n\n${usage}`);
   }
+}
+
+/**
+ * Joins a string option and a value that starts with `-` and a digit into `--name=value`:
+ * parseArgs takes `-1001234567890` (a Telegram group's chat id) for an option and refuses
+ * `--deliver-chat-id -1001234567890` as ambiguous.
+ */
+function joinNegativeValues(argv: string[], options: ParseArgsConfig["options"]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--") return [...joined, ...argv.slice(i)];
+    const name = argv[i].startsWith("--") ? argv[i].slice(2) : "";
+    const next = argv[i + 1];
+    if (options?.[name]?.type === "string" && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${argv[i]}=${next}`);
+      i++;
+    } else {
+      joined.push(argv[i]);
+    }
+  }
+  return joined;
 }
 
 /**

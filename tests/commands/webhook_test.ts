@@ -54,6 +54,30 @@ Deno.test("subscribe on an existing name updates it, keeping the secret and crea
   assert.equal(second.updated_at, "2026-01-01T00:01:00.000Z");
 });
 
+Deno.test("subscribe takes a Telegram group's negative chat id after a space, as after =", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  const code = await runCommand([
+    "webhook",
+    "subscribe",
+    "group",
+    "--deliver",
+    "telegram",
+    "--deliver-chat-id",
+    "-1001234567890",
+    "--description",
+    "-5 is text, not an option",
+  ], ctx);
+  assert.equal(code, 0, ctx.output());
+  const group = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).group;
+  assert.deepEqual(group.deliver_extra, { chat_id: "-1001234567890" });
+  assert.equal(group.description, "-5 is text, not an option");
+  await assert.rejects(
+    runCommand(["webhook", "events", "--limit", "-1"], fakeContext({ AGENT_HOME: h.home })),
+    (error: Error) => error instanceof UsageError && /--limit/.test(error.message),
+  );
+});
+
 Deno.test("subscribe refuses bad names with the rule in the message", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   for (const name of ["My Hook", "-x", "a/b", "..", "x".repeat(65), "UPPER"]) {
