@@ -49,7 +49,8 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     if (!client) {
       const missing = apiKey
         ? "no model (agent.model or AGENT_MODEL)"
-        : "OPENAI_API_KEY is not set";
+        : "OPENAI_API_KEY is not set (in the environment, or in .env when the gateway started: " +
+          "restart it after editing .env)";
       throw new AgentError(`Cannot run the agent: ${missing}`, { permanent: true });
     }
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [];

@@ -27,9 +27,11 @@ export function envValue(env: Env, names: readonly string[]): string | undefined
 export function requireToken(env: Env, names: readonly string[], target: string): string {
   const token = envValue(env, names);
   if (token === undefined) {
-    throw new TargetError(`The ${target} target needs ${names.join(" or ")}, which is not set`, {
-      permanent: true,
-    });
+    throw new TargetError(
+      `The ${target} target needs ${names.join(" or ")}, which is not set (in the environment, ` +
+        "or in .env when the gateway started: restart it after editing .env)",
+      { permanent: true },
+    );
   }
   return token;
 }
