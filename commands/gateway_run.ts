@@ -46,6 +46,9 @@ export const gatewayRun: Command = {
     await startLogging({ file: config.paths.log, console: !values.quiet });
     try {
       const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now });
+      // Starts and stops are in the log file too, which --quiet leaves as the only record.
+      const log = getLogger(["agent", "gateway"]);
+      log.info("started on {url}", { url: gateway.url, pid: Deno.pid });
       ctx.stdout(
         `Gateway listening on ${gateway.url}\n` +
           `  health:   ${gateway.url}/health\n` +
@@ -60,7 +63,7 @@ export const gatewayRun: Command = {
         gateway.failed,
       ]);
       if (failure) {
-        getLogger(["agent", "gateway"]).fatal(failure.message); // on the console too, unless --quiet
+        log.fatal(failure.message); // on the console too, unless --quiet
         if (values.quiet) ctx.stderr(failure.message);
         await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
         return 1;
@@ -72,7 +75,9 @@ export const gatewayRun: Command = {
       ctx.hurrySignal?.addEventListener("abort", () => {
         ctx.stdout("Stopping now: running agent work is stopped and runs again at the next start");
       }, { once: true });
+      log.info("stopping on a signal");
       await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
+      log.info("stopped");
       ctx.stdout("Gateway stopped");
       return 0;
     } finally {

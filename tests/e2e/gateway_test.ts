@@ -302,3 +302,12 @@ Deno.test("the gateway exits 1 when its state database is deleted, instead of ac
     /state\/gateway\.db was deleted or replaced while the gateway ran/,
   );
 });
+
+Deno.test("gateway.log records the start and the stop, with --quiet too", async () => {
+  await using h = await tempHome();
+  const gateway = await startGatewayProcess({ AGENT_HOME: h.home }, ["--quiet"]);
+  assert.equal(await gateway.stop("SIGTERM"), 0, gateway.output());
+  const log = await Deno.readTextFile(join(h.home, "logs", "gateway.log"));
+  assert.match(log, new RegExp(`INFO gateway started on ${gateway.url} .*pid=\\d+`));
+  assert.match(log, /INFO gateway stopping on a signal\n.*INFO gateway stopped\n$/);
+});
