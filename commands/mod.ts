@@ -32,15 +32,21 @@ export const COMMANDS: readonly Command[] = [
 
 /** The top-level help text. */
 export function helpText(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.path.join(" ").length));
   return [
     "Usage: agent <command> [options]   (agent <command> --help for its options)",
     "",
     "Commands:",
-    ...COMMANDS.map((c) => `  agent ${c.path.join(" ").padEnd(width)}  ${c.summary}`),
+    commandList(COMMANDS),
     "",
     "Home folder: ~/.agent (set AGENT_HOME to use another).",
   ].join("\n");
+}
+
+/** One line per command: `  agent webhook list  List subscriptions`, summaries aligned. */
+function commandList(commands: readonly Command[]): string {
+  const width = Math.max(...commands.map((c) => c.path.join(" ").length));
+  return commands.map((c) => `  agent ${c.path.join(" ").padEnd(width)}  ${c.summary}`)
+    .join("\n");
 }
 
 /**
@@ -56,6 +62,12 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
     return argv.length === 0 ? 2 : 0;
   }
   const command = COMMANDS.find((c) => c.path.every((word, i) => argv[i] === word));
+  const group = COMMANDS.filter((c) => c.path[0] === argv[0]);
+  if (!command && group.length > 0 && ["--help", "-h", "help", undefined].includes(argv[1])) {
+    // `agent webhook --help`: the group's commands.
+    ctx.stdout(`Commands:\n${commandList(group)}`);
+    return argv[1] === undefined ? 2 : 0;
+  }
   if (!command) {
     throw new UsageError(`Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${helpText()}`);
   }

@@ -277,3 +277,15 @@ Deno.test("subscribe --no-deliver-only switches a direct subscription back to ag
   assert.equal(record.deliver_only, false);
   assert.equal(record.deliver, "telegram");
 });
+
+Deno.test("agent webhook --help and agent gateway list their commands", async () => {
+  const help = fakeContext({});
+  assert.equal(await runCommand(["webhook", "--help"], help), 0);
+  assert.match(help.output(), /agent webhook subscribe +Create or update/);
+  assert.match(help.output(), /agent webhook replay +Run a stored event again/);
+  assert.doesNotMatch(help.output(), /agent gateway/);
+  const bare = fakeContext({});
+  assert.equal(await runCommand(["gateway"], bare), 2, "a group alone is a usage error");
+  assert.match(bare.output(), /agent gateway run +Start the webhook gateway/);
+  await assert.rejects(runCommand(["webhook", "subscrib"], fakeContext({})), UsageError);
+});
