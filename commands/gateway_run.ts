@@ -33,6 +33,9 @@ export const gatewayRun: Command = {
       quiet: { type: "boolean" },
     }, usage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
+    // Takes over SIGINT/SIGTERM now: one that arrives while the gateway starts (or just after
+    // it says it listens) stops it gracefully instead of killing it.
+    const shutdown = ctx.shutdownSignal;
     const env = values.port === undefined ? ctx.env : { ...ctx.env, WEBHOOK_PORT: values.port };
     let config = await loadConfig(env);
     if (!config.configFileExists && await createDefaultConfig(config.paths.config)) {
@@ -57,8 +60,8 @@ export const gatewayRun: Command = {
       );
       const failure = await Promise.race([
         new Promise<undefined>((resolve) => {
-          if (ctx.shutdownSignal.aborted) resolve(undefined);
-          ctx.shutdownSignal.addEventListener("abort", () => resolve(undefined), { once: true });
+          if (shutdown.aborted) resolve(undefined);
+          shutdown.addEventListener("abort", () => resolve(undefined), { once: true });
         }),
         gateway.failed,
       ]);

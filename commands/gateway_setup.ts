@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { loadConfig } from "../lib/config.ts";
+import { isListenHost, loadConfig } from "../lib/config.ts";
+import { runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
 import { setEnvValues } from "../lib/env_file.ts";
 import { UsageError } from "../lib/errors.ts";
@@ -87,6 +88,11 @@ export const gatewaySetup: Command = {
       throw new UsageError(`Not a terminal: pass flags, or --yes for the defaults.\n\n${usage}`);
     }
     const answers: Answers = flagged ? fromFlags(values, current) : await ask(ctx, current);
+    if (answers.host !== undefined && !isListenHost(answers.host)) {
+      throw new UsageError(
+        `The host must be a host name or an IP address (127.0.0.1, 0.0.0.0, ::), got "${answers.host}"`,
+      );
+    }
     const edits: ConfigEdit[] = [];
     const set = (path: string[], value: unknown) => {
       if (value !== undefined) edits.push({ path: ["platforms", "webhook", ...path], value });
@@ -103,6 +109,7 @@ export const gatewaySetup: Command = {
     }
     if (edits.length > 0) await editConfigFile(config.paths.config, edits);
     const after = (await loadConfig(ctx.env, { fileOnly: true })).webhook;
+    const notes = await settingNotes(ctx, after, edits.length + envKeys.length > 0);
     ctx.stdout(
       [
         edits.length ? `Wrote ${config.paths.config}` : `${config.paths.config} unchanged`,
@@ -114,11 +121,47 @@ export const gatewaySetup: Command = {
         after.enabled
           ? "Next: agent gateway run   (then: agent webhook subscribe <name>)"
           : "The gateway will refuse to start until webhooks are enabled.",
+        ...notes,
       ].join("\n"),
     );
     return 0;
   },
 };
+
+/**
+ * What the user must know for the settings just written to apply: a `WEBHOOK_*` value in the
+ * environment or `.env` that overrides config.yaml, and a running gateway (it reads its
+ * settings at start).
+ * @param saved config.yaml's settings after the edit
+ * @param changed whether anything was written
+ */
+async function settingNotes(
+  ctx: CommandContext,
+  saved: { enabled: boolean; host: string; port: number },
+  changed: boolean,
+): Promise<string[]> {
+  const effective = await loadConfig(ctx.env);
+  const notes: string[] = [];
+  const overridden = (variable: string, shown: string) =>
+    notes.push(
+      `Note: ${variable} in the environment or ${effective.paths.envFile} overrides this: ` +
+        `the gateway will use ${shown}.`,
+    );
+  if (effective.webhook.enabled !== saved.enabled) {
+    overridden("WEBHOOK_ENABLED", effective.webhook.enabled ? "enabled" : "disabled");
+  }
+  if (effective.webhook.host !== saved.host) overridden("WEBHOOK_HOST", effective.webhook.host);
+  if (effective.webhook.port !== saved.port) {
+    overridden("WEBHOOK_PORT", `${effective.webhook.port}`);
+  }
+  const running = changed ? await runningGatewayUrl(effective.paths.stateDb) : null;
+  if (running) {
+    notes.push(
+      `A gateway is running with this home (${running}): restart it for these settings to apply.`,
+    );
+  }
+  return notes.length ? ["", ...notes] : [];
+}
 
 /**
  * The edits the flags ask for. `enabled` changes only with --enable, --disable or --yes;

@@ -21,7 +21,8 @@ Creates the subscription <name>, or updates it (given options replace, omitted o
 
 Options:
   --prompt TEXT            prompt template with {dot.path} placeholders (default: the whole payload)
-  --events LIST            comma-separated event types, e.g. issues,pull_request.opened (default: all)
+  --events LIST            comma-separated event types, e.g. issues,pull_request.opened
+                           (default, or --events all: every event)
   --description TEXT       free text shown by list
   --skills LIST            comma-separated skill names from ~/.agent/skills
   --deliver TARGET         log (default), telegram, discord, slack, github_comment, gitlab_comment, origin
@@ -94,12 +95,29 @@ export const webhookSubscribe: Command = {
   },
 };
 
+/**
+ * Reads `--events`: a list, or `all` for every event (an empty filter). An empty value is
+ * refused: it is more likely an unset shell variable than a wish to receive everything.
+ * @throws UsageError for an empty value
+ */
+function eventFilter(value: string): string[] {
+  const events = commaList(value) ?? [];
+  if (events.length === 1 && events[0] === "all") return [];
+  if (events.length === 0) {
+    throw new UsageError(
+      "--events is empty: list event types (issues,pull_request.opened), or give --events all " +
+        "to receive every event",
+    );
+  }
+  return events;
+}
+
 /** Turns the given flags into the record fields they replace. */
 function optionsToRecord(values: Record<string, string | boolean | undefined>): Subscription {
   const text = (key: string) => values[key] as string | undefined;
   const record: Subscription = {};
   if (text("prompt") !== undefined) record.prompt = text("prompt");
-  if (text("events") !== undefined) record.events = commaList(text("events"));
+  if (text("events") !== undefined) record.events = eventFilter(text("events")!);
   if (text("description") !== undefined) record.description = text("description");
   if (text("skills") !== undefined) record.skills = commaList(text("skills"));
   if (text("deliver") !== undefined) record.deliver = text("deliver")!.trim();

@@ -6,6 +6,7 @@
  */
 import type { Config } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
+import { runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { allRoutes } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
@@ -87,6 +88,19 @@ function reportMissingPaths(
   }
 }
 
+/**
+ * The flags that send an event a filter entry accepts: `--event issues` for `issues`, and for
+ * `issues.opened` also the payload's action, since GitHub sends the action in the body, not in
+ * `X-GitHub-Event`.
+ */
+function suggestEvent(filter: string | undefined): string {
+  if (filter === undefined) return "--event <type>";
+  const dot = filter.indexOf(".");
+  if (dot < 0) return `--event ${filter}`;
+  const action = JSON.stringify({ action: filter.slice(dot + 1) });
+  return `--event ${filter.slice(0, dot)} --payload '${action}'`;
+}
+
 /** Where the CLI reaches the local gateway: loopback when it listens on a wildcard address. */
 function localUrl(config: Config, name: string): string {
   const { host, port } = config.webhook;
@@ -109,7 +123,9 @@ async function send(
 ): Promise<number> {
   const { route, event, secret, config, ctx } = options;
   const body = JSON.stringify(options.payload);
-  const url = localUrl(config, route.name);
+  // The running gateway says where it listens (it may have been started with --port).
+  const running = await runningGatewayUrl(config.paths.stateDb);
+  const url = running ? `${running}/webhooks/${route.name}` : localUrl(config, route.name);
   const auth = await authHeaders(route.auth, secret, body);
   if (!auth) {
     ctx.stderr(
@@ -145,8 +161,11 @@ async function send(
     ctx.stdout(
       `The event "${event}" is not in the subscription's filter (${
         route.events?.join(", ")
-      }). Try --event ${route.events?.[0] ?? "<type>"}.`,
+      }). Try ${suggestEvent(route.events?.[0])}.`,
     );
+  }
+  if (response.status === 502) {
+    ctx.stdout(`The target refused the message; the reason: agent webhook events ${route.name}`);
   }
   if (response.status === 401) {
     ctx.stdout("The gateway refused the signature: is it running with the same home folder?");

@@ -15,6 +15,8 @@ import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.
 import { ConfigError } from "./errors.ts";
 import { type HomePaths, homePaths } from "./home.ts";
 import { checkRecord, NAME_PATTERN, type Route } from "./subscription.ts";
+import { TARGET_NAMES } from "./targets/mod.ts";
+import { parseHome } from "./targets/origin.ts";
 
 /**
  * Largest `idempotency_ttl`, in seconds: 10 years. Expiry times are milliseconds in SQLite
@@ -118,7 +120,7 @@ export async function loadConfig(
 
   const webhook: WebhookSettings = {
     enabled: toBoolean(enabled.value, enabled.from) ?? false,
-    host: toText(host.value, host.from) ?? "127.0.0.1",
+    host: toHost(toText(host.value, host.from) ?? "127.0.0.1", host.from),
     port: toInteger(port.value, port.from, { min: 0, max: 65535 }) ?? 8644,
     secret: toText(secret.value, secret.from) || undefined,
     publicUrl: toUrl(publicUrl.value, publicUrl.from),
@@ -131,7 +133,7 @@ export async function loadConfig(
       86_400,
     retentionDays: toInteger(extra.retention_days, at("retention_days"), { min: 1, max: 3650 }) ??
       7,
-    homeTarget: toText(extra.home, at("home")) || undefined,
+    homeTarget: toHomeTarget(toText(extra.home, at("home")) || undefined, at("home")),
     routes: staticRoutes(extra.routes, paths.config),
   };
   return {
@@ -199,6 +201,48 @@ function agentSettings(
   };
 }
 
+/**
+ * Tells whether `host` can be an address to listen on: a host name, an IPv4 address or an IPv6
+ * one (bracketed or not).
+ */
+export function isListenHost(host: string): boolean {
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  return /^[A-Za-z0-9.-]+$/.test(bare) || (bare.includes(":") && /^[0-9A-Fa-f:.]+$/.test(bare));
+}
+
+/**
+ * Checks the address to listen on: a host name, an IPv4 address or an IPv6 one (bracketed or
+ * not). A typo must stop the command with the key named, not end in a stack trace at listen.
+ * @throws ConfigError naming the key and the file
+ */
+function toHost(host: string, from: { file: string; key: string }): string {
+  if (isListenHost(host)) return host;
+  throw new ConfigError(
+    `${from.key} in ${from.file} must be a host name or an IP address (127.0.0.1, 0.0.0.0, ::), ` +
+      `got "${host}"`,
+    { file: from.file },
+  );
+}
+
+/**
+ * Checks `extra.home` (`<target>` or `<target>:<chat>`, e.g. `telegram:123456`), the place
+ * `deliver: origin` answers events that have no issue to comment on.
+ * @throws ConfigError for an unknown target, or `origin` itself
+ */
+function toHomeTarget(
+  home: string | undefined,
+  from: { file: string; key: string },
+): string | undefined {
+  if (home === undefined) return undefined;
+  const { target } = parseHome(home);
+  if (TARGET_NAMES.includes(target) && target !== "origin") return home;
+  throw new ConfigError(
+    `${from.key} in ${from.file} must be <target>:<chat id> with a target among ` +
+      `${TARGET_NAMES.filter((name) => name !== "origin").join(", ")}; got "${home}"`,
+    { file: from.file },
+  );
+}
+
 function staticRoutes(value: unknown, file: string): Map<string, Route> {
   const routes = new Map<string, Route>();
   if (value === undefined || value === null) return routes;
@@ -214,6 +258,13 @@ function staticRoutes(value: unknown, file: string): Map<string, Route> {
       throw new ConfigError(`${key} in ${file} must be a mapping of subscription fields`, { file });
     }
     const checked = checkRecord(record as Record<string, unknown>, `${key} in ${file}`, file);
+    if (checked.deliver !== undefined && !TARGET_NAMES.includes(checked.deliver)) {
+      throw new ConfigError(
+        `${key}.deliver in ${file}: unknown target "${checked.deliver}"; valid targets: ` +
+          TARGET_NAMES.join(", "),
+        { file },
+      );
+    }
     routes.set(name, { ...checked, name, origin: "static" });
   }
   return routes;

@@ -6,10 +6,9 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { dirname, join } from "node:path";
-import { StoreUnavailableError } from "../lib/errors.ts";
 import { createAgentRunner } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config.ts";
+import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
 import { systemPromptFor } from "../lib/skills.ts";
 import { openStateStore, type StateStore } from "../lib/state/mod.ts";
@@ -94,7 +93,7 @@ export async function startGateway(
   const fetchFn = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const { webhook, agent, paths } = config;
-  const stateLock = await lockState(paths.stateDb);
+  const stateLock = await lockGatewayState(paths.stateDb);
   let store: StateStore;
   let stateFile: Deno.FileInfo;
   try {
@@ -232,6 +231,7 @@ export async function startGateway(
   const address = await listening.promise;
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   const url = `http://${host}:${address.port}`;
+  await recordGatewayUrl(stateLock, address);
   options.onListen?.(url);
 
   return {
@@ -257,32 +257,4 @@ export async function startGateway(
       stateLock.close();
     },
   };
-}
-
-/**
- * Takes `state/gateway.lock` (flock, exclusive) for as long as the gateway runs: a second
- * gateway on the same home would take over the events the first one is running (it requeues
- * every `running` event at start) and deliver them twice. The kernel drops the lock when the
- * process dies, even by `kill -9`.
- * @param stateDb the path of `state/gateway.db`; its folder is created (0700) when missing
- * @returns the open lock file: closing it releases the lock
- * @throws StoreUnavailableError when another gateway holds the lock, or the folder or the lock
- *   file cannot be created
- */
-async function lockState(stateDb: string): Promise<Deno.FsFile> {
-  const folder = dirname(stateDb);
-  const path = join(folder, "gateway.lock");
-  let file: Deno.FsFile;
-  try {
-    await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
-    file = await Deno.open(path, { create: true, write: true, mode: 0o600 });
-  } catch (error) {
-    throw new StoreUnavailableError(`cannot open ${path}: ${(error as Error).message}`);
-  }
-  if (await file.tryLock(true)) return file;
-  file.close();
-  throw new StoreUnavailableError(
-    `another gateway is already running with ${folder} (it holds ${path}); stop it first, ` +
-      "or give this one another AGENT_HOME",
-  );
 }

@@ -163,3 +163,24 @@ Deno.test("setup changes only what its flags name: tokens alone keep a disabled 
   const text = await Deno.readTextFile(join(h.home, "config.yaml"));
   assert.doesNotMatch(text, /0\.0\.0\.0|9999/, "environment overrides are not saved");
 });
+
+Deno.test("setup says when WEBHOOK_* in .env overrides what it wrote, and refuses a bad host", async () => {
+  await using h = await tempHome({ env: "WEBHOOK_ENABLED=false\nWEBHOOK_PORT=9100\n" });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["gateway", "setup", "--enable", "--port", "8700"], ctx), 0);
+  const out = ctx.output();
+  assert.match(out, /webhooks: enabled/);
+  assert.match(
+    out,
+    /Note: WEBHOOK_ENABLED in the environment or .*\.env overrides this: the gateway will use disabled\./,
+  );
+  assert.match(out, /Note: WEBHOOK_PORT .* will use 9100\./);
+  assert.doesNotMatch(out, /A gateway is running/);
+
+  await assert.rejects(
+    runCommand(["gateway", "setup", "--host", "bad!"], fakeContext({ AGENT_HOME: h.home })),
+    (error: Error) =>
+      error instanceof UsageError && /host name or an IP address/.test(error.message),
+  );
+  assert.doesNotMatch(await Deno.readTextFile(join(h.home, "config.yaml")), /bad!/);
+});

@@ -289,3 +289,17 @@ Deno.test("agent webhook --help and agent gateway list their commands", async ()
   assert.match(bare.output(), /agent gateway run +Start the webhook gateway/);
   await assert.rejects(runCommand(["webhook", "subscrib"], fakeContext({})), UsageError);
 });
+
+Deno.test("subscribe refuses an empty --events (an unset variable) and takes --events all", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
+  await run(["webhook", "subscribe", "gh", "--events", "issues"]);
+  await assert.rejects(
+    run(["webhook", "subscribe", "gh", "--events", ""]),
+    (error: Error) => error instanceof UsageError && /--events is empty/.test(error.message),
+  );
+  const path = join(h.home, "webhook_subscriptions.json");
+  assert.deepEqual((await readSubscriptions(path)).gh.events, ["issues"], "left as it was");
+  await run(["webhook", "subscribe", "gh", "--events", "all"]);
+  assert.deepEqual((await readSubscriptions(path)).gh.events, []);
+});

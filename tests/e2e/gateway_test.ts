@@ -311,3 +311,38 @@ Deno.test("gateway.log records the start and the stop, with --quiet too", async 
   assert.match(log, new RegExp(`INFO gateway started on ${gateway.url} .*pid=\\d+`));
   assert.match(log, /INFO gateway stopping on a signal\n.*INFO gateway stopped\n$/);
 });
+
+Deno.test("webhook test and gateway setup find a gateway started on another port than config.yaml's", async () => {
+  await using h = await tempHome();
+  const llm = await startFakeLlm({ answer: () => "noted" });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  const env = { AGENT_HOME: h.home, ...llm.env };
+  // As `agent gateway run --port N`: config.yaml keeps its 8644.
+  await using gateway = await startGatewayProcess(env);
+  const sub = await runCli(
+    ["webhook", "subscribe", "gh", "--events", "issues.opened", "--deliver", "log"],
+    env,
+  );
+  assert.equal(sub.code, 0, sub.stderr);
+
+  const test = await runCli(["webhook", "test", "gh", "--event", "issues"], env);
+  assert.match(test.stdout, new RegExp(`^POST ${gateway.url}/webhooks/gh\\n200 `));
+  assert.match(
+    test.stdout,
+    /Try --event issues --payload '\{"action":"opened"\}'\./,
+    "the action goes in the payload, as GitHub sends it",
+  );
+  const opened = await runCli(
+    ["webhook", "test", "gh", "--event", "issues", "--payload", '{"action":"opened"}'],
+    env,
+  );
+  assert.equal(opened.code, 0, opened.stdout + opened.stderr);
+  assert.match(opened.stdout, /"status":"accepted"/);
+
+  const setup = await runCli(["gateway", "setup", "--port", "9999"], env);
+  assert.equal(setup.code, 0, setup.stderr);
+  assert.match(
+    setup.stdout,
+    new RegExp(`A gateway is running with this home \\(${gateway.url}\\): restart it`),
+  );
+});

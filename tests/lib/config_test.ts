@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { loadConfig, webhookUrl } from "../../lib/config.ts";
 import { ConfigError } from "../../lib/errors.ts";
-import { tempHome } from "../_helpers.ts";
+import { enabledConfig, tempHome } from "../_helpers.ts";
 
 Deno.test("loadConfig() gives the defaults in an empty home: disabled, 127.0.0.1:8644", async () => {
   await using h = await tempHome();
@@ -178,4 +178,41 @@ Deno.test("loadConfig() treats an empty variable as unset", async () => {
   assert.equal(config.webhook.port, 18644);
   assert.equal(config.webhook.enabled, true);
   assert.equal(config.webhook.host, "127.0.0.1");
+});
+
+Deno.test("loadConfig() refuses a static route's unknown target, a bad extra.home and a bad host, naming the key", async () => {
+  const cases: [string, string, RegExp][] = [
+    [
+      "      routes:\n        ci:\n          deliver: slak\n",
+      "",
+      /platforms\.webhook\.extra\.routes\.ci\.deliver in .*config\.yaml: unknown target "slak"; valid targets: log, telegram/,
+    ],
+    [
+      "      home: fax:123\n",
+      "",
+      /platforms\.webhook\.extra\.home in .*config\.yaml must be <target>:<chat id> .*got "fax:123"/,
+    ],
+    [
+      "      home: origin\n",
+      "",
+      /extra\.home .*got "origin"/,
+    ],
+    [
+      "",
+      "WEBHOOK_HOST=bad!\n",
+      /WEBHOOK_HOST in .*\.env must be a host name or an IP address .*got "bad!"/,
+    ],
+  ];
+  for (const [extra, env, message] of cases) {
+    await using h = await tempHome({ config: enabledConfig(8644, extra), env });
+    await assert.rejects(loadConfig({ AGENT_HOME: h.home }), (error: Error) => {
+      assert.ok(error instanceof ConfigError, error.stack);
+      assert.match(error.message, message);
+      return true;
+    });
+  }
+  for (const host of ["0.0.0.0", "::", "[::1]", "gateway.local", "fe80::1"]) {
+    await using h = await tempHome({ config: enabledConfig(), env: `WEBHOOK_HOST=${host}\n` });
+    assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.host, host);
+  }
 });

@@ -324,7 +324,7 @@ Deno.test("accept() resolves only for committed events: all of them survive kill
 });
 
 Deno.test("listing the failed events reads the index of dead letters, not the whole table", async () => {
-  await withStore({}, async (_store, dbPath) => {
+  await withStore({}, (_store, dbPath) => {
     const check = new DatabaseSync(dbPath, { readOnly: true });
     const plan = check.prepare(
       "EXPLAIN QUERY PLAN SELECT * FROM events WHERE status = ? ORDER BY rowid DESC LIMIT ?",
@@ -333,5 +333,6 @@ Deno.test("listing the failed events reads the index of dead letters, not the wh
     const details = plan.map((row) => row.detail).join("; ");
     assert.match(details, /USING INDEX events_failed/);
     assert.doesNotMatch(details, /TEMP B-TREE/);
+    return Promise.resolve();
   });
 });
