@@ -70,6 +70,14 @@ export const webhookSubscribe: Command = {
       (records) => {
         const existing = Object.hasOwn(records, name) ? records[name] : undefined;
         const merged: Subscription = { ...existing, ...changes };
+        // Another target without a chat id of its own: the old target's chat means nothing
+        // there (a Telegram chat is not a Slack channel), so the new one uses its home channel.
+        const retargeted = changes.deliver !== undefined && changes.deliver !== existing?.deliver;
+        if (retargeted && changes.deliver_extra === undefined && merged.deliver_extra) {
+          const { chat_id: _, ...rest } = merged.deliver_extra;
+          if (Object.keys(rest).length) merged.deliver_extra = rest;
+          else delete merged.deliver_extra;
+        }
         merged.deliver ??= "log";
         merged.secret ??= generateSecret();
         merged.created_at = existing?.created_at ?? nowIso;

@@ -303,3 +303,16 @@ Deno.test("subscribe refuses an empty --events (an unset variable) and takes --e
   await run(["webhook", "subscribe", "gh", "--events", "all"]);
   assert.deepEqual((await readSubscriptions(path)).gh.events, []);
 });
+
+Deno.test("subscribe to another target without a chat id drops the old target's chat id", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
+  const path = join(h.home, "webhook_subscriptions.json");
+  await run(["webhook", "subscribe", "gh", "--deliver", "telegram", "--deliver-chat-id", "5"]);
+  await run(["webhook", "subscribe", "gh", "--description", "same target"]);
+  assert.deepEqual((await readSubscriptions(path)).gh.deliver_extra, { chat_id: "5" });
+  await run(["webhook", "subscribe", "gh", "--deliver", "log"]);
+  assert.equal((await readSubscriptions(path)).gh.deliver_extra, undefined);
+  await run(["webhook", "subscribe", "gh", "--deliver", "slack", "--deliver-chat-id", "C1"]);
+  assert.deepEqual((await readSubscriptions(path)).gh.deliver_extra, { chat_id: "C1" });
+});
