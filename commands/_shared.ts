@@ -41,8 +41,42 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
       strict: true,
     });
   } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${usage}`);
+    throw new UsageError(`${explainParseError(error as Error, options)}\n\n${usage}`);
   }
+}
+
+/**
+ * parseArgs's message for an unknown option, in our words and with the closest option it may
+ * have meant (`--event` → `--events`); other messages as they are.
+ */
+function explainParseError(error: Error, options: ParseArgsConfig["options"]): string {
+  const unknown = error.message.match(/^Unknown option '(--?[^']+)'/)?.[1];
+  if (unknown === undefined) return error.message;
+  const given = unknown.replace(/^-+/, "").split("=")[0];
+  const names = Object.keys(options ?? {});
+  const closest = names
+    .map((name) => ({ name, distance: editDistance(given, name) }))
+    .sort((a, b) => a.distance - b.distance)[0];
+  return closest && closest.distance <= 2
+    ? `Unknown option ${unknown}. Did you mean --${closest.name}?`
+    : `Unknown option ${unknown}.`;
+}
+
+/** Levenshtein distance between two short strings. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j] + 1,
+        current[j - 1] + 1,
+        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length];
 }
 
 /**

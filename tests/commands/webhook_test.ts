@@ -316,3 +316,19 @@ Deno.test("subscribe to another target without a chat id drops the old target's 
   await run(["webhook", "subscribe", "gh", "--deliver", "slack", "--deliver-chat-id", "C1"]);
   assert.deepEqual((await readSubscriptions(path)).gh.deliver_extra, { chat_id: "C1" });
 });
+
+Deno.test("an unknown option names the closest one", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const ctx = () => fakeContext({ AGENT_HOME: h.home });
+  await assert.rejects(
+    runCommand(["webhook", "subscribe", "gh", "--event", "issues"], ctx()),
+    (error: Error) =>
+      error instanceof UsageError &&
+      error.message.startsWith("Unknown option --event. Did you mean --events?\n"),
+  );
+  await assert.rejects(
+    runCommand(["webhook", "events", "--bogus"], ctx()),
+    (error: Error) =>
+      error instanceof UsageError && error.message.startsWith("Unknown option --bogus.\n"),
+  );
+});
