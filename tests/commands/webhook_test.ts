@@ -202,7 +202,7 @@ Deno.test("the CLI exits 2 on usage errors and 1 on a corrupt subscription file"
   await using h = await tempHome({ config: enabledConfig() });
   const usage = await runCli(["webhook", "subscribe", "gh", "--bogus"], { AGENT_HOME: h.home });
   assert.equal(usage.code, 2);
-  assert.match(usage.stderr, /Unknown option '--bogus'/);
+  assert.match(usage.stderr, /Unknown option --bogus\./);
   await Deno.writeTextFile(join(h.home, "webhook_subscriptions.json"), "[1,");
   const corrupt = await runCli(["webhook", "subscribe", "gh"], { AGENT_HOME: h.home });
   assert.equal(corrupt.code, 1);
