@@ -41,8 +41,8 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
     // V8's message quotes the text around the error, which may be a secret: keep only where.
     const where = (error as Error).message.match(/line \d+ column \d+|position \d+/)?.[0];
     throw new ConfigError(
-      `${path} is corrupt (not valid JSON${where ? ` at ${where}` : ""}); fix or move it ` +
-        "away, it was not changed",
+      `${path} is corrupt (not valid JSON${where ? ` at ${where}` : ""}); fix it or move it ` +
+        "away",
       { file: path },
     );
   }
