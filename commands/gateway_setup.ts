@@ -88,6 +88,9 @@ export const gatewaySetup: Command = {
       throw new UsageError(`Not a terminal: pass flags, or --yes for the defaults.\n\n${usage}`);
     }
     const answers: Answers = flagged ? fromFlags(values, current) : await ask(ctx, current);
+    if (answers.secret !== undefined && answers.secret.length < 8) {
+      throw new UsageError("The global secret must be at least 8 characters, as a subscription's");
+    }
     if (answers.host !== undefined && !isListenHost(answers.host)) {
       throw new UsageError(
         `The host must be a host name or an IP address (127.0.0.1, 0.0.0.0, ::), got "${answers.host}"`,

@@ -184,3 +184,12 @@ Deno.test("setup says when WEBHOOK_* in .env overrides what it wrote, and refuse
   );
   assert.doesNotMatch(await Deno.readTextFile(join(h.home, "config.yaml")), /bad!/);
 });
+
+Deno.test("setup refuses a global secret shorter than 8 characters, as subscribe does", async () => {
+  await using h = await tempHome({ config: COMMENTED });
+  await assert.rejects(
+    runCommand(["gateway", "setup", "--secret", "short"], fakeContext({ AGENT_HOME: h.home })),
+    (error: Error) => error instanceof UsageError && /at least 8 characters/.test(error.message),
+  );
+  assert.equal(await Deno.readTextFile(join(h.home, "config.yaml")), COMMENTED);
+});
