@@ -8,7 +8,30 @@ import { join } from "node:path";
 import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
-import { eventually, runCli, signedGitHub, startGatewayProcess, tempHome } from "../_helpers.ts";
+import {
+  eventually,
+  type GatewayProcess,
+  runCli,
+  signedGitHub,
+  startGatewayProcess,
+  tempHome,
+} from "../_helpers.ts";
+
+/** The exit code of a gateway process that is to exit on its own within `timeoutMs`. */
+async function exitCodeWithin(gateway: GatewayProcess, timeoutMs: number): Promise<number> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no exit within ${timeoutMs} ms:\n${gateway.output()}`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return (await Promise.race([gateway.child.status, timeout])).code;
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 async function postGitHub(
   url: string,
@@ -219,13 +242,7 @@ Deno.test("out of file descriptors, the gateway exits non-zero with a reason and
       );
     }
   } catch { /* refused once the gateway is gone */ }
-  const code = await eventually(async () => {
-    const status = await Promise.race([
-      gateway.child.status,
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200)),
-    ]);
-    return status?.code;
-  }, { what: "the gateway to exit", timeoutMs: 30_000 });
+  const code = await exitCodeWithin(gateway, 30_000);
   for (const connection of idle) {
     try {
       connection.close();
@@ -289,13 +306,7 @@ Deno.test("the gateway exits 1 when its state database is deleted, instead of ac
   const env = { AGENT_HOME: h.home, ...llm.env };
   await using gateway = await startGatewayProcess(env);
   await Deno.remove(join(h.home, "state"), { recursive: true });
-  const code = await eventually(async () => {
-    const status = await Promise.race([
-      gateway.child.status,
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200)),
-    ]);
-    return status?.code;
-  }, { what: "the gateway to exit", timeoutMs: 10_000 });
+  const code = await exitCodeWithin(gateway, 10_000);
   assert.equal(code, 1, gateway.output());
   assert.match(
     gateway.output(),
