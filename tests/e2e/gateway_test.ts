@@ -17,6 +17,23 @@ import {
   tempHome,
 } from "../_helpers.ts";
 
+/** Subscribes `gh` (answers to the log) with the CLI and posts it one signed issue event: 202. */
+async function subscribeAndPostIssue(
+  gateway: GatewayProcess,
+  cliEnv: Record<string, string>,
+  delivery: string,
+): Promise<void> {
+  const sub = await runCli(["webhook", "subscribe", "gh", "--deliver", "log"], cliEnv);
+  assert.equal(sub.code, 0, sub.stderr);
+  const secret = sub.stdout.match(/Secret:\s+(\S+)/)![1];
+  const sent = await postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
+    event: "issues",
+    secret,
+    delivery,
+  });
+  assert.equal(sent.status, 202);
+}
+
 /** The exit code of a gateway process that is to exit on its own within `timeoutMs`. */
 async function exitCodeWithin(gateway: GatewayProcess, timeoutMs: number): Promise<number> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -223,15 +240,7 @@ Deno.test("out of file descriptors, the gateway exits non-zero with a reason and
   const env = { AGENT_HOME: h.home, ...llm.env };
   await using gateway = await startGatewayProcess(env, [], { maxOpenFiles: 96 });
   const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
-  const sub = await runCli(["webhook", "subscribe", "gh", "--deliver", "log"], cliEnv);
-  assert.equal(sub.code, 0, sub.stderr);
-  const secret = sub.stdout.match(/Secret:\s+(\S+)/)![1];
-  const accepted = await postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
-    event: "issues",
-    secret,
-    delivery: "before-the-flood",
-  });
-  assert.equal(accepted.status, 202);
+  await subscribeAndPostIssue(gateway, cliEnv, "before-the-flood");
 
   // Connections that send nothing: Deno's server keeps them open until the descriptors run out.
   const idle: Deno.TcpConn[] = [];
@@ -267,15 +276,7 @@ Deno.test("a second gateway on the same home exits 1 and leaves the first one's 
   const env = { AGENT_HOME: h.home, ...llm.env };
   await using first = await startGatewayProcess(env);
   const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(first.url).port) };
-  const sub = await runCli(["webhook", "subscribe", "gh", "--deliver", "log"], cliEnv);
-  assert.equal(sub.code, 0, sub.stderr);
-  const secret = sub.stdout.match(/Secret:\s+(\S+)/)![1];
-  const sent = await postGitHub(`${first.url}/webhooks/gh`, githubExample("issues"), {
-    event: "issues",
-    secret,
-    delivery: "held-by-the-first",
-  });
-  assert.equal(sent.status, 202);
+  await subscribeAndPostIssue(first, cliEnv, "held-by-the-first");
   const running = async () => {
     const events = await runCli(["webhook", "events", "--json"], cliEnv);
     return JSON.parse(events.stdout) as {
