@@ -45,7 +45,7 @@ const ID_HEADERS_BEFORE_STRIPE = [
   "webhook-id",
   "svix-id",
 ];
-const ID_HEADERS_AFTER_STRIPE = ["X-Shopify-Webhook-Id", "X-Request-ID"];
+const ID_HEADERS_AFTER_STRIPE = ["X-Shopify-Webhook-Id", "Linear-Delivery", "X-Request-ID"];
 const PAYLOAD_TYPE_FIELDS = ["type", "event_type", "event"];
 const CONTROL_CHAR = /\p{Cc}/u; // C0, DEL and C1
 
@@ -57,23 +57,60 @@ const CONTROL_CHAR = /\p{Cc}/u; // C0, DEL and C1
  * the spelling of `object_kind`); then the payload's `type`, `event_type` or `event` string;
  * else `unknown`.
  *
+ * When the scheme that authenticated the request signs an id of its own (Standard Webhooks'
+ * `webhook-id`, Stripe's event `id`, Slack's `event_id`), that id is the delivery id and the
+ * unsigned headers are ignored: an exact copy of a signed request with an `Idempotency-Key`
+ * added is then still a duplicate. Likewise a Stripe or Standard Webhooks request takes its type
+ * from its signed payload and its source from its scheme, whatever `X-GitHub-Event` says.
+ *
  * @param headers The request headers.
  * @param payload The parsed JSON payload (any JSON value).
  * @param newId Makes a delivery id when the sender gave none (e.g. `crypto.randomUUID`).
+ * @param scheme The signature scheme that authenticated the request, when known.
  * @returns The event's description; `generatedDeliveryId` tells whether `newId` was used.
  */
-export function eventInfo(headers: Headers, payload: unknown, newId: () => string): EventInfo {
+export function eventInfo(
+  headers: Headers,
+  payload: unknown,
+  newId: () => string,
+  scheme?: string,
+): EventInfo {
   const fields = isRecord(payload) ? payload : {};
-  const type = eventType(headers, fields);
+  const signed = SIGNED_SOURCES[scheme ?? ""];
+  const type = signed ? payloadType(fields) : eventType(headers, fields);
   const action = usable(own(fields, "action"));
-  const given = deliveryId(headers, fields);
+  const given = signedId(scheme, headers, fields) ?? deliveryId(headers, fields);
   return {
     type,
     ...(action === undefined ? {} : { action }),
     deliveryId: given ?? newId(),
     generatedDeliveryId: given === undefined,
-    source: eventSource(headers),
+    source: signed ?? eventSource(headers),
   };
+}
+
+/** Schemes whose signature covers who sent the event and what it is. */
+const SIGNED_SOURCES: Record<string, EventSource | undefined> = {
+  stripe: "stripe",
+  standard: "standard",
+};
+
+/** The id the authenticating scheme signed, or undefined when it signs none. */
+function signedId(
+  scheme: string | undefined,
+  headers: Headers,
+  fields: Record<string, unknown>,
+): string | undefined {
+  switch (scheme) {
+    case "standard":
+      return usable(headers.get("webhook-id")) ?? usable(headers.get("svix-id"));
+    case "stripe":
+      return usable(own(fields, "id"));
+    case "slack":
+      return usable(own(fields, "event_id"));
+    default:
+      return undefined;
+  }
 }
 
 /**
@@ -112,6 +149,11 @@ function eventType(headers: Headers, fields: Record<string, unknown>): string {
       usable(gitlab.toLowerCase().replace(/ hook$/, "").trim().replaceAll(" ", "_"));
     if (kind !== undefined) return kind;
   }
+  return payloadType(fields);
+}
+
+/** The payload's `type`, `event_type` or `event` string, else `unknown`. */
+function payloadType(fields: Record<string, unknown>): string {
   for (const field of PAYLOAD_TYPE_FIELDS) {
     const type = usable(own(fields, field));
     if (type !== undefined) return type;

@@ -148,17 +148,21 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Parses a verified body into a payload: JSON, or a form (`application/x-www-form-urlencoded`)
- * whose `payload` field is JSON (GitHub's form mode) or whose fields become an object.
+ * whose `payload` field is JSON (GitHub's form mode) or, with `anyForm`, whose fields become an
+ * object (Slack's slash commands).
  * @param body the raw bytes
  * @param contentType the request's Content-Type, or null
+ * @param options `anyForm`: accept forms without a `payload` field (@default {true}); the
+ *   caller turns it off for schemes that sign the body alone
  * @returns the parsed payload, and its JSON text (the body itself for JSON bodies, so it is
  *   stored byte for byte as received)
- * @throws BodyError 400 for an empty body, invalid UTF-8, invalid JSON or nesting deeper than
- *   {@link MAX_JSON_DEPTH}
+ * @throws BodyError 400 for an empty body, invalid UTF-8, invalid JSON, nesting deeper than
+ *   {@link MAX_JSON_DEPTH}, or a form that is not allowed
  */
 export function parsePayload(
   body: Uint8Array,
   contentType: string | null,
+  options: { anyForm?: boolean } = {},
 ): { value: unknown; json: string } {
   if (body.byteLength === 0) throw new BodyError(400, "empty body: expected a JSON payload");
   const text = utf8.decode(body);
@@ -179,6 +183,13 @@ export function parsePayload(
     }
     const form = new URLSearchParams(text);
     const payload = form.get("payload");
+    const onlyPayload = payload !== null && [...form.keys()].every((key) => key === "payload");
+    if (!onlyPayload && options.anyForm === false) {
+      throw new BodyError(
+        400,
+        "a form body signed this way must hold the JSON payload in a payload field alone",
+      );
+    }
     if (payload !== null) {
       return { value: parseJson(payload, "the form field payload"), json: payload };
     }

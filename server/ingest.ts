@@ -15,7 +15,11 @@ import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
 import { BodyDeadlines, BodyError, parsePayload, readBody } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
 import { answer, duplicate, log, reject } from "./_respond.ts";
-import type { SchemeName, SignatureVerifier } from "./signatures/mod.ts";
+import {
+  DEFAULT_TOLERANCE_SECONDS,
+  type SchemeName,
+  type SignatureVerifier,
+} from "./signatures/mod.ts";
 
 /** What the ingest pipeline needs; `gateway run` builds the real ones, tests pass fakes. */
 export interface IngestDeps {
@@ -91,8 +95,9 @@ async function handleWebhook(
   }
 
   const nowMs = deps.now();
-  const route = await authenticate(request, name, found, body, nowMs, deps);
-  if (route instanceof Response) return route;
+  const verified = await authenticate(request, name, found, body, nowMs, deps);
+  if (verified instanceof Response) return verified;
+  const { route, scheme } = verified;
 
   const rate = deps.rateLimiter.take(name, route.rate_limit ?? deps.rateLimitPerMinute, nowMs);
   if (!rate.allowed) {
@@ -101,20 +106,29 @@ async function handleWebhook(
 
   let payload: { value: unknown; json: string };
   try {
-    payload = parsePayload(body, request.headers.get("content-type"));
+    payload = parsePayload(body, request.headers.get("content-type"), {
+      // A body signed alone, without a timestamp, must be a payload as its sender sends it:
+      // otherwise a timestamped scheme's signed text ("v0:<ts>:<form>", "<ts>.<json>"), sent
+      // again as the body, would pass as a new request with no replay window.
+      anyForm: !BODY_ONLY_SCHEMES.has(scheme),
+    });
   } catch (error) {
     if (error instanceof BodyError) return reject(name, error.status, error.message);
     throw error;
   }
-  return dispatch(route, request.headers, payload, deps, inFlight);
+  if (scheme === "linear" && !linearTimestampFresh(payload.value, nowMs)) {
+    return refuseSignature(name, scheme, "stale");
+  }
+  return dispatch(route, scheme, request.headers, payload, deps, inFlight);
 }
 
 /**
  * The "auth" step: verifies the signature with the route's secrets. When it fails in a way a
  * newer subscription file could change (no secret, a signature that does not match), the
  * route is looked up afresh and, if its secrets or scheme changed, verified once more.
- * @returns the route the request is authentic for, or the refusal to answer with: 403 (no
- *   secret), 401 (missing or invalid signature), 404 (the subscription was just removed)
+ * @returns the route the request is authentic for and the scheme that said so, or the refusal
+ *   to answer with: 403 (no secret), 401 (missing or invalid signature), 404 (the subscription
+ *   was just removed)
  */
 async function authenticate(
   request: Request,
@@ -123,7 +137,7 @@ async function authenticate(
   body: Uint8Array,
   nowMs: number,
   deps: IngestDeps,
-): Promise<Route | Response> {
+): Promise<{ route: Route; scheme: SchemeName } | Response> {
   const verify = (candidate: Route, secrets: string[]) =>
     secrets.length === 0 ? undefined : deps.verifier.verify({
       headers: request.headers,
@@ -144,27 +158,53 @@ async function authenticate(
     }
   }
   if (!verdict) return reject(name, 403, "no secret configured for this subscription");
-  if (verdict.ok) return route;
-  const error = verdict.reason === "missing" ? "missing signature" : "invalid signature";
+  if (verdict.ok) return { route, scheme: verdict.scheme };
+  return refuseSignature(name, verdict.scheme, verdict.reason);
+}
+
+/** The 401 for a signature that is missing, wrong or too old, and its log line. */
+function refuseSignature(name: string, scheme: SchemeName | null, detail: string): Response {
+  const error = detail === "missing" ? "missing signature" : "invalid signature";
   log.warn("rejected {subscription}: {reason}", {
     subscription: name,
     status: 401,
     reason: error,
-    scheme: verdict.scheme,
-    detail: verdict.reason,
+    scheme,
+    detail,
   });
   return answer(401, { error });
+}
+
+/** Schemes that sign the body alone, with no timestamp (GitHub, Shopify, Linear, generic V1). */
+const BODY_ONLY_SCHEMES: ReadonlySet<SchemeName> = new Set([
+  "github",
+  "shopify",
+  "linear",
+  "generic",
+]);
+
+/**
+ * Linear puts its timestamp in the signed body (`webhookTimestamp`, milliseconds) and asks
+ * receivers to refuse one more than a minute old; the gateway's replay window, 5 minutes either
+ * way, applies as to the other timestamped schemes. A payload without it is refused.
+ * Source: https://linear.app/developers/webhooks#securing-webhooks
+ */
+function linearTimestampFresh(payload: unknown, nowMs: number): boolean {
+  const sent = (payload as { webhookTimestamp?: unknown } | null)?.webhookTimestamp;
+  return typeof sent === "number" && Number.isFinite(sent) &&
+    Math.abs(nowMs - sent) <= DEFAULT_TOLERANCE_SECONDS * 1000;
 }
 
 /** The filter, dedupe and dispatch steps, once the request is authentic and parsed. */
 async function dispatch(
   route: Route,
+  scheme: SchemeName,
   headers: Headers,
   { value: payload, json }: { value: unknown; json: string },
   deps: IngestDeps,
   inFlight: Set<string>,
 ): Promise<Response> {
-  const info = eventInfo(headers, payload, deps.newId);
+  const info = eventInfo(headers, payload, deps.newId, scheme);
   const event = eventLabel(info);
   const subscription = route.name;
   if (info.source === "github" && info.type === "ping") {

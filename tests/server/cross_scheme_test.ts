@@ -1,0 +1,170 @@
+/**
+ * Attacks across signature schemes, through the real ingest pipeline: every scheme of an
+ * unpinned subscription is keyed by the same secret, so a timestamped scheme's signed text
+ * (Slack's `v0:<ts>:<body>`, Stripe's `<ts>.<body>`) sent again as the body under a scheme that
+ * signs the body alone must not pass; and an id the scheme signed must not give way to an
+ * unsigned header added to a copy.
+ */
+import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
+import { join } from "node:path";
+import Stripe from "stripe";
+import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
+import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
+import type { Route } from "../../lib/subscription.ts";
+import { createApp } from "../../server/app.ts";
+import { createSignatureVerifier } from "../../server/signatures/mod.ts";
+
+const SECRET = "open-secret-123";
+const NOW_MS = Date.parse("2026-11-21T12:00:00Z");
+const NOW = NOW_MS / 1000;
+
+/** The real pipeline over a real store, with one unpinned subscription `open`. */
+async function gateway() {
+  const dir = await Deno.makeTempDir({ prefix: "agent-cross-" });
+  const store: StateStore = openStateStore(join(dir, "gateway.db"));
+  const routes = new Map<string, Route>([
+    ["open", { name: "open", origin: "dynamic", secret: SECRET }],
+  ]);
+  const app = createApp({
+    findRoute: (name) => routes.get(name),
+    maxBodyBytes: 65_536,
+    rateLimitPerMinute: 1000,
+    verifier: createSignatureVerifier(),
+    rateLimiter: createMemoryRateLimiter(),
+    store,
+    onAccepted: () => {},
+    deliverDirect: () => Promise.reject(new Error("no direct routes here")),
+    now: () => NOW_MS,
+    newId: () => crypto.randomUUID(),
+  });
+  return {
+    store,
+    post: async (body: string, headers: Record<string, string>) => {
+      const response = await app.request("/webhooks/open", { method: "POST", headers, body });
+      return { status: response.status, body: await response.json() };
+    },
+    stored: () => store.listEvents({ limit: 100 }).length,
+    async [Symbol.asyncDispose]() {
+      await store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+const hmac = (text: string, encoding: "hex" | "base64") =>
+  createHmac("sha256", SECRET).update(text).digest(encoding);
+
+const FORM = "application/x-www-form-urlencoded";
+
+Deno.test("a Slack request captured hours ago is refused under every scheme that signs the body alone", async () => {
+  await using g = await gateway();
+  const ts = NOW - 7200;
+  const form = "token=abc&team_id=T1&command=%2Fdeploy&text=prod";
+  const signed = `v0:${ts}:${form}`;
+  const slack = await g.post(form, {
+    "content-type": FORM,
+    "x-slack-request-timestamp": `${ts}`,
+    "x-slack-signature": `v0=${hmac(signed, "hex")}`,
+  });
+  assert.equal(slack.status, 401, "stale in its own scheme");
+  const replays: [string, Record<string, string>][] = [
+    ["github", { "x-hub-signature-256": `sha256=${hmac(signed, "hex")}` }],
+    ["linear", { "linear-signature": hmac(signed, "hex") }],
+    ["shopify", { "x-shopify-hmac-sha256": hmac(signed, "base64") }],
+    ["generic", { "x-webhook-signature": `sha256=${hmac(signed, "hex")}` }],
+  ];
+  for (const [scheme, headers] of replays) {
+    const replay = await g.post(signed, { "content-type": FORM, ...headers });
+    assert.equal(replay.status, 400, `${scheme}: ${JSON.stringify(replay.body)}`);
+    assert.match(replay.body.error, /payload field alone/);
+  }
+  assert.equal(g.stored(), 0);
+});
+
+Deno.test("a Stripe signature sent again as GitHub's, with its timestamp in the body, is refused", async () => {
+  await using g = await gateway();
+  const event = JSON.stringify({ id: "evt_1", type: "charge.refunded", data: {} });
+  const signed = `${NOW - 86_400}.${event}`;
+  for (const contentType of [FORM, "application/json"]) {
+    const replay = await g.post(signed, {
+      "content-type": contentType,
+      "x-hub-signature-256": `sha256=${hmac(signed, "hex")}`,
+    });
+    assert.equal(replay.status, 400, contentType);
+  }
+  assert.equal(g.stored(), 0);
+});
+
+Deno.test("a fresh Slack slash command (a form) is still accepted", async () => {
+  await using g = await gateway();
+  const form = "token=abc&command=%2Fdeploy&text=prod";
+  const accepted = await g.post(form, {
+    "content-type": FORM,
+    "x-slack-request-timestamp": `${NOW - 10}`,
+    "x-slack-signature": `v0=${hmac(`v0:${NOW - 10}:${form}`, "hex")}`,
+  });
+  assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+});
+
+Deno.test("a copy of a signed Stripe or Standard Webhooks request with unsigned id headers added is a duplicate", async () => {
+  await using g = await gateway();
+  const stripe = new Stripe("sk_test_x");
+  const event = JSON.stringify({ id: "evt_signed", type: "payment_intent.succeeded", data: {} });
+  const stripeHeaders = {
+    "content-type": "application/json",
+    "stripe-signature": await stripe.webhooks.generateTestHeaderStringAsync({
+      payload: event,
+      secret: SECRET,
+      timestamp: NOW - 5,
+    }),
+  };
+  assert.equal((await g.post(event, stripeHeaders)).status, 202);
+  const extras: Record<string, string>[] = [
+    { "idempotency-key": "new-1" },
+    { "x-github-delivery": "new-2" },
+  ];
+  for (const extra of extras) {
+    const copy = await g.post(event, { ...stripeHeaders, ...extra, "x-github-event": "ping" });
+    assert.equal(copy.status, 200, JSON.stringify(copy.body));
+    assert.equal(copy.body.status, "duplicate", "not a pong, not a new event");
+    assert.equal(copy.body.delivery_id, "evt_signed");
+  }
+
+  const body = JSON.stringify({ type: "invoice.paid", data: { n: 1 } });
+  const id = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W";
+  const standardHeaders = {
+    "content-type": "application/json",
+    "webhook-id": id,
+    "webhook-timestamp": `${NOW}`,
+    "webhook-signature": `v1,${hmac(`${id}.${NOW}.${body}`, "base64")}`,
+  };
+  assert.equal((await g.post(body, standardHeaders)).status, 202);
+  const copy = await g.post(body, { ...standardHeaders, "x-gitlab-event-uuid": "new-3" });
+  assert.equal(copy.body.status, "duplicate", JSON.stringify(copy.body));
+
+  const [standardEvent, stripeEvent] = g.store.listEvents({ limit: 10 });
+  assert.equal(standardEvent.source, "standard");
+  assert.equal(standardEvent.eventType, "invoice.paid");
+  assert.equal(stripeEvent.source, "stripe");
+  assert.equal(g.stored(), 2);
+});
+
+Deno.test("Linear: a stale webhookTimestamp is refused, and Linear-Delivery dedupes", async () => {
+  await using g = await gateway();
+  const send = (timestampMs: number, delivery: string) => {
+    const body = JSON.stringify({ action: "create", type: "Issue", webhookTimestamp: timestampMs });
+    return g.post(body, {
+      "content-type": "application/json",
+      "linear-signature": hmac(body, "hex"),
+      "linear-delivery": delivery,
+    });
+  };
+  const stale = await send(NOW_MS - 3_600_000, "d-old");
+  assert.equal(stale.status, 401);
+  assert.equal(stale.body.error, "invalid signature");
+  assert.equal((await send(NOW_MS - 1000, "d-1")).status, 202);
+  const again = await send(NOW_MS - 1000, "d-1");
+  assert.equal(again.body.status, "duplicate");
+  assert.equal(g.stored(), 1);
+});
