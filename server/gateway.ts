@@ -8,6 +8,7 @@
 import { getLogger } from "@logtape/logtape";
 import { createAgentRunner } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config.ts";
+import { StoreUnavailableError } from "../lib/errors.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
 import { systemPromptFor } from "../lib/skills.ts";
@@ -18,6 +19,7 @@ import { SubscriptionFileCache } from "../lib/subscription_store.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
+import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
 
 /** How long a stop waits for requests in flight and running agent work, in ms. */
@@ -94,8 +96,9 @@ export async function startGateway(
   const now = options.now ?? Date.now;
   const { webhook, agent, paths } = config;
   const stateLock = await lockGatewayState(paths.stateDb);
+  const failed = Promise.withResolvers<Error>();
   let store: StateStore;
-  let stateFile: Deno.FileInfo;
+  let stateWatch: StateFileWatch;
   try {
     store = openStateStore(paths.stateDb, {
       idempotencyTtlSeconds: webhook.idempotencyTtlSeconds,
@@ -103,7 +106,10 @@ export async function startGateway(
       // stall every request this long before the sender gets 503.
       busyTimeoutMs: 1000,
     });
-    stateFile = await Deno.stat(paths.stateDb);
+    stateWatch = await watchStateFile(paths.stateDb, {
+      intervalMs: STATE_CHECK_MS,
+      onGone: (message) => failed.resolve(new Error(message)),
+    });
   } catch (error) {
     stateLock.close();
     throw error;
@@ -150,7 +156,7 @@ export async function startGateway(
     globalSecret: webhook.secret,
     verifier: createSignatureVerifier(),
     rateLimiter: createMemoryRateLimiter(),
-    store,
+    store: refusingOnceGone(store, stateWatch),
     onAccepted: () => worker.notify(),
     deliverDirect: (job, onPartSent) =>
       deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }, onPartSent),
@@ -200,7 +206,6 @@ export async function startGateway(
   // Bound to the port: only now may the worker take over events left running (a gateway that
   // cannot listen must not touch them).
   worker.start();
-  const failed = Promise.withResolvers<Error>();
   server.finished.catch((error) =>
     failed.resolve(
       new Error(
@@ -211,23 +216,6 @@ export async function startGateway(
       ),
     )
   );
-  let checking: Promise<void> = Promise.resolve();
-  const stateCheck = setInterval(() => checking = checkState(), STATE_CHECK_MS);
-  async function checkState(): Promise<void> {
-    const replaced = await Deno.stat(paths.stateDb).then(
-      (now) => now.ino !== stateFile.ino || now.dev !== stateFile.dev,
-      (error) => error instanceof Deno.errors.NotFound,
-    );
-    if (replaced && !stopping) {
-      failed.resolve(
-        new Error(
-          `${paths.stateDb} was deleted or replaced while the gateway ran. Exiting, so that ` +
-            "no event is acknowledged into a file that is gone; the next start opens the " +
-            "database found there (or a new one).",
-        ),
-      );
-    }
-  }
   const address = await listening.promise;
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   const url = `http://${host}:${address.port}`;
@@ -242,8 +230,7 @@ export async function startGateway(
     async stop({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) {
       stopping = true;
       clearInterval(pruneTimer);
-      clearInterval(stateCheck);
-      await checking;
+      await stateWatch.stop();
       const startedAt = performance.now();
       // shutdown() waits for every connection to close, and a sender that stalls in the middle
       // of a body keeps its connection open: past the deadline the stop goes on without it
@@ -256,5 +243,18 @@ export async function startGateway(
       await store.close();
       stateLock.close();
     },
+  };
+}
+
+/**
+ * The store as ingest sees it: once the database file is gone, a new event is refused as by a
+ * full disk (503 with Retry-After), not acknowledged into a file nobody can open again.
+ */
+function refusingOnceGone(store: StateStore, watch: StateFileWatch): StateStore {
+  const refused = (): Promise<never> => Promise.reject(new StoreUnavailableError(watch.gone()!));
+  return {
+    ...store,
+    accept: (event) => watch.gone() ? refused() : store.accept(event),
+    recordDirect: (event, outcome) => watch.gone() ? refused() : store.recordDirect(event, outcome),
   };
 }

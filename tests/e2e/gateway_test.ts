@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
@@ -306,13 +307,38 @@ Deno.test("the gateway exits 1 when its state database is deleted, instead of ac
   await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
   const env = { AGENT_HOME: h.home, ...llm.env };
   await using gateway = await startGatewayProcess(env);
-  await Deno.remove(join(h.home, "state"), { recursive: true });
+  await Deno.remove(join(h.home, "state", "gateway.db"));
   const code = await exitCodeWithin(gateway, 10_000);
   assert.equal(code, 1, gateway.output());
-  assert.match(
-    gateway.output(),
-    /state\/gateway\.db was deleted or replaced while the gateway ran/,
-  );
+  assert.match(gateway.output(), /state\/gateway\.db was deleted while the gateway ran/);
+});
+
+Deno.test("a state database replaced while the gateway runs is not corrupted by the old one's log", async () => {
+  await using h = await tempHome();
+  const llm = await startFakeLlm({ answer: () => "noted" });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  const env = { AGENT_HOME: h.home, ...llm.env };
+  // The replacement: a backup, a single file.
+  const backup = join(h.home, "backup.db");
+  const other = new DatabaseSync(backup);
+  other.exec("PRAGMA journal_mode = WAL; CREATE TABLE marker (n); INSERT INTO marker VALUES (42);");
+  other.close();
+  await using gateway = await startGatewayProcess(env);
+  const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
+  await subscribeAndPostIssue(gateway, cliEnv, "in-the-old-log");
+  await Deno.rename(backup, join(h.home, "state", "gateway.db"));
+  const code = await exitCodeWithin(gateway, 10_000);
+  assert.equal(code, 1, gateway.output());
+  assert.match(gateway.output(), /was replaced while the gateway ran.*log was moved aside/);
+
+  const replaced = new DatabaseSync(join(h.home, "state", "gateway.db"));
+  const integrity = replaced.prepare("PRAGMA integrity_check").get() as Record<string, string>;
+  const marker = replaced.prepare("SELECT n FROM marker").get() as { n: number };
+  replaced.close();
+  assert.equal(Object.values(integrity)[0], "ok");
+  assert.equal(marker.n, 42);
+  const aside = [...Deno.readDirSync(join(h.home, "state"))].map((entry) => entry.name);
+  assert.ok(aside.some((name) => name.startsWith("gateway.db-wal.replaced-")), String(aside));
 });
 
 Deno.test("gateway.log records the start and the stop, with --quiet too", async () => {

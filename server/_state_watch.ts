@@ -1,0 +1,97 @@
+/**
+ * Watches that `state/gateway.db` is still the file the gateway opened. Deleted or replaced
+ * while the gateway runs, it is a file nobody can open again: events acknowledged into it would
+ * be lost. And SQLite, closing a database that has moved, leaves its write-ahead log (`-wal`,
+ * `-shm`) in place, where the next connection to open the new file would read it as the new
+ * file's log and corrupt it; so the watcher moves the old database's log aside at once.
+ *
+ * @module
+ */
+
+/** The identity of a file: device and inode. */
+type Identity = { dev: number; ino: number | null };
+
+/** What {@link watchStateFile} returns. */
+export interface StateFileWatch {
+  /** Why the database can no longer be written, once it was deleted or replaced. */
+  gone(): string | undefined;
+  /** Stops watching; waits for a check under way. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Checks every `intervalMs` that `path` names the file it named at the start.
+ * @param path the state database, `state/gateway.db`
+ * @param options `intervalMs` between checks; `onGone` is called once, with the user-facing
+ *   message, when the file was deleted or replaced
+ * @returns the watch
+ */
+export async function watchStateFile(
+  path: string,
+  options: { intervalMs: number; onGone: (message: string) => void },
+): Promise<StateFileWatch> {
+  const database = await identity(path);
+  // The log files are ours while the database is: their identity is refreshed at each check.
+  const logs = new Map<string, Identity | undefined>();
+  const refreshLogs = async () => {
+    for (const suffix of ["-wal", "-shm"]) logs.set(suffix, await identity(path + suffix));
+  };
+  await refreshLogs();
+  let gone: string | undefined;
+  let checking: Promise<void> = Promise.resolve();
+
+  const check = async () => {
+    if (gone !== undefined) return;
+    const now = await identity(path);
+    if (now !== undefined && same(now, database)) return await refreshLogs();
+    const moved = await moveLogsAside(path, logs);
+    gone = `${path} was ${now === undefined ? "deleted" : "replaced"} while the gateway ran. ` +
+      "Exiting, so that no event is acknowledged into a file that is gone (requests get 503 " +
+      "until then)" +
+      (moved.length ? `; the old database's log was moved aside to ${moved.join(", ")}` : "") +
+      ". The next start opens the database found there, or a new one.";
+    options.onGone(gone);
+  };
+  const timer = setInterval(() => checking = check(), options.intervalMs);
+  return {
+    gone: () => gone,
+    async stop() {
+      clearInterval(timer);
+      await checking;
+    },
+  };
+}
+
+/** Renames the log files that are still the old database's; returns their new names. */
+async function moveLogsAside(
+  path: string,
+  logs: Map<string, Identity | undefined>,
+): Promise<string[]> {
+  const moved: string[] = [];
+  const stamp = new Date().toISOString().replaceAll(":", "-");
+  for (const [suffix, ours] of logs) {
+    const current = await identity(path + suffix);
+    if (ours === undefined || current === undefined || !same(current, ours)) continue;
+    const aside = `${path}${suffix}.replaced-${stamp}`;
+    try {
+      await Deno.rename(path + suffix, aside);
+      moved.push(aside);
+    } catch {
+      // Gone meanwhile, or the folder is not writable: nothing more can be done here.
+    }
+  }
+  return moved;
+}
+
+async function identity(path: string): Promise<Identity | undefined> {
+  try {
+    const info = await Deno.stat(path);
+    return { dev: info.dev, ino: info.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+function same(a: Identity, b: Identity | undefined): boolean {
+  return b !== undefined && a.dev === b.dev && a.ino === b.ino;
+}
