@@ -76,7 +76,7 @@ export async function postJson(ctx: SendContext, request: PostJsonRequest): Prom
       const where = status >= 200 && status < 300 ? "" : ` (HTTP ${status})`;
       throw new TargetError(
         `${request.platform} ${request.action} failed${where}: ${
-          redact(failure.detail, request.secret)
+          cut(redact(failure.detail, request.secret))
         }`,
         { permanent: failure.kind === "permanent", status },
       );
@@ -160,14 +160,12 @@ function classify(
       kind: "permanent",
       detail: location === null
         ? "redirects are not followed"
-        : `redirected to ${
-          cut(location)
-        }, which is not followed: set the API URL to where it points`,
+        : `redirected to ${location}, which is not followed: set the API URL to where it points`,
     };
   }
-  if (status === 429) return { kind: "rate_limited", retryAfterSeconds: retryAfter(headers, body) };
-  if (status === 403) {
-    // GitHub: a secondary limit sends retry-after; a primary one, remaining 0 and the reset time.
+  if (status === 429 || status === 403) {
+    // GitHub answers either: a secondary limit sends retry-after; a primary one, remaining 0
+    // and the reset time. Any other 403 is a refusal.
     const seconds = retryAfter(headers, body);
     if (seconds !== undefined) return { kind: "rate_limited", retryAfterSeconds: seconds };
     if (headers.get("x-ratelimit-remaining") === "0") {
@@ -176,8 +174,9 @@ function classify(
         retryAfterSeconds: secondsUntilReset(headers) ?? GITHUB_RATE_LIMIT_SECONDS,
       };
     }
+    if (status === 429) return { kind: "rate_limited" };
   }
-  const detail = describe(body, request.secret) || `HTTP ${status}`;
+  const detail = describe(body) || `HTTP ${status}`;
   if (status >= 500 || status === 408) return { kind: "retryable", detail };
   return { kind: "permanent", detail };
 }
@@ -206,12 +205,12 @@ function secondsUntilReset(headers: Headers): number | undefined {
 }
 
 /**
- * The platform's own words for an error (Telegram `description`, Slack `error`, ...), with the
- * token removed before the text is cut, so a cut can never leave part of a token behind.
+ * The platform's own words for an error (Telegram `description`, Slack `error`, ...), whole:
+ * {@link postJson} removes the token, then cuts, so a cut never leaves part of a token behind.
  */
-function describe(body: unknown, secret: string): string {
+function describe(body: unknown): string {
   const record = asRecord(body);
-  if (record === undefined) return typeof body === "string" ? cut(redact(body.trim(), secret)) : "";
+  if (record === undefined) return typeof body === "string" ? body.trim() : "";
   const parts: string[] = [];
   for (const key of ["description", "message", "error", "error_description", "errors"]) {
     const value = record[key];
@@ -219,7 +218,7 @@ function describe(body: unknown, secret: string): string {
     parts.push(typeof value === "string" ? value : JSON.stringify(value));
   }
   if (record.code !== undefined) parts.push(`code ${JSON.stringify(record.code)}`);
-  return cut(redact(parts.join("; "), secret));
+  return parts.join("; ");
 }
 
 function cut(text: string): string {

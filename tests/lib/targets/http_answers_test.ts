@@ -162,3 +162,38 @@ Deno.test("Slack text is escaped, so a payload cannot ping the channel or disgui
     "Deploy &lt;!channel&gt; &amp; see &lt;https://evil.example|https://github.com/o/r&gt; &gt; now",
   );
 });
+
+Deno.test("GitHub's primary rate limit on a 429 also retries at x-ratelimit-reset", async () => {
+  const reset = Math.ceil(Date.now() / 1000) + 3000;
+  await using github = scripted(() =>
+    Response.json({ message: "API rate limit exceeded" }, {
+      status: 429,
+      headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset) },
+    })
+  );
+  const ctx = recordingContext({ GITHUB_API_URL: github.url, GITHUB_TOKEN: "ghp_token" });
+  const error = await targetError(deliver(job("github_comment", { chatId: "o/r#1" }), ctx));
+  assert.ok(error.retryAfterSeconds! >= 2990, `${error.retryAfterSeconds}`);
+  assert.equal(github.requests.length, 1, "no 1-second retries against a limit an hour long");
+});
+
+Deno.test("a redirect whose Location quotes the token, past the cut, shows none of it", async () => {
+  await using telegram = scripted(() =>
+    new Response(null, {
+      status: 307,
+      headers: { location: `https://${"a".repeat(270)}.example/bot${TOKEN}/sendMessage` },
+    })
+  );
+  const env = { TELEGRAM_API_URL: telegram.url, TELEGRAM_BOT_TOKEN: TOKEN };
+  const error = await targetError(deliver(job("telegram", { chatId: "1" }), recordingContext(env)));
+  assert.doesNotMatch(error.message, /AAH|123456789:/);
+  assert.ok(error.message.length < 420, `${error.message.length} characters`);
+});
+
+Deno.test("a huge 2xx answer that is not the platform's is described in a few hundred characters", async () => {
+  await using telegram = scripted(() => Response.json({ result: "y".repeat(100_000) }));
+  const env = { TELEGRAM_API_URL: telegram.url, TELEGRAM_BOT_TOKEN: TOKEN };
+  const error = await targetError(deliver(job("telegram", { chatId: "1" }), recordingContext(env)));
+  assert.match(error.message, /not a Bot API answer/);
+  assert.ok(error.message.length < 420, `${error.message.length} characters`);
+});
