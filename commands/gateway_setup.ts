@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { isListenHost, loadConfig } from "../lib/config.ts";
+import { type Config, isListenHost, loadConfig } from "../lib/config.ts";
 import { runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
 import { setEnvValues } from "../lib/env_file.ts";
-import { UsageError } from "../lib/errors.ts";
+import { ConfigError, UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { generateSecret, parseFlags } from "./_shared.ts";
 
@@ -143,7 +143,14 @@ async function settingNotes(
   saved: { enabled: boolean; host: string; port: number },
   changed: boolean,
 ): Promise<string[]> {
-  const effective = await loadConfig(ctx.env);
+  let effective: Config;
+  try {
+    effective = await loadConfig(ctx.env);
+  } catch (error) {
+    // What was asked is written; a bad value elsewhere must not hide that.
+    if (!(error instanceof ConfigError)) throw error;
+    return ["", `Note: the gateway will not start until this is fixed: ${error.message}`];
+  }
   const notes: string[] = [];
   const overridden = (variable: string, shown: string) =>
     notes.push(

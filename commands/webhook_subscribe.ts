@@ -72,7 +72,9 @@ export const webhookSubscribe: Command = {
         const merged: Subscription = { ...existing, ...changes };
         // Another target without a chat id of its own: the old target's chat means nothing
         // there (a Telegram chat is not a Slack channel), so the new one uses its home channel.
-        const retargeted = changes.deliver !== undefined && changes.deliver !== existing?.deliver;
+        // The log target has no chats: a chat id given while it was the target was for the next.
+        const retargeted = changes.deliver !== undefined && changes.deliver !== existing?.deliver &&
+          (existing?.deliver ?? "log") !== "log";
         if (retargeted && changes.deliver_extra === undefined && merged.deliver_extra) {
           const { chat_id: _, ...rest } = merged.deliver_extra;
           if (Object.keys(rest).length) merged.deliver_extra = rest;

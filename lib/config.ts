@@ -237,7 +237,7 @@ function toHomeTarget(
   const { target } = parseHome(home);
   if (TARGET_NAMES.includes(target) && target !== "origin") return home;
   throw new ConfigError(
-    `${from.key} in ${from.file} must be <target>:<chat id> with a target among ` +
+    `${from.key} in ${from.file} must be <target> or <target>:<chat id>, with a target among ` +
       `${TARGET_NAMES.filter((name) => name !== "origin").join(", ")}; got "${home}"`,
     { file: from.file },
   );

@@ -21,7 +21,6 @@ export async function recordGatewayUrl(
     : address.hostname.includes(":")
     ? (address.hostname === "::" ? "[::1]" : `[${address.hostname}]`)
     : address.hostname;
-  await lock.truncate(0);
   await lock.write(new TextEncoder().encode(`http://${host}:${address.port}\n`));
 }
 
@@ -65,7 +64,11 @@ export async function lockGatewayState(stateDb: string): Promise<Deno.FsFile> {
   }
   // A few tries: a command checking whether a gateway runs holds the lock for a moment.
   for (let attempt = 0; attempt < 5; attempt++) {
-    if (await file.tryLock(true)) return file;
+    if (await file.tryLock(true)) {
+      // The last run's URL goes at once: until this run listens, nobody is to be sent there.
+      await file.truncate(0);
+      return file;
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   file.close();

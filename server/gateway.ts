@@ -219,7 +219,12 @@ export async function startGateway(
   const address = await listening.promise;
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   const url = `http://${host}:${address.port}`;
-  await recordGatewayUrl(stateLock, address);
+  // Best effort: a disk too full for these few bytes must not stop a gateway that listens.
+  await recordGatewayUrl(stateLock, address).catch((error) =>
+    workerLog.warn("cannot write where the gateway listens into gateway.lock: {reason}", {
+      reason: (error as Error).message,
+    })
+  );
   options.onListen?.(url);
 
   return {

@@ -193,3 +193,12 @@ Deno.test("setup refuses a global secret shorter than 8 characters, as subscribe
   );
   assert.equal(await Deno.readTextFile(join(h.home, "config.yaml")), COMMENTED);
 });
+
+Deno.test("setup writes what it was asked and says so, even when another setting is invalid", async () => {
+  await using h = await tempHome({ env: "WEBHOOK_PORT=abc\n" });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["gateway", "setup", "--enable", "--port", "9000"], ctx), 0);
+  assert.match(ctx.output(), /Wrote .*config\.yaml/);
+  assert.match(ctx.output(), /Note: the gateway will not start until this is fixed: WEBHOOK_PORT/);
+  assert.match(await Deno.readTextFile(join(h.home, "config.yaml")), /port: 9000/);
+});

@@ -315,6 +315,10 @@ Deno.test("subscribe to another target without a chat id drops the old target's 
   assert.equal((await readSubscriptions(path)).gh.deliver_extra, undefined);
   await run(["webhook", "subscribe", "gh", "--deliver", "slack", "--deliver-chat-id", "C1"]);
   assert.deepEqual((await readSubscriptions(path)).gh.deliver_extra, { chat_id: "C1" });
+  // A chat id set while the target is log (which has none) is for the target that follows.
+  await run(["webhook", "subscribe", "later", "--deliver-chat-id", "-100123"]);
+  await run(["webhook", "subscribe", "later", "--deliver", "telegram"]);
+  assert.deepEqual((await readSubscriptions(path)).later.deliver_extra, { chat_id: "-100123" });
 });
 
 Deno.test("an unknown option names the closest one", async () => {

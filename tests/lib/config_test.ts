@@ -190,7 +190,7 @@ Deno.test("loadConfig() refuses a static route's unknown target, a bad extra.hom
     [
       "      home: fax:123\n",
       "",
-      /platforms\.webhook\.extra\.home in .*config\.yaml must be <target>:<chat id> .*got "fax:123"/,
+      /platforms\.webhook\.extra\.home in .*config\.yaml must be <target> or <target>:<chat id>, .*got "fax:123"/,
     ],
     [
       "      home: origin\n",

@@ -291,6 +291,7 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
     assert.equal(stored.attempts, 6);
     assert.equal(stored.uncountedAttempts, 5);
     const retries = h.logs.filter((l) => l.message === "retry scheduled");
+    assert.equal(retries.length, 5);
     assert.ok(retries.every((l) => l.props.counted === false && l.props.delayMs === 31_000));
   });
 });
