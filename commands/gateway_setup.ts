@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type Config, isListenHost, loadConfig } from "../lib/config.ts";
+import { type Config, isListenHost, LISTEN_HOST_RULE, loadConfig } from "../lib/config.ts";
 import { runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
 import { setEnvValues } from "../lib/env_file.ts";
@@ -93,7 +93,7 @@ export const gatewaySetup: Command = {
     }
     if (answers.host !== undefined && !isListenHost(answers.host)) {
       throw new UsageError(
-        `The host must be a host name or an IP address (127.0.0.1, 0.0.0.0, ::), got "${answers.host}"`,
+        `The host must be ${LISTEN_HOST_RULE}, got "${answers.host}"`,
       );
     }
     const edits: ConfigEdit[] = [];

@@ -6,7 +6,7 @@
  */
 import type { Config } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { runningGatewayUrl } from "../lib/gateway_lock.ts";
+import { localUrl, runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { allRoutes } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
@@ -101,16 +101,6 @@ function suggestEvent(filter: string | undefined): string {
   return `--event ${filter.slice(0, dot)} --payload '${action}'`;
 }
 
-/** Where the CLI reaches the local gateway: loopback when it listens on a wildcard address. */
-function localUrl(config: Config, name: string): string {
-  const { host, port } = config.webhook;
-  const reachable = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host;
-  const hostPart = reachable.includes(":") && !reachable.startsWith("[")
-    ? `[${reachable}]`
-    : reachable;
-  return `http://${hostPart}:${port}/webhooks/${name}`;
-}
-
 async function send(
   options: {
     route: Route;
@@ -125,7 +115,8 @@ async function send(
   const body = JSON.stringify(options.payload);
   // The running gateway says where it listens (it may have been started with --port).
   const running = await runningGatewayUrl(config.paths.stateDb);
-  const url = running ? `${running}/webhooks/${route.name}` : localUrl(config, route.name);
+  const base = running ?? localUrl(config.webhook.host, config.webhook.port);
+  const url = `${base}/webhooks/${route.name}`;
   const auth = await authHeaders(route.auth, secret, body);
   if (!auth) {
     ctx.stderr(

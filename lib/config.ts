@@ -201,6 +201,9 @@ function agentSettings(
   };
 }
 
+/** What {@link isListenHost} accepts, for error messages. */
+export const LISTEN_HOST_RULE = "a host name or an IP address (127.0.0.1, 0.0.0.0, ::)";
+
 /**
  * Tells whether `host` can be an address to listen on: a host name, an IPv4 address or an IPv6
  * one (bracketed or not).
@@ -218,7 +221,7 @@ export function isListenHost(host: string): boolean {
 function toHost(host: string, from: { file: string; key: string }): string {
   if (isListenHost(host)) return host;
   throw new ConfigError(
-    `${from.key} in ${from.file} must be a host name or an IP address (127.0.0.1, 0.0.0.0, ::), ` +
+    `${from.key} in ${from.file} must be ${LISTEN_HOST_RULE}, ` +
       `got "${host}"`,
     { file: from.file },
   );

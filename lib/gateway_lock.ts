@@ -16,12 +16,18 @@ export async function recordGatewayUrl(
   lock: Deno.FsFile,
   address: { hostname: string; port: number },
 ) {
-  const host = address.hostname === "0.0.0.0"
-    ? "127.0.0.1"
-    : address.hostname.includes(":")
-    ? (address.hostname === "::" ? "[::1]" : `[${address.hostname}]`)
-    : address.hostname;
-  await lock.write(new TextEncoder().encode(`http://${host}:${address.port}\n`));
+  await lock.write(new TextEncoder().encode(`${localUrl(address.hostname, address.port)}\n`));
+}
+
+/**
+ * The URL at which this machine reaches a server listening on `host` and `port`: loopback for
+ * a wildcard address (`0.0.0.0` → `127.0.0.1`, `::` → `[::1]`), IPv6 in brackets.
+ * @example localUrl("::", 8644) // "http://[::1]:8644"
+ */
+export function localUrl(host: string, port: number): string {
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  const reachable = bare === "0.0.0.0" ? "127.0.0.1" : bare === "::" ? "::1" : bare;
+  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
 }
 
 /**

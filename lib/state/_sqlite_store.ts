@@ -120,10 +120,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       return { status: "accepted", eventId: id };
     }
     const { subscription, deliveryId } = event;
-    const holder = s.keyHolder.get(subscription, deliveryId) as Row;
-    if (Number(holder.key_expires_at) > nowMs) {
-      return { status: "duplicate", eventId: String(holder.id) };
-    }
+    const holder = liveKeyHolder(subscription, deliveryId, nowMs);
+    if (holder !== undefined) return { status: "duplicate", eventId: holder };
     // The key has expired: the new event takes it over.
     s.releaseKey.run(subscription, deliveryId);
     insertEvent(id, event, progress, keyExpiresAtMs);
@@ -149,6 +147,12 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     return id;
   }
 
+  /** The id of the event holding a delivery id's key unexpired at `nowMs`, if any. */
+  function liveKeyHolder(subscription: string, deliveryId: string, nowMs: number) {
+    const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
+    return holder && Number(holder.key_expires_at) > nowMs ? String(holder.id) : undefined;
+  }
+
   /**
    * A delivered event that holds no key (a replayed direct message, recorded failed) takes its
    * delivery id's key, unless another event holds it unexpired: the sender's retry of that
@@ -157,8 +161,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   function takeKey(eventId: string, row: Row, nowMs: number): void {
     const subscription = String(row.subscription);
     const deliveryId = String(row.delivery_id);
-    const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
-    if (holder !== undefined && Number(holder.key_expires_at) > nowMs) return;
+    if (liveKeyHolder(subscription, deliveryId, nowMs) !== undefined) return;
     s.releaseKey.run(subscription, deliveryId);
     s.setKey.run(nowMs + ttlMs, eventId);
   }
@@ -218,10 +221,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         return Number(row?.parts ?? 0);
       }),
     keyHolder: (subscription, deliveryId, nowMs) =>
-      use(() => {
-        const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
-        return holder && Number(holder.key_expires_at) > nowMs ? String(holder.id) : null;
-      }),
+      use(() => liveKeyHolder(subscription, deliveryId, nowMs) ?? null),
     hasSeen: (subscription, deliveryId, nowMs) =>
       use(() => s.seen.get(subscription, deliveryId, nowMs) !== undefined),
     claimDue(nowMs, limit) {
