@@ -211,6 +211,15 @@ async function dispatch(
     log.info("ping {subscription}", { subscription, delivery_id: info.deliveryId });
     return answer(200, { status: "pong" });
   }
+  const challenge = scheme === "slack" && info.type === "url_verification"
+    ? (payload as { challenge?: unknown }).challenge
+    : undefined;
+  if (typeof challenge === "string") {
+    // Slack's Events API checks the URL with a signed challenge to echo back, not an event.
+    // https://api.slack.com/events/url_verification
+    log.info("url_verification {subscription}", { subscription });
+    return answer(200, { challenge });
+  }
   if (!matchesEvents(route.events, info)) {
     log.info("ignored {subscription}: event {event} not in filter", {
       subscription,

@@ -168,3 +168,22 @@ Deno.test("Linear: a stale webhookTimestamp is refused, and Linear-Delivery dedu
   assert.equal(again.body.status, "duplicate");
   assert.equal(g.stored(), 1);
 });
+
+Deno.test("Slack's url_verification challenge is answered, and not dispatched", async () => {
+  await using g = await gateway();
+  const body = JSON.stringify({
+    type: "url_verification",
+    challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+    token: "x",
+  });
+  const answer = await g.post(body, {
+    "content-type": "application/json",
+    "x-slack-request-timestamp": `${NOW}`,
+    "x-slack-signature": `v0=${hmac(`v0:${NOW}:${body}`, "hex")}`,
+  });
+  assert.equal(answer.status, 200);
+  assert.deepEqual(answer.body, {
+    challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+  });
+  assert.equal(g.stored(), 0);
+});
