@@ -101,12 +101,16 @@ function joinNegativeValues(argv: string[], options: ParseArgsConfig["options"])
 }
 
 /**
- * A new subscription secret: 32 random bytes, base64url without padding (43 characters).
+ * A new subscription secret: 32 random bytes, base64url without padding (43 characters). For a
+ * subscription pinned to Standard Webhooks, the form its libraries and senders (Svix) take:
+ * `whsec_` and standard base64, whose decoded bytes are the key.
+ * @param scheme the subscription's `--auth`, if pinned
  */
-export function generateSecret(): string {
+export function generateSecret(scheme?: string): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
-    .replace(/=+$/, "");
+  const base64 = btoa(String.fromCharCode(...bytes));
+  if (scheme === "standard") return `whsec_${base64}`;
+  return base64.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
 /** Splits a comma-separated option into trimmed, non-empty items. */

@@ -50,8 +50,9 @@ export const webhookRotateSecret: Command = {
     const name = positionals[0];
     checkName(name, "rotate the secret of");
     const graceMs = parseGrace(values.grace ?? DEFAULT_GRACE);
-    const newSecret = values.secret ?? generateSecret();
-    if (newSecret.length < 8) throw new UsageError("--secret must be at least 8 characters");
+    if (values.secret !== undefined && values.secret.length < 8) {
+      throw new UsageError("--secret must be at least 8 characters");
+    }
 
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
@@ -61,6 +62,7 @@ export const webhookRotateSecret: Command = {
       if (!Object.hasOwn(records, name)) {
         throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
       }
+      const newSecret = values.secret ?? generateSecret(records[name].auth);
       if (records[name].secret === newSecret) {
         throw new UsageError(`--secret is the current secret of "${name}": nothing to rotate`);
       }

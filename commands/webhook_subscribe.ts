@@ -81,7 +81,7 @@ export const webhookSubscribe: Command = {
           else delete merged.deliver_extra;
         }
         merged.deliver ??= "log";
-        merged.secret ??= generateSecret();
+        merged.secret ??= generateSecret(merged.auth);
         merged.created_at = existing?.created_at ?? nowIso;
         merged.updated_at = nowIso;
         const warnings = validateTarget({

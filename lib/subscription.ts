@@ -49,10 +49,11 @@ export interface Route extends Subscription {
  * (CONTRACT §2: `extra.secret` serves static routes that have none).
  * @param route the route
  * @param globalSecret `extra.secret` / `WEBHOOK_SECRET`, if set
+ * An empty secret counts as none, as an empty setting does elsewhere.
  * @returns the secret, or undefined when requests to the route are refused (403)
  */
 export function currentSecret(route: Route, globalSecret: string | undefined): string | undefined {
-  return route.secret ?? (route.origin === "static" ? globalSecret : undefined);
+  return route.secret || (route.origin === "static" ? globalSecret || undefined : undefined);
 }
 
 /**

@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { runCommand } from "../../commands/mod.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { readSubscriptions } from "../../lib/subscription_store.ts";
+import { createSignatureVerifier } from "../../server/signatures/mod.ts";
+import { Webhook as StandardWebhook } from "standardwebhooks";
 import { enabledConfig, fakeContext, runCli, tempHome } from "../_helpers.ts";
 
 const STATIC = enabledConfig(
@@ -335,4 +337,35 @@ Deno.test("an unknown option names the closest one", async () => {
     (error: Error) =>
       error instanceof UsageError && error.message.startsWith("Unknown option --bogus.\n"),
   );
+});
+
+Deno.test("subscribe and rotate-secret --auth standard make a whsec_ secret the standardwebhooks library signs with", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
+  const path = join(h.home, "webhook_subscriptions.json");
+  await run(["webhook", "subscribe", "svix", "--auth", "standard"]);
+  const first = (await readSubscriptions(path)).svix.secret!;
+  await run(["webhook", "rotate-secret", "svix"]);
+  const rotated = (await readSubscriptions(path)).svix.secret!;
+  const verifier = createSignatureVerifier();
+  for (const secret of [first, rotated]) {
+    assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    const body = JSON.stringify({ type: "invoice.paid" });
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const headers = new StandardWebhook(secret).sign("msg_1", new Date(nowSeconds * 1000), body);
+    const result = await verifier.verify({
+      headers: new Headers({
+        "webhook-id": "msg_1",
+        "webhook-timestamp": `${nowSeconds}`,
+        "webhook-signature": headers,
+      }),
+      body: new TextEncoder().encode(body),
+      secrets: [secret],
+      nowSeconds,
+      only: "standard",
+    });
+    assert.deepEqual(result, { ok: true, scheme: "standard" });
+  }
+  await run(["webhook", "subscribe", "plain"]);
+  assert.match((await readSubscriptions(path)).plain.secret!, /^[A-Za-z0-9_-]{43}$/);
 });

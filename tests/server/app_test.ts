@@ -338,3 +338,17 @@ Deno.test("a store that cannot persist makes the answer 503 with Retry-After, ne
   assert.ok(response.headers.get("retry-after"));
   await response.body?.cancel();
 });
+
+Deno.test("a static route with an empty secret uses the global one, and without one answers 403", async () => {
+  await using h = await harness();
+  h.routes.set("empty", { name: "empty", origin: "static", secret: "" });
+  const signed = await h.request(
+    "/webhooks/empty",
+    await github(ISSUE, { secret: "global-secret-value" }),
+  );
+  assert.equal(signed.status, 202, await signed.text());
+  h.routes.set("empty-dynamic", { name: "empty-dynamic", origin: "dynamic", secret: "" });
+  const refused = await json(await h.request("/webhooks/empty-dynamic", await github(ISSUE)));
+  assert.equal(refused.status, 403);
+  assert.equal(refused.body.error, "no secret configured for this subscription");
+});
