@@ -81,7 +81,8 @@ export const webhookSubscribe: Command = {
           else delete merged.deliver_extra;
         }
         merged.deliver ??= "log";
-        merged.secret ??= generateSecret(merged.auth);
+        // An empty secret counts as none (403): a new one replaces it.
+        merged.secret ||= generateSecret(merged.auth);
         merged.created_at = existing?.created_at ?? nowIso;
         merged.updated_at = nowIso;
         const warnings = validateTarget({

@@ -103,7 +103,8 @@ function signedId(
 ): string | undefined {
   switch (scheme) {
     case "standard":
-      return usable(headers.get("webhook-id")) ?? usable(headers.get("svix-id"));
+      // The family the verifier checked: webhook- when its signature header is there.
+      return usable(headers.get(headers.has("webhook-signature") ? "webhook-id" : "svix-id"));
     case "stripe":
       return usable(own(fields, "id"));
     case "slack":

@@ -16,7 +16,10 @@ export async function recordGatewayUrl(
   lock: Deno.FsFile,
   address: { hostname: string; port: number },
 ) {
-  await lock.write(new TextEncoder().encode(`${localUrl(address.hostname, address.port)}\n`));
+  const bytes = new TextEncoder().encode(`${localUrl(address.hostname, address.port)}\n`);
+  for (let written = 0; written < bytes.length;) {
+    written += await lock.write(bytes.subarray(written));
+  }
 }
 
 /**
@@ -72,7 +75,12 @@ export async function lockGatewayState(stateDb: string): Promise<Deno.FsFile> {
   for (let attempt = 0; attempt < 5; attempt++) {
     if (await file.tryLock(true)) {
       // The last run's URL goes at once: until this run listens, nobody is to be sent there.
-      await file.truncate(0);
+      try {
+        await file.truncate(0);
+      } catch (error) {
+        file.close();
+        throw new StoreUnavailableError(`cannot write ${path}: ${(error as Error).message}`);
+      }
       return file;
     }
     await new Promise((resolve) => setTimeout(resolve, 20));

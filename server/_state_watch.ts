@@ -31,19 +31,23 @@ export async function watchStateFile(
   options: { intervalMs: number; onGone: (message: string) => void },
 ): Promise<StateFileWatch> {
   const database = await identity(path);
-  // The log files are ours while the database is: their identity is refreshed at each check.
+  // The log files the database had when the gateway opened it. One that did not exist yet is
+  // adopted when it appears (SQLite made it); a known one is never replaced by another found at
+  // its path, which would be a restored backup's own log, put there before its database.
   const logs = new Map<string, Identity | undefined>();
-  const refreshLogs = async () => {
-    for (const suffix of ["-wal", "-shm"]) logs.set(suffix, await identity(path + suffix));
+  const adoptLogs = async () => {
+    for (const suffix of ["-wal", "-shm"]) {
+      if (logs.get(suffix) === undefined) logs.set(suffix, await identity(path + suffix));
+    }
   };
-  await refreshLogs();
+  await adoptLogs();
   let gone: string | undefined;
   let checking: Promise<void> = Promise.resolve();
 
   const check = async () => {
     if (gone !== undefined) return;
     const now = await identity(path);
-    if (now !== undefined && same(now, database)) return await refreshLogs();
+    if (now !== undefined && same(now, database)) return await adoptLogs();
     const moved = await moveLogsAside(path, logs);
     gone = `${path} was ${now === undefined ? "deleted" : "replaced"} while the gateway ran. ` +
       "Exiting, so that no event is acknowledged into a file that is gone (requests get 503 " +

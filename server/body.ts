@@ -148,12 +148,12 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Parses a verified body into a payload: JSON, or a form (`application/x-www-form-urlencoded`)
- * whose `payload` field is JSON (GitHub's form mode) or, with `anyForm`, whose fields become an
- * object (Slack's slash commands).
+ * whose `payload` field is JSON (GitHub's form mode) or whose fields become an object (Slack's
+ * slash commands), as far as `options.forms` allows.
  * @param body the raw bytes
  * @param contentType the request's Content-Type, or null
- * @param options `anyForm`: accept forms without a `payload` field (@default {true}); the
- *   caller turns it off for schemes that sign the body alone
+ * @param options `forms`: `any` (@default), `payload` (only a form whose one field is
+ *   `payload`), or `none` (JSON only); the caller narrows it by signature scheme
  * @returns the parsed payload, and its JSON text (the body itself for JSON bodies, so it is
  *   stored byte for byte as received)
  * @throws BodyError 400 for an empty body, invalid UTF-8, invalid JSON, nesting deeper than
@@ -162,7 +162,7 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 export function parsePayload(
   body: Uint8Array,
   contentType: string | null,
-  options: { anyForm?: boolean } = {},
+  options: { forms?: "any" | "payload" | "none" } = {},
 ): { value: unknown; json: string } {
   if (body.byteLength === 0) throw new BodyError(400, "empty body: expected a JSON payload");
   const text = utf8.decode(body);
@@ -183,8 +183,10 @@ export function parsePayload(
     }
     const form = new URLSearchParams(text);
     const payload = form.get("payload");
+    const forms = options.forms ?? "any";
+    if (forms === "none") throw new BodyError(400, "a body signed this way must be JSON");
     const onlyPayload = payload !== null && [...form.keys()].every((key) => key === "payload");
-    if (!onlyPayload && options.anyForm === false) {
+    if (!onlyPayload && forms === "payload") {
       throw new BodyError(
         400,
         "a form body signed this way must hold the JSON payload in a payload field alone",

@@ -199,6 +199,7 @@ export async function startGateway(
   } catch (error) {
     stopping = true;
     clearInterval(pruneTimer);
+    await stateWatch.stop();
     await store.close();
     stateLock.close();
     throw error;

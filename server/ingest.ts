@@ -107,10 +107,7 @@ async function handleWebhook(
   let payload: { value: unknown; json: string };
   try {
     payload = parsePayload(body, request.headers.get("content-type"), {
-      // A body signed alone, without a timestamp, must be a payload as its sender sends it:
-      // otherwise a timestamped scheme's signed text ("v0:<ts>:<form>", "<ts>.<json>"), sent
-      // again as the body, would pass as a new request with no replay window.
-      anyForm: !BODY_ONLY_SCHEMES.has(scheme),
+      forms: formsSignedBy(scheme, request.headers),
     });
   } catch (error) {
     if (error instanceof BodyError) return reject(name, error.status, error.message);
@@ -175,13 +172,32 @@ function refuseSignature(name: string, scheme: SchemeName | null, detail: string
   return answer(401, { error });
 }
 
-/** Schemes that sign the body alone, with no timestamp (GitHub, Shopify, Linear, generic V1). */
-const BODY_ONLY_SCHEMES: ReadonlySet<SchemeName> = new Set([
-  "github",
-  "shopify",
-  "linear",
-  "generic",
-]);
+/**
+ * Which form bodies a scheme's senders send, and so which the gateway takes from it. Every
+ * scheme of an unpinned subscription is keyed by the same secret, so one scheme's signed text
+ * must not pass as another's body: a Slack request captured hours ago, its `v0:<ts>:` prefix
+ * moved into the body, carries a valid GitHub signature and no timestamp. No such prefix
+ * followed by a body is valid JSON, nor a form whose one field is `payload`.
+ * - `any`: Slack (slash commands), the generic V2 scheme, and the token schemes (GitLab, bearer),
+ *   which sign nothing;
+ * - `payload`: GitHub, whose form mode sends the JSON in a `payload` field;
+ * - `none`: the others (Standard Webhooks, Stripe, Shopify, Linear, legacy generic), whose
+ *   senders send JSON.
+ */
+function formsSignedBy(scheme: SchemeName, headers: Headers): "any" | "payload" | "none" {
+  switch (scheme) {
+    case "slack":
+    case "gitlab":
+    case "bearer":
+      return "any";
+    case "generic":
+      return headers.has("x-webhook-signature-v2") ? "any" : "none";
+    case "github":
+      return "payload";
+    default:
+      return "none";
+  }
+}
 
 /**
  * Linear puts its timestamp in the signed body (`webhookTimestamp`, milliseconds) and asks
@@ -211,8 +227,10 @@ async function dispatch(
     log.info("ping {subscription}", { subscription, delivery_id: info.deliveryId });
     return answer(200, { status: "pong" });
   }
-  const challenge = scheme === "slack" && info.type === "url_verification"
-    ? (payload as { challenge?: unknown }).challenge
+  const fields = payload as { type?: unknown; challenge?: unknown } | null;
+  const challenge = scheme === "slack" && typeof fields === "object" && fields !== null &&
+      fields.type === "url_verification"
+    ? fields.challenge
     : undefined;
   if (typeof challenge === "string") {
     // Slack's Events API checks the URL with a signed challenge to echo back, not an event.

@@ -19,12 +19,19 @@ function symmetricSignatures(value: string): Uint8Array<ArrayBuffer>[] | null {
   return decodeAll(entries.map((entry) => entry.slice("v1,".length)), decodeBase64);
 }
 
+/** What a message id may be: no dot, so the signed `<id>.<timestamp>.<body>` splits one way. */
+const PLAIN_ID = /^[A-Za-z0-9_-]{1,256}$/;
+
 /**
  * Standard Webhooks / Svix: HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, base64,
  * sent as one or more space-separated `v1,<signature>` entries; one matching entry accepts.
  * The timestamp must be within the tolerance in both directions. A `whsec_` secret is
  * base64-decoded for the key (as the providers show it); any other secret is used as UTF-8
  * bytes. The `webhook-` headers win when both families are present; they are never mixed.
+ *
+ * The id must be a plain token (letters, digits, `_`, `-`; Svix's `msg_…`, UUIDs): an id that
+ * may hold dots could cut any signed text at a planted `.<timestamp>.` and pass its tail as a
+ * new body with a new id.
  */
 export const standard: Scheme = {
   name: "standard",
@@ -35,7 +42,7 @@ export const standard: Scheme = {
     const timestamp = headerValue(context.headers, `${family}-timestamp`);
     const value = headerValue(context.headers, `${family}-signature`);
     const signatures = value === null ? null : symmetricSignatures(value);
-    if (id === null || signatures === null) return "invalid";
+    if (id === null || !PLAIN_ID.test(id) || signatures === null) return "invalid";
     const fresh = checkTimestamp(timestamp, context.nowSeconds, context.toleranceSeconds);
     if (fresh !== "ok") return fresh;
     const matched = await hmacMatches(context.keys, {

@@ -77,7 +77,7 @@ Deno.test("a Slack request captured hours ago is refused under every scheme that
   for (const [scheme, headers] of replays) {
     const replay = await g.post(signed, { "content-type": FORM, ...headers });
     assert.equal(replay.status, 400, `${scheme}: ${JSON.stringify(replay.body)}`);
-    assert.match(replay.body.error, /payload field alone/);
+    assert.match(replay.body.error, /payload field alone|must be JSON/);
   }
   assert.equal(g.stored(), 0);
 });
@@ -186,4 +186,63 @@ Deno.test("Slack's url_verification challenge is answered, and not dispatched", 
     challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
   });
   assert.equal(g.stored(), 0);
+});
+
+Deno.test("a signed text cannot be re-cut into a Standard Webhooks request at a planted .<timestamp>.", async () => {
+  await using g = await gateway();
+  // An issue title the attacker wrote, inside a body Linear signed an hour ago.
+  const planted = `x.${NOW}.payload=%7B%22type%22%3A%22deploy%22%7D&`;
+  const captured = JSON.stringify({ type: "Issue", data: { title: planted }, webhookTimestamp: 1 });
+  const cut = captured.indexOf(`.${NOW}.`);
+  const forged = await g.post(captured.slice(cut + `.${NOW}.`.length), {
+    "content-type": FORM,
+    "webhook-id": captured.slice(0, cut),
+    "webhook-timestamp": `${NOW}`,
+    "webhook-signature": `v1,${hmac(captured, "base64")}`,
+  });
+  assert.notEqual(forged.status, 202, JSON.stringify(forged.body));
+  // Even a plain id with a dot is refused: it could split the signed text another way.
+  const body = JSON.stringify({ type: "invoice.paid" });
+  const dotted = await g.post(body, {
+    "content-type": "application/json",
+    "webhook-id": "msg.1",
+    "webhook-timestamp": `${NOW}`,
+    "webhook-signature": `v1,${hmac(`msg.1.${NOW}.${body}`, "base64")}`,
+  });
+  assert.equal(dotted.status, 401);
+  assert.equal(g.stored(), 0);
+});
+
+Deno.test("a Svix request with an unsigned webhook-id added is still a duplicate of itself", async () => {
+  await using g = await gateway();
+  const body = JSON.stringify({ type: "user.created" });
+  const headers = {
+    "content-type": "application/json",
+    "svix-id": "msg_svix1",
+    "svix-timestamp": `${NOW}`,
+    "svix-signature": `v1,${hmac(`msg_svix1.${NOW}.${body}`, "base64")}`,
+  };
+  assert.equal((await g.post(body, headers)).status, 202);
+  const copy = await g.post(body, { ...headers, "webhook-id": "fresh-unsigned" });
+  assert.equal(copy.body.status, "duplicate", JSON.stringify(copy.body));
+  assert.equal(copy.body.delivery_id, "msg_svix1");
+});
+
+Deno.test("a generic V2 form is accepted, and a Slack-signed null body is not a 500", async () => {
+  await using g = await gateway();
+  const form = "sensor=t1&value=21.5";
+  const v2 = await g.post(form, {
+    "content-type": FORM,
+    "x-webhook-timestamp": `${NOW}`,
+    "x-webhook-signature-v2": `sha256=${hmac(`${NOW}.${form}`, "hex")}`,
+  });
+  assert.equal(v2.status, 202, JSON.stringify(v2.body));
+  const nothing = await g.post("null", {
+    "content-type": "application/json",
+    "x-github-event": "url_verification",
+    "x-slack-request-timestamp": `${NOW}`,
+    "x-slack-signature": `v0=${hmac(`v0:${NOW}:null`, "hex")}`,
+  });
+  assert.notEqual(nothing.status, 500);
+  assert.equal(nothing.body.challenge, undefined);
 });
