@@ -289,6 +289,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
+      if (event.mode === "direct" && event.dedupe) refuseIfSentMeanwhile(event);
       await deps.deliver(jobFor(event, text), (partsSent) => {
         // The part went out: a failing store must not turn that into a failed delivery.
         partsDelivered = partsSent;
@@ -310,6 +311,21 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       store.markDelivered(event.id, nowMs);
     });
     log("info", "delivered", { ...context, target: event.route.deliver });
+  }
+
+  /**
+   * A replayed direct message whose delivery id another event holds now: the sender's own retry
+   * delivered it while the replay waited. Sending it too would deliver it twice.
+   * @throws TargetError (permanent) naming that event
+   */
+  function refuseIfSentMeanwhile(event: StoredEvent): void {
+    const holder = store.keyHolder(event.subscription, event.deliveryId, deps.now());
+    if (holder === null || holder === event.id) return;
+    throw new TargetError(
+      `not sent: the sender's retry of delivery ${event.deliveryId} was delivered meanwhile, ` +
+        `as event ${holder}; agent webhook replay ${holder} sends it again`,
+      { permanent: true },
+    );
   }
 
   /**

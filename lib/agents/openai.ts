@@ -39,7 +39,9 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       baseURL,
       organization: deps.env.OPENAI_ORG_ID ?? null,
       project: deps.env.OPENAI_PROJECT_ID ?? null,
-      fetch: deps.fetch,
+      // Redirects are not followed: fetch would turn the POST into a GET (302, 303), sending the
+      // prompt nowhere and failing with an unrelated 405. The error names where it points.
+      fetch: (input, init) => deps.fetch(input, { ...init, redirect: "manual" }),
       maxRetries: 0,
       timeout: settings.timeoutSeconds * 1000,
     })
@@ -97,7 +99,8 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
 
 /**
  * Classifies an SDK failure: 429, 408, 409, 5xx, timeouts and connection errors are retryable
- * (with the endpoint's `retry-after-ms` or `Retry-After`); other 4xx answers are permanent.
+ * (with the endpoint's `retry-after-ms` or `Retry-After`); redirects and other 4xx answers are
+ * permanent.
  */
 function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
   if (error instanceof AgentError) return error;
@@ -112,6 +115,14 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
   }
   if (error instanceof APIError && error.status !== undefined) {
     const status = error.status;
+    if (status >= 300 && status < 400) {
+      const location = error.headers?.get("location") ?? "another address";
+      return new AgentError(
+        `The LLM endpoint redirected (HTTP ${status}) to ${location}, which is not followed: ` +
+          "set OPENAI_BASE_URL (or agent.base_url) to where it points",
+        { permanent: true, cause: error },
+      );
+    }
     const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
     return new AgentError(`LLM endpoint answered ${error.message}`, {
       permanent: !retryable,

@@ -288,7 +288,19 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     replay: (eventId, nowMs, redispatch) =>
       use(() => {
         const event = mustFind(eventId);
-        return replayEvent(db, event, nowMs, redispatch?.(event));
+        let replayed = event;
+        transaction(() => {
+          replayed = replayEvent(db, event, nowMs, redispatch?.(event));
+          // A direct message to send again takes its delivery id now, not once delivered: the
+          // sender's retry meanwhile is then a duplicate, instead of a second copy.
+          if (replayed.mode === "direct" && replayed.dedupe) {
+            takeKey(replayed.id, {
+              subscription: replayed.subscription,
+              delivery_id: replayed.deliveryId,
+            }, nowMs);
+          }
+        });
+        return replayed;
       }),
     prune: (nowMs, options) =>
       use(() =>

@@ -219,8 +219,9 @@ export interface StateStore {
   /**
    * Starts a new attempt series: `queued`, due now, attempts 0, no response, no part sent;
    * except that a direct message not delivered whole, sent again with the same text and route,
-   * keeps its count of parts sent, so the replay sends the rest. Idempotency keys are untouched
-   * (a delivered event may take one: see {@link markDelivered}).
+   * keeps its count of parts sent, so the replay sends the rest. A direct message takes its
+   * delivery id's key (unless another event holds it unexpired), so the sender's retry while
+   * the replay waits is a duplicate; other keys are untouched.
    * @param eventId id or unique prefix
    * @param nowMs current time
    * @param redispatch called with the event found: returns its new mode, prompt and route (the

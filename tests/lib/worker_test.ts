@@ -314,6 +314,29 @@ Deno.test("attempts that deliver nothing still count, after attempts that made p
   });
 });
 
+Deno.test("a replayed direct message that the sender's retry delivered meanwhile is not sent again", async () => {
+  await withWorker({}, async (h) => {
+    const message = event({ mode: "direct", deliveryId: "raced", prompt: "the message" });
+    const failed = await h.store.recordDirect(message, {
+      delivered: false,
+      error: "502",
+      partsSent: 0,
+    });
+    h.store.replay(failed, T0);
+    // The sender's retry goes through before the worker picks the replay up.
+    const delivered = await h.store.recordDirect(message, { delivered: true, partsSent: 1 });
+    h.worker.start();
+    await runUntilSettled(h);
+    assert.equal(h.jobs.length, 0, "nothing sent by the replay");
+    const replayed = h.store.getEvent(failed)!;
+    assert.equal(replayed.status, "failed");
+    assert.match(
+      replayed.lastError ?? "",
+      new RegExp(`delivered meanwhile, as event ${delivered}`),
+    );
+  });
+});
+
 Deno.test("worker keeps at most maxConcurrency events in progress", async () => {
   let active = 0;
   let peak = 0;

@@ -161,3 +161,32 @@ Deno.test("createAgentRunner() refuses an unknown provider with ConfigError", ()
     ConfigError,
   );
 });
+
+Deno.test("openai runner does not follow a redirect: a permanent error names where it points", async () => {
+  const methods: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    methods.push(`${request.method} ${new URL(request.url).pathname}`);
+    return new Response(null, {
+      status: 302,
+      headers: { location: "https://llm.example/v2/chat/completions" },
+    });
+  });
+  try {
+    const settings: AgentSettings = {
+      provider: "openai",
+      model: "test-model",
+      baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
+      apiKey: "test-key",
+      timeoutSeconds: 5,
+    };
+    const error = await agentError(
+      createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
+    );
+    assert.equal(error.permanent, true);
+    assert.match(error.message, /redirected \(HTTP 302\) to https:\/\/llm\.example\/v2/);
+    assert.match(error.message, /OPENAI_BASE_URL/);
+    assert.deepEqual(methods, ["POST /v1/chat/completions"], "no GET to the new address");
+  } finally {
+    await server.shutdown();
+  }
+});

@@ -442,3 +442,14 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
     await home.cleanup();
   }
 });
+
+Deno.test("replay() of a direct message takes its delivery id at once, so a retry while it waits is a duplicate", async () => {
+  await withStore({ idempotencyTtlSeconds: 60 }, async (store) => {
+    const event = newEvent({ mode: "direct", deliveryId: "waiting", receivedAtMs: T0 });
+    const id = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
+    store.replay(id, T0 + 1);
+    assert.equal(store.getEvent(id)?.status, "queued");
+    assert.equal(store.keyHolder(event.subscription, "waiting", T0 + 2), id);
+    assert.equal(store.hasSeen(event.subscription, "waiting", T0 + 2), true);
+  });
+});
