@@ -47,10 +47,16 @@ export const gatewayRun: Command = {
       return 1;
     }
     await startLogging({ file: config.paths.log, console: !values.quiet });
+    // Starts, stops and failed starts are in the log file too, which --quiet leaves as the only
+    // record (a failed start's message is also printed on standard error).
+    const log = getLogger(["agent", "gateway"]);
     try {
-      const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now });
-      // Starts and stops are in the log file too, which --quiet leaves as the only record.
-      const log = getLogger(["agent", "gateway"]);
+      const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now }).catch(
+        (error) => {
+          log.fatal("cannot start: {reason}", { reason: (error as Error).message, pid: Deno.pid });
+          throw error;
+        },
+      );
       log.info("started on {url}", { url: gateway.url, pid: Deno.pid });
       ctx.stdout(
         `Gateway listening on ${gateway.url}\n` +

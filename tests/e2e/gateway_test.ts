@@ -294,6 +294,8 @@ Deno.test("a second gateway on the same home exits 1 and leaves the first one's 
   const second = await runCli(["gateway", "run", "--port", "0"], env);
   assert.equal(second.code, 1, second.stdout + second.stderr);
   assert.match(second.stderr, /another gateway is already running with .*state/);
+  const log = await Deno.readTextFile(join(h.home, "logs", "gateway.log"));
+  assert.match(log, /FATAL gateway cannot start: another gateway is already running/);
   const [event] = await running();
   assert.equal(event.status, "running", "not requeued under the first gateway");
   assert.equal(event.attempts, 1);
