@@ -7,7 +7,7 @@
  */
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import { dispatchFor, findRoute } from "../lib/routes.ts";
-import { openStateStore, type StateStore, type StoredEvent } from "../lib/state/mod.ts";
+import { openStateStore, type StoredEvent } from "../lib/state/mod.ts";
 import { readSubscriptionsOrError } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
@@ -35,9 +35,12 @@ export const webhookReplay: Command = {
     const read = await readSubscriptionsOrError(config.paths.subscriptions);
     if (read instanceof ConfigError) ctx.stderr(read.message);
     const subscriptions = read instanceof ConfigError ? undefined : read;
-    const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
+    const store = openStateStore(config.paths.stateDb, {
+      backgroundCheckpoints: false,
+      // The key a replayed direct message takes lasts as the gateway's keys do.
+      idempotencyTtlSeconds: config.webhook.idempotencyTtlSeconds,
+    });
     try {
-      refuseSupersededDirect(store, positionals[0], ctx.now());
       let routed = false;
       const event = store.replay(positionals[0], ctx.now(), (found: StoredEvent) => {
         const route = findRoute(found.subscription, subscriptions ?? {}, config.webhook.routes);
@@ -66,25 +69,6 @@ export const webhookReplay: Command = {
     }
   },
 };
-
-/**
- * A direct message that failed, then was sent again by the sender's own retry of the same
- * delivery id, is delivered already (whole, or the rest after the parts this one got out):
- * replaying it would send it twice.
- * @throws UsageError naming the event that holds the delivery id now
- */
-function refuseSupersededDirect(store: StateStore, idOrPrefix: string, nowMs: number): void {
-  const event = store.getEvent(idOrPrefix);
-  if (!event || event.mode !== "direct" || event.status === "delivered" || !event.dedupe) return;
-  const holder = store.keyHolder(event.subscription, event.deliveryId, nowMs);
-  if (holder === null || holder === event.id) return;
-  const status = store.getEvent(holder)?.status ?? "delivered";
-  throw new UsageError(
-    `Not replayed: the sender retried delivery ${event.deliveryId} after ${event.id} failed, and ` +
-      `that retry is event ${holder} (${status}); replaying ${event.id} would send the message ` +
-      `twice. To send it once more anyway: agent webhook replay ${holder}`,
-  );
-}
 
 /** `telegram chat 42`, `log`, ..., and `directly` for direct delivery. */
 function describeTarget(event: StoredEvent): string {

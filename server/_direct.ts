@@ -27,8 +27,17 @@ export async function deliverNow(
   inFlight: Set<string>,
 ): Promise<Response> {
   const { subscription, eventType: eventName, deliveryId } = event;
-  if (event.dedupe && deps.store.hasSeen(subscription, deliveryId, event.receivedAtMs)) {
-    return duplicate(subscription, eventName, deliveryId);
+  if (event.dedupe) {
+    const holder = deps.store.keyHolder(subscription, deliveryId, event.receivedAtMs);
+    const held = holder === null ? null : deps.store.getEvent(holder);
+    if (held?.mode === "direct" && (held.status === "queued" || held.status === "running")) {
+      // A replay of this message is waiting or being sent: it may still fail, so the sender
+      // keeps its retry (a duplicate answer would end it) and comes back once that is settled.
+      return reject(subscription, 409, "this delivery is being sent again by a replay", {
+        "retry-after": "5",
+      });
+    }
+    if (holder !== null) return duplicate(subscription, eventName, deliveryId);
   }
   const key = inFlightKey(event);
   if (event.dedupe && inFlight.has(key)) {

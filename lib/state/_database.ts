@@ -65,6 +65,8 @@ export const STATEMENTS = {
   delivered: "UPDATE events SET status = 'delivered', next_attempt_at = NULL, last_error = NULL, " +
     "updated_at = ? WHERE id = ? RETURNING subscription, delivery_id, dedupe, key_expires_at",
   setKey: "UPDATE events SET key_expires_at = ? WHERE id = ?",
+  releaseFailedDirectKey: "UPDATE events SET key_expires_at = NULL " +
+    "WHERE id = ? AND mode = 'direct' AND status = 'failed' AND key_expires_at IS NOT NULL",
   closeAttempt: CLOSE_ATTEMPT,
   nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
   byId: "SELECT * FROM events WHERE id = ?",

@@ -85,7 +85,8 @@ DROP TABLE idempotency_keys;
 
 /**
  * Upgrades a version 1 to 4 database to version 5, after the other upgrades: the column of
- * attempts that do not count. Older gateways keep working with it, since it has a default.
+ * attempts that do not count. An older gateway already running keeps working with it, since
+ * it has a default; an older one starting refuses the newer schema.
  */
 export const UPGRADE_TO_5_SQL =
   "ALTER TABLE events ADD COLUMN uncounted_attempts INTEGER NOT NULL DEFAULT 0";

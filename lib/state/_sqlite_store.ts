@@ -147,6 +147,25 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     return id;
   }
 
+  /**
+   * Refuses to replay a failed direct message whose delivery id another event holds, expired
+   * or not: the sender's own retry delivered it (or is being sent), so a replay would send it
+   * twice.
+   * @throws UsageError naming that event
+   */
+  function refuseSuperseded(event: StoredEvent): void {
+    if (event.mode !== "direct" || event.status === "delivered" || !event.dedupe) return;
+    const holder = s.keyHolder.get(event.subscription, event.deliveryId) as Row | undefined;
+    if (holder === undefined || String(holder.id) === event.id) return;
+    const other = findEvent(String(holder.id));
+    throw new UsageError(
+      `Not replayed: the sender retried delivery ${event.deliveryId} after ${event.id} failed, ` +
+        `and that retry is event ${holder.id} (${other?.status ?? "unknown"}); replaying ` +
+        `${event.id} would send the message twice. To send it once more anyway: ` +
+        `agent webhook replay ${holder.id}`,
+    );
+  }
+
   /** The id of the event holding a delivery id's key unexpired at `nowMs`, if any. */
   function liveKeyHolder(subscription: string, deliveryId: string, nowMs: number) {
     const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
@@ -202,6 +221,9 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         );
         s.closeAttempt.run(nowMs, status.step, status.error, eventId);
         if (uncounted) s.uncountAttempt.run(eventId);
+        // A direct message that failed holds no key (as when recorded failed): the sender's
+        // next retry of its delivery id must go through, not be answered as a duplicate.
+        if (status.status === "failed") s.releaseFailedDirectKey.run(eventId);
       })
     );
   }
@@ -264,7 +286,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           const row = s.delivered.get(nowMs, eventId) as Row | undefined;
           if (row === undefined) throw new NotFoundError(`No event "${eventId}"`);
           s.closeAttempt.run(nowMs, "delivery", null, eventId);
-          if (row.dedupe === 1 && row.key_expires_at === null) takeKey(eventId, row, nowMs);
+          const keyLive = row.key_expires_at !== null && Number(row.key_expires_at) > nowMs;
+          if (row.dedupe === 1 && !keyLive) takeKey(eventId, row, nowMs);
         })
       ),
     markRetry: (eventId, error, step, nextMs, nowMs, options) =>
@@ -288,16 +311,32 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     replay: (eventId, nowMs, redispatch) =>
       use(() => {
         const event = mustFind(eventId);
+        refuseSuperseded(event);
         let replayed = event;
         transaction(() => {
           replayed = replayEvent(db, event, nowMs, redispatch?.(event));
+          if (replayed.mode !== "direct" || !replayed.dedupe) return;
           // A direct message to send again takes its delivery id now, not once delivered: the
-          // sender's retry meanwhile is then a duplicate, instead of a second copy.
-          if (replayed.mode === "direct" && replayed.dedupe) {
-            takeKey(replayed.id, {
-              subscription: replayed.subscription,
-              delivery_id: replayed.deliveryId,
-            }, nowMs);
+          // sender's retry meanwhile is then told to wait (409), instead of sending a copy.
+          takeKey(replayed.id, {
+            subscription: replayed.subscription,
+            delivery_id: replayed.deliveryId,
+          }, nowMs);
+          // It resumes after the most parts any failed attempt at the same message got out:
+          // the sender's own retries may have sent more than this one.
+          if (replayed.partsSent > 0) {
+            const row = s.partsSentByFailedAttempts.get(
+              replayed.subscription,
+              replayed.deliveryId,
+              replayed.prompt,
+              JSON.stringify(replayed.route),
+              replayed.receivedAtMs - ttlMs,
+            ) as Row | undefined;
+            const most = Number(row?.parts ?? 0);
+            if (most > replayed.partsSent) {
+              s.savePartsSent.run(most, nowMs, replayed.id);
+              replayed = { ...replayed, partsSent: most };
+            }
           }
         });
         return replayed;

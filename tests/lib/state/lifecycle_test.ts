@@ -400,9 +400,10 @@ Deno.test("markDelivered() leaves a delivery id's key with the event that holds 
       error: "502",
       partsSent: 0,
     });
-    const delivered = await store.recordDirect(event, { delivered: true, partsSent: 1 });
     store.replay(failed, T0 + 1);
     store.claimDue(T0 + 1, 1);
+    // The sender's retry is delivered while the replay runs, and takes the key over.
+    const delivered = await store.recordDirect(event, { delivered: true, partsSent: 1 });
     store.markDelivered(failed, T0 + 2);
     const db = new DatabaseSync(dbPath, { readOnly: true });
     const holders = db.prepare("SELECT id FROM events WHERE key_expires_at IS NOT NULL").all();

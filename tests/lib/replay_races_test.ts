@@ -1,0 +1,191 @@
+/**
+ * Replays of direct messages racing the sender's own retries of the same delivery id, through
+ * the real store, worker and direct-delivery path: every message is delivered at least once,
+ * and a part already sent is not sent again.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { webhookReplay } from "../../commands/webhook_replay.ts";
+import { TargetError, UsageError } from "../../lib/errors.ts";
+import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
+import type { DeliveryJob } from "../../lib/targets/mod.ts";
+import { createWorker, type DeliverFn } from "../../lib/worker.ts";
+import { deliverNow } from "../../server/_direct.ts";
+import type { IngestDeps } from "../../server/ingest.ts";
+import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
+
+const T0 = 1_700_000_000_000;
+const HOUR = 3_600_000;
+
+function direct(overrides: Partial<NewEvent> = {}): NewEvent {
+  return {
+    subscription: "ci",
+    eventType: "deploy",
+    deliveryId: "d-1",
+    dedupe: true,
+    source: "generic",
+    mode: "direct",
+    payload: "{}",
+    prompt: "a long message",
+    route: { deliver: "telegram", chatId: "42", skills: [] },
+    receivedAtMs: T0,
+    ...overrides,
+  } as NewEvent;
+}
+
+/** Runs a worker over `store` until nothing is due, moving a fake clock. */
+async function runWorker(
+  store: StateStore,
+  clock: { now: number },
+  deliver: DeliverFn,
+  maxAttempts = 5,
+): Promise<void> {
+  const timers: { at: number; cb: () => void }[] = [];
+  const worker = createWorker({
+    store,
+    runAgent: () => Promise.resolve("answer"),
+    deliver,
+    systemPrompt: () => Promise.resolve(""),
+    now: () => clock.now,
+    random: () => 0.5,
+    setTimer: (cb, ms) => {
+      const t = { at: clock.now + ms, cb };
+      timers.push(t);
+      return () => void timers.splice(timers.indexOf(t) >>> 0, 1);
+    },
+    retry: { maxAttempts },
+    log: () => {},
+  });
+  worker.start();
+  await worker.idle();
+  for (let due = store.nextDueAtMs(); due !== null; due = store.nextDueAtMs()) {
+    clock.now = Math.max(clock.now, due);
+    await worker.idle();
+  }
+  await worker.stop({ deadlineMs: 0 });
+}
+
+/** The direct path's deps, as far as deliverNow uses them. */
+function directDeps(store: StateStore, sent: DeliveryJob[], gate?: Promise<void>): IngestDeps {
+  return {
+    store,
+    deliverDirect: async (job: DeliveryJob) => {
+      await gate;
+      sent.push(job);
+      return { target: job.target, parts: 1, destination: "x" };
+    },
+  } as unknown as IngestDeps;
+}
+
+Deno.test("a replay that fails leaves the sender's later retry deliverable", async () => {
+  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 86_400 });
+  const clock = { now: T0 };
+  try {
+    const failed = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
+    store.replay(failed, T0 + 1);
+    // While the replay waits, the sender's retry is told to come back, not that it is done.
+    const waiting = await deliverNow(
+      direct({ receivedAtMs: T0 + 2 }),
+      {},
+      directDeps(store, []),
+      new Set(),
+    );
+    assert.equal(waiting.status, 409);
+    assert.equal(waiting.headers.get("retry-after"), "5");
+    // The target is still down: the replay ends as a dead letter.
+    await runWorker(store, clock, () => Promise.reject(new TargetError("Telegram 502")), 2);
+    assert.equal(store.getEvent(failed)!.status, "failed");
+    // The target is back; the sender's next retry is sent.
+    const sent: DeliveryJob[] = [];
+    const answer = await deliverNow(
+      direct({ receivedAtMs: clock.now + HOUR }),
+      {},
+      directDeps(store, sent),
+      new Set(),
+    );
+    assert.equal(answer.status, 200, JSON.stringify(await answer.clone().json()));
+    assert.equal(sent.length, 1);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("replaying an earlier failed attempt resumes after the parts a later failed retry sent", async () => {
+  const store = openStateStore(":memory:");
+  const clock = { now: T0 + 10_000 };
+  try {
+    // Attempt A: part 1 of 4 went out. The sender's retry B resumed after it, sent 2 and 3.
+    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 1 });
+    await store.recordDirect(direct({ receivedAtMs: T0 + 5000 }), {
+      delivered: false,
+      partsSent: 3,
+    });
+    assert.equal(store.replay(a, clock.now).partsSent, 3);
+    const from: number[] = [];
+    await runWorker(
+      store,
+      clock,
+      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve()),
+    );
+    assert.deepEqual(from, [3]);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("webhook replay's key lasts idempotency_ttl, not a fixed 24 h", async () => {
+  await using h = await tempHome({ config: enabledConfig(8644, "      idempotency_ttl: 60\n") });
+  const dbPath = join(h.home, "state", "gateway.db");
+  let store = openStateStore(dbPath, { backgroundCheckpoints: false, idempotencyTtlSeconds: 60 });
+  const failed = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
+  await store.close();
+  const ctx = fakeContext({ AGENT_HOME: h.home }, { now: () => T0 + 1000 });
+  assert.equal(await webhookReplay.run([failed], ctx), 0);
+  store = openStateStore(dbPath, { backgroundCheckpoints: false, idempotencyTtlSeconds: 60 });
+  try {
+    assert.equal(store.hasSeen("ci", "d-1", T0 + 2000), true);
+    assert.equal(store.hasSeen("ci", "d-1", T0 + 1000 + HOUR), false);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a failed direct message the sender's retry delivered is not replayed, even after its key expired", async () => {
+  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 60, now: () => T0 + 5000 });
+  try {
+    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 1 });
+    const b = await store.recordDirect(direct({ receivedAtMs: T0 + 5000 }), {
+      delivered: true,
+      partsSent: 4,
+    });
+    assert.throws(
+      () => store.replay(a, T0 + 2 * HOUR),
+      (error: Error) => error instanceof UsageError && error.message.includes(`event ${b}`),
+    );
+    assert.equal(store.getEvent(a)!.status, "failed", "left as it was");
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a replay delivered after a wait longer than the key's life holds its delivery id anew", async () => {
+  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 86_400 });
+  const clock = { now: T0 + 1 };
+  try {
+    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
+    store.replay(a, clock.now);
+    let calls = 0;
+    await runWorker(
+      store,
+      clock,
+      () =>
+        ++calls === 1
+          ? Promise.reject(new TargetError("429", { retryAfterSeconds: 2 * 86_400 }))
+          : Promise.resolve(),
+    );
+    assert.equal(store.getEvent(a)!.status, "delivered");
+    assert.equal(store.hasSeen("ci", "d-1", clock.now + 1000), true);
+  } finally {
+    await store.close();
+  }
+});
