@@ -166,6 +166,21 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     );
   }
 
+  /**
+   * The most parts that failed direct attempts at the same message (subscription, delivery id,
+   * text and route, within the key's life) got out.
+   */
+  function mostPartsSent(event: NewEvent): number {
+    const row = s.partsSentByFailedAttempts.get(
+      event.subscription,
+      event.deliveryId,
+      event.prompt,
+      JSON.stringify(event.route),
+      event.receivedAtMs - ttlMs,
+    ) as Row | undefined;
+    return Number(row?.parts ?? 0);
+  }
+
   /** The id of the event holding a delivery id's key unexpired at `nowMs`, if any. */
   function liveKeyHolder(subscription: string, deliveryId: string, nowMs: number) {
     const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
@@ -231,17 +246,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   return {
     accept: (event) => commits.submit(() => acceptNow(event)),
     recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
-    partsSentByFailedAttempts: (event) =>
-      use(() => {
-        const row = s.partsSentByFailedAttempts.get(
-          event.subscription,
-          event.deliveryId,
-          event.prompt,
-          JSON.stringify(event.route),
-          event.receivedAtMs - ttlMs,
-        ) as Row | undefined;
-        return Number(row?.parts ?? 0);
-      }),
+    partsSentByFailedAttempts: (event) => use(() => mostPartsSent(event)),
     keyHolder: (subscription, deliveryId, nowMs) =>
       use(() => liveKeyHolder(subscription, deliveryId, nowMs) ?? null),
     hasSeen: (subscription, deliveryId, nowMs) =>
@@ -325,14 +330,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           // It resumes after the most parts any failed attempt at the same message got out:
           // the sender's own retries may have sent more than this one.
           if (replayed.partsSent > 0) {
-            const row = s.partsSentByFailedAttempts.get(
-              replayed.subscription,
-              replayed.deliveryId,
-              replayed.prompt,
-              JSON.stringify(replayed.route),
-              replayed.receivedAtMs - ttlMs,
-            ) as Row | undefined;
-            const most = Number(row?.parts ?? 0);
+            const most = mostPartsSent(replayed);
             if (most > replayed.partsSent) {
               s.savePartsSent.run(most, nowMs, replayed.id);
               replayed = { ...replayed, partsSent: most };
