@@ -71,6 +71,11 @@ export interface WorkerDeps {
   pollIntervalMs?: number;
   /** One line per decision. */
   log: (level: "info" | "warn" | "error", message: string, props: Record<string, unknown>) => void;
+  /**
+   * Whether the sender's retry of a direct message is being sent by the HTTP side right now:
+   * a replay of it then waits, rather than send it a second time. @default {never}
+   */
+  isBeingSent?: (subscription: string, deliveryId: string) => boolean;
 }
 
 /** A running worker. */
@@ -314,11 +319,19 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   }
 
   /**
-   * A replayed direct message whose delivery id another event holds now: the sender's own retry
-   * delivered it while the replay waited. Sending it too would deliver it twice.
-   * @throws TargetError (permanent) naming that event
+   * A replayed direct message that the sender's own retry is sending right now (tried again
+   * later), or delivered while the replay waited (its delivery id is another event's now: the
+   * replay fails). Sending it too would deliver it twice.
+   * @throws TargetError retryable while the retry is being sent, else permanent, naming the
+   *   event that delivered it
    */
   function refuseIfSentMeanwhile(event: StoredEvent): void {
+    if (deps.isBeingSent?.(event.subscription, event.deliveryId)) {
+      throw new TargetError(
+        `not sent yet: the sender's retry of delivery ${event.deliveryId} is being sent now`,
+        { retryAfterSeconds: 5 },
+      );
+    }
     const holder = store.keyHolder(event.subscription, event.deliveryId, deps.now());
     if (holder === null || holder === event.id) return;
     throw new TargetError(

@@ -10,8 +10,9 @@ import type { DeliveryJob } from "../lib/targets/mod.ts";
 import { answer, duplicate, log, reject } from "./_respond.ts";
 import type { IngestDeps } from "./ingest.ts";
 
-/** Direct deliveries under way, keyed by subscription and delivery id. */
-const inFlightKey = (event: NewEvent) => `${event.subscription}\u0000${event.deliveryId}`;
+/** The key of a direct delivery under way: its subscription and delivery id. */
+export const deliveryKey = (subscription: string, deliveryId: string) =>
+  `${subscription}\u0000${deliveryId}`;
 
 /**
  * Direct delivery (CONTRACT §4, §6): 200 when the target took the message, 502 when it did
@@ -39,7 +40,7 @@ export async function deliverNow(
     }
     if (holder !== null) return duplicate(subscription, eventName, deliveryId);
   }
-  const key = inFlightKey(event);
+  const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && inFlight.has(key)) {
     return reject(subscription, 409, "this delivery is already being sent", { "retry-after": "5" });
   }

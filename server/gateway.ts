@@ -19,6 +19,7 @@ import { SubscriptionFileCache } from "../lib/subscription_store.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
+import { deliveryKey } from "./_direct.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
 
@@ -123,6 +124,8 @@ export async function startGateway(
     log: (message, properties) => targetLog.info(message, properties),
     homeTarget: webhook.homeTarget,
   };
+  // Direct deliveries under way, shared by the HTTP side and the worker (see IngestDeps.sending).
+  const sending = new Set<string>();
   const worker = createWorker({
     store,
     runAgent: createAgentRunner(agent, { fetch: fetchFn, env: config.env }),
@@ -133,6 +136,7 @@ export async function startGateway(
     maxConcurrency: agent.maxConcurrency,
     retry: agent.retry,
     log: (level, message, properties) => workerLog[level](message, properties),
+    isBeingSent: (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
   });
 
   const subscriptionLog = getLogger(["agent", "subscriptions"]);
@@ -162,6 +166,7 @@ export async function startGateway(
       deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }, onPartSent),
     now,
     newId: () => crypto.randomUUID(),
+    sending,
   });
 
   let stopping = false;

@@ -54,6 +54,11 @@ export interface IngestDeps {
   now(): number;
   /** Generates delivery ids for requests that carry none. */
   newId(): string;
+  /**
+   * The direct deliveries under way, keyed by {@link deliveryKey}; shared with the worker, so
+   * that a replay does not send a message the sender's retry is sending. @default {a new set}
+   */
+  sending?: Set<string>;
 }
 
 /** Seconds a sender is asked to wait after a 503 from the state database. */
@@ -69,7 +74,10 @@ export type WebhookHandler = (request: Request, name: string) => Promise<Respons
  *   bad input never throws, unexpected errors reach `app.onError`
  */
 export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
-  const state = { inFlight: new Set<string>(), deadlines: new BodyDeadlines(deps.bodyTimeoutMs) };
+  const state = {
+    inFlight: deps.sending ?? new Set<string>(),
+    deadlines: new BodyDeadlines(deps.bodyTimeoutMs),
+  };
   return (request, name) => handleWebhook(request, name, deps, state);
 }
 

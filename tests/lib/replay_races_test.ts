@@ -10,7 +10,7 @@ import { TargetError, UsageError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createWorker, type DeliverFn } from "../../lib/worker.ts";
-import { deliverNow } from "../../server/_direct.ts";
+import { deliverNow, deliveryKey } from "../../server/_direct.ts";
 import type { IngestDeps } from "../../server/ingest.ts";
 import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
 
@@ -39,6 +39,8 @@ async function runWorker(
   clock: { now: number },
   deliver: DeliverFn,
   maxAttempts = 5,
+  isBeingSent?: (subscription: string, deliveryId: string) => boolean,
+  afterPass?: () => Promise<void>,
 ): Promise<void> {
   const timers: { at: number; cb: () => void }[] = [];
   const worker = createWorker({
@@ -55,12 +57,15 @@ async function runWorker(
     },
     retry: { maxAttempts },
     log: () => {},
+    isBeingSent,
   });
   worker.start();
   await worker.idle();
+  await afterPass?.();
   for (let due = store.nextDueAtMs(); due !== null; due = store.nextDueAtMs()) {
     clock.now = Math.max(clock.now, due);
     await worker.idle();
+    await afterPass?.();
   }
   await worker.stop({ deadlineMs: 0 });
 }
@@ -185,6 +190,48 @@ Deno.test("a replay delivered after a wait longer than the key's life holds its 
     );
     assert.equal(store.getEvent(a)!.status, "delivered");
     assert.equal(store.hasSeen("ci", "d-1", clock.now + 1000), true);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a replay waits while the sender's retry of the same message is being sent, then fails", async () => {
+  const store = openStateStore(":memory:");
+  const clock = { now: T0 + 10_000 };
+  try {
+    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
+    // The sender's retry B is under way: the target is slow.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const sentDirect: DeliveryJob[] = [];
+    const sending = new Set<string>();
+    const b = deliverNow(
+      direct({ receivedAtMs: T0 + 5000 }),
+      {},
+      directDeps(store, sentDirect, gate),
+      sending,
+    );
+    assert.ok(sending.has(deliveryKey("ci", "d-1")));
+    // Meanwhile the operator replays A, and the worker would send it: it must not.
+    store.replay(a, clock.now);
+    const sentByWorker: DeliveryJob[] = [];
+    const isBeingSent = (subscription: string, deliveryId: string) =>
+      sending.has(deliveryKey(subscription, deliveryId));
+    // B ends while the replay's first attempt waits for its retry.
+    await runWorker(
+      store,
+      clock,
+      (job) => (sentByWorker.push(job), Promise.resolve()),
+      5,
+      isBeingSent,
+      async () => {
+        release();
+        await b;
+      },
+    );
+    assert.equal(sentDirect.length + sentByWorker.length, 1, "sent once");
+    assert.equal(store.getEvent(a)!.status, "failed");
+    assert.match(store.getEvent(a)!.lastError ?? "", /delivered meanwhile/);
   } finally {
     await store.close();
   }
