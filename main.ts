@@ -18,6 +18,8 @@ function realContext(): CommandContext {
     stdout: (text) => Deno.stdout.writeSync(encoder.encode(text + "\n")),
     stderr: (text) => Deno.stderr.writeSync(encoder.encode(text + "\n")),
     readLine: (question) => Promise.resolve(prompt(question.trimEnd())),
+    readSecret: (question) =>
+      Deno.stdin.isTerminal() ? readHidden(question) : Promise.resolve(prompt(question.trimEnd())),
     isTerminal: Deno.stdin.isTerminal() && Deno.stdout.isTerminal(),
     fetch: globalThis.fetch,
     now: Date.now,
@@ -38,6 +40,34 @@ function realContext(): CommandContext {
     },
     hurrySignal: hurry.signal,
   };
+}
+
+/**
+ * Reads a line from the terminal without echoing it: raw mode, Enter ends it, Backspace erases,
+ * Ctrl-C or Ctrl-D on an empty line gives null (cancelled).
+ * @param question written before reading
+ */
+async function readHidden(question: string): Promise<string | null> {
+  const encoder = new TextEncoder();
+  await Deno.stdout.write(encoder.encode(question));
+  const typed: number[] = [];
+  const chunk = new Uint8Array(256);
+  Deno.stdin.setRaw(true);
+  try {
+    for (;;) {
+      const count = await Deno.stdin.read(chunk);
+      if (count === null) return null;
+      for (const byte of chunk.subarray(0, count)) {
+        if (byte === 13 || byte === 10) return new TextDecoder().decode(new Uint8Array(typed));
+        if (byte === 3 || (byte === 4 && typed.length === 0)) return null;
+        if (byte === 127 || byte === 8) typed.pop();
+        else if (byte >= 32) typed.push(byte);
+      }
+    }
+  } finally {
+    Deno.stdin.setRaw(false);
+    await Deno.stdout.write(encoder.encode("\n"));
+  }
 }
 
 /**

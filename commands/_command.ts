@@ -17,6 +17,11 @@ export interface CommandContext {
   stderr: (text: string) => void;
   /** Reads one line from standard input for interactive prompts; `null` at end of input. */
   readLine: (prompt: string) => Promise<string | null>;
+  /**
+   * Reads one line like {@link readLine}, without showing what is typed (a token). Absent, the
+   * line is read with `readLine`.
+   */
+  readSecret?: (prompt: string) => Promise<string | null>;
   /** True when standard input and output are both a terminal (interactive prompts allowed). */
   isTerminal: boolean;
   /** HTTP client, for `webhook test`. */

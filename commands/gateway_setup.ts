@@ -211,11 +211,14 @@ async function ask(
   ctx: CommandContext,
   current: { enabled: boolean; host: string; port: number; secret?: string },
 ): Promise<Answers> {
-  const line = async (question: string) => {
-    const answer = await ctx.readLine(question);
+  const read = (reader: (question: string) => Promise<string | null>) => async (q: string) => {
+    const answer = await reader(q);
     if (answer === null) throw new UsageError("Setup cancelled: no more input");
     return answer.trim();
   };
+  const line = read(ctx.readLine);
+  // Tokens are not shown as they are typed (nor left in the terminal's scrollback).
+  const hidden = read(ctx.readSecret ?? ctx.readLine);
   const enabled = await askUntil(ctx, () => line("Enable the webhook platform? [Y/n] "), (a) => {
     if (a === "" || /^y(es)?$/i.test(a)) return true;
     if (/^no?$/i.test(a)) return false;
@@ -234,7 +237,7 @@ async function ask(
     host,
     port,
     secret: secret || (current.secret ? undefined : generateSecret()),
-    env: await askChatPlatform(ctx, line),
+    env: await askChatPlatform(ctx, line, hidden),
   };
 }
 
@@ -242,6 +245,7 @@ async function ask(
 async function askChatPlatform(
   ctx: CommandContext,
   line: (question: string) => Promise<string>,
+  hidden: (question: string) => Promise<string>,
 ): Promise<Record<string, string>> {
   const names = Object.keys(CHAT_PLATFORMS);
   const platform = await askUntil(
@@ -256,7 +260,7 @@ async function askChatPlatform(
   if (!platform) return {};
   const [tokenKey, homeKey] = CHAT_PLATFORMS[platform as keyof typeof CHAT_PLATFORMS];
   const env: Record<string, string> = {};
-  const token = await line(`${tokenKey} (Enter to skip) `);
+  const token = await hidden(`${tokenKey} (not shown; Enter to skip) `);
   if (token) env[tokenKey] = token;
   const home = await line(`${homeKey}: default chat or channel id (Enter to skip) `);
   if (home) env[homeKey] = home;

@@ -128,23 +128,29 @@ Deno.test({
           timeoutMs: 30_000,
           what: `${prompt}`,
         });
-        await tmux("send-keys", "-t", session, keys, "Enter");
+        await tmux("send-keys", "-t", session, "--", keys, "Enter");
       };
       await answer(/Enable the webhook platform\? \[Y\/n\]/, "y");
       await answer(/Listen host \[127\.0\.0\.1\]/, "0.0.0.0");
       await answer(/Port \[8644\]/, "8650");
       await answer(/Global HMAC secret/, "terminal-secret-1");
-      await answer(/Chat platform for answers/, "");
+      await answer(/Chat platform for answers/, "telegram");
+      await answer(/TELEGRAM_BOT_TOKEN \(not shown; Enter to skip\)/, "123:HIDDENtokenABC");
+      await answer(/TELEGRAM_HOME_CHANNEL/, "-100555");
       const final = await eventually(async () => {
         const text = await screen();
         return /EXIT=\d+/.test(text) ? text : "";
       }, { timeoutMs: 30_000, what: "setup to finish" });
       assert.match(final, /EXIT=0/);
       assert.match(final, /Wrote .*config\.yaml/);
+      assert.doesNotMatch(final, /HIDDENtoken/, "the token is not shown as it is typed");
+      assert.match(final, /-100555/, "the home channel is");
     } finally {
       await tmux("kill-session", "-t", session);
     }
     const config = await loadConfig({ AGENT_HOME: h.home });
+    assert.equal(config.env.TELEGRAM_BOT_TOKEN, "123:HIDDENtokenABC");
+    assert.equal(config.env.TELEGRAM_HOME_CHANNEL, "-100555");
     assert.equal(config.webhook.enabled, true);
     assert.equal(config.webhook.host, "0.0.0.0");
     assert.equal(config.webhook.port, 8650);
