@@ -286,10 +286,14 @@ async function narrowMode(path: string): Promise<void> {
   }
 }
 
-/** Reads `.env` with `node:util` `parseEnv`; a missing file is empty. */
+/**
+ * Reads `.env` with `node:util` `parseEnv`; a missing file is empty.
+ * @throws ConfigError when the file cannot be read, or has a line that is not `KEY=value`
+ */
 async function readEnvFile(path: string): Promise<Record<string, string>> {
+  let text: string;
   try {
-    return parseEnv(await Deno.readTextFile(path)) as Record<string, string>;
+    text = await Deno.readTextFile(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return {};
     throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`, {
@@ -297,6 +301,39 @@ async function readEnvFile(path: string): Promise<Record<string, string>> {
       cause: error,
     });
   }
+  checkEnvLines(text, path);
+  return parseEnv(text) as Record<string, string>;
+}
+
+const ENV_ASSIGNMENT = /^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\s*=(.*)$/;
+
+/**
+ * Refuses a `.env` line that is neither blank, a `#` comment nor `KEY=value` (a quoted value may
+ * run over several lines): `parseEnv` skips such a line without a word, so `TOKEN 123` (the `=`
+ * forgotten) would leave the variable unset and surface much later as "TOKEN is not set".
+ * The line's text is not quoted: it may hold a secret.
+ * @throws ConfigError naming the file and the line number
+ */
+function checkEnvLines(text: string, path: string): void {
+  let closing: string | undefined; // the quote that ends a value spanning lines
+  text.split(/\r?\n/).forEach((line, index) => {
+    if (closing !== undefined) {
+      if (line.includes(closing)) closing = undefined;
+      return;
+    }
+    if (line.trim() === "" || line.trimStart().startsWith("#")) return;
+    const value = line.match(ENV_ASSIGNMENT)?.[1].trimStart();
+    if (value === undefined) {
+      throw new ConfigError(
+        `${path} line ${index + 1} is not KEY=value (is the "=" missing?); fix or remove it`,
+        { file: path },
+      );
+    }
+    const quote = value[0];
+    if ((quote === '"' || quote === "'" || quote === "`") && !value.slice(1).includes(quote)) {
+      closing = quote;
+    }
+  });
 }
 
 async function readYamlFile(path: string): Promise<{ exists: boolean; data: unknown }> {

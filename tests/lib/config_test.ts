@@ -216,3 +216,23 @@ Deno.test("loadConfig() refuses a static route's unknown target, a bad extra.hom
     assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.host, host);
   }
 });
+
+Deno.test("loadConfig() refuses a .env line that is not KEY=value, naming the line but not its text", async () => {
+  await using h = await tempHome({
+    env: "# tokens\nOPENAI_API_KEY=sk-1\nTELEGRAM_BOT_TOKEN 123:secret-token\n",
+  });
+  await assert.rejects(loadConfig({ AGENT_HOME: h.home }), (error: Error) => {
+    assert.ok(error instanceof ConfigError);
+    assert.match(error.message, /\.env line 3 is not KEY=value \(is the "=" missing\?\)/);
+    assert.doesNotMatch(error.message, /secret-token/);
+    return true;
+  });
+  // Comments, blank lines, export and values over several lines are fine.
+  await using ok = await tempHome({
+    env: "\n  # note\nexport A=1\nB=\"two\nlines\"\nC='x'\nD=`y`\nE=\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: ok.home });
+  assert.equal(config.env.A, "1");
+  assert.equal(config.env.B, "two\nlines");
+  assert.equal(config.env.E, "");
+});
