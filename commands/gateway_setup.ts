@@ -224,7 +224,11 @@ async function ask(
     if (/^no?$/i.test(a)) return false;
     throw new UsageError("Answer y or n");
   });
-  const host = (await line(`Listen host [${current.host}] `)) || current.host;
+  const host = await askUntil(ctx, () => line(`Listen host [${current.host}] `), (a) => {
+    if (a === "") return current.host;
+    if (!isListenHost(a)) throw new UsageError(`The host must be ${LISTEN_HOST_RULE}`);
+    return a;
+  });
   const port = await askUntil(
     ctx,
     () => line(`Port [${current.port}] `),

@@ -76,9 +76,10 @@ Deno.test("setup asks on a terminal, re-asks a bad answer, and takes the default
   await using h = await tempHome();
   const ctx = fakeContext({ AGENT_HOME: h.home }, {
     terminal: true,
-    input: ["", "", "abc", "8645", "", "telegram", "9:tok", "42"],
+    input: ["", "bad host!", "", "abc", "8645", "", "telegram", "9:tok", "42"],
   });
   assert.equal(await runCommand(["gateway", "setup"], ctx), 0);
+  assert.match(ctx.output(), /The host must be a host name or an IP address/);
   assert.match(ctx.output(), /Port must be a whole number/);
   const config = await loadConfig({ AGENT_HOME: h.home });
   assert.equal(config.webhook.enabled, true);
