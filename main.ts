@@ -52,6 +52,13 @@ async function readHidden(question: string): Promise<string | null> {
   await Deno.stdout.write(encoder.encode(question));
   const typed: number[] = [];
   const chunk = new Uint8Array(256);
+  // Killed while reading, the terminal must not stay raw with echo off.
+  const signals = ["SIGTERM", "SIGHUP", "SIGINT"] as const;
+  const onSignal = () => {
+    Deno.stdin.setRaw(false);
+    Deno.exit(130);
+  };
+  for (const signal of signals) Deno.addSignalListener(signal, onSignal);
   Deno.stdin.setRaw(true);
   try {
     for (;;) {
@@ -66,6 +73,7 @@ async function readHidden(question: string): Promise<string | null> {
     }
   } finally {
     Deno.stdin.setRaw(false);
+    for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
     await Deno.stdout.write(encoder.encode("\n"));
   }
 }

@@ -213,7 +213,7 @@ async function ask(
 ): Promise<Answers> {
   const read = (reader: (question: string) => Promise<string | null>) => async (q: string) => {
     const answer = await reader(q);
-    if (answer === null) throw new UsageError("Setup cancelled: no more input");
+    if (answer === null) throw new InputEnded("Setup cancelled: no more input");
     return answer.trim();
   };
   const line = read(ctx.readLine);
@@ -271,6 +271,9 @@ async function askChatPlatform(
   return env;
 }
 
+/** The end of input (Ctrl-D) at a question: the wizard stops instead of asking again. */
+class InputEnded extends UsageError {}
+
 /** Asks again, up to three times, while the answer does not parse. */
 async function askUntil<T>(
   ctx: CommandContext,
@@ -281,7 +284,7 @@ async function askUntil<T>(
     try {
       return parse(await question());
     } catch (error) {
-      if (!(error instanceof UsageError) || tries >= 3) throw error;
+      if (!(error instanceof UsageError) || error instanceof InputEnded || tries >= 3) throw error;
       ctx.stdout(error.message);
     }
   }

@@ -305,7 +305,8 @@ async function readEnvFile(path: string): Promise<Record<string, string>> {
   return parseEnv(text) as Record<string, string>;
 }
 
-const ENV_ASSIGNMENT = /^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\s*=(.*)$/;
+// Any name parseEnv takes (`my.key`, `MY-KEY`): the check is only for a missing "=".
+const ENV_ASSIGNMENT = /^\s*(?:export\s+)?[^=#\s][^=]*=(.*)$/;
 
 /**
  * Refuses a `.env` line that is neither blank, a `#` comment nor `KEY=value` (a quoted value may

@@ -294,8 +294,14 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
-      if (event.mode === "direct" && event.dedupe) refuseIfSentMeanwhile(event);
-      await deps.deliver(jobFor(event, text), (partsSent) => {
+      let job = jobFor(event, text);
+      if (event.mode === "direct" && event.dedupe) {
+        refuseIfSentMeanwhile(event);
+        // The sender's own retries may have got more parts out since the replay was queued.
+        const most = store.partsSentByFailedAttempts(event);
+        if (most > event.partsSent) job = { ...job, partsAlreadySent: most };
+      }
+      await deps.deliver(job, (partsSent) => {
         // The part went out: a failing store must not turn that into a failed delivery.
         partsDelivered = partsSent;
         partsNotRecorded = partsSent;

@@ -29,16 +29,23 @@ export async function deliverNow(
 ): Promise<Response> {
   const { subscription, eventType: eventName, deliveryId } = event;
   if (event.dedupe) {
-    const holder = deps.store.keyHolder(subscription, deliveryId, event.receivedAtMs);
+    // Any holder, its key expired or not: a replay that waited longer than the key's life is
+    // still this message.
+    const holder = deps.store.keyHolder(subscription, deliveryId);
     const held = holder === null ? null : deps.store.getEvent(holder);
-    if (held?.mode === "direct" && (held.status === "queued" || held.status === "running")) {
+    if (
+      held?.mode === "direct" && (held.status === "queued" || held.status === "running") &&
+      !deps.store.wasDelivered(held.id)
+    ) {
       // A replay of this message is waiting or being sent: it may still fail, so the sender
       // keeps its retry (a duplicate answer would end it) and comes back once that is settled.
       return reject(subscription, 409, "this delivery is being sent again by a replay", {
         "retry-after": "5",
       });
     }
-    if (holder !== null) return duplicate(subscription, eventName, deliveryId);
+    if (deps.store.keyHolder(subscription, deliveryId, event.receivedAtMs) !== null) {
+      return duplicate(subscription, eventName, deliveryId);
+    }
   }
   const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && inFlight.has(key)) {

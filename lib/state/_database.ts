@@ -65,8 +65,13 @@ export const STATEMENTS = {
   delivered: "UPDATE events SET status = 'delivered', next_attempt_at = NULL, last_error = NULL, " +
     "updated_at = ? WHERE id = ? RETURNING subscription, delivery_id, dedupe, key_expires_at",
   setKey: "UPDATE events SET key_expires_at = ? WHERE id = ?",
+  // Only a message never delivered: a delivered one whose replay failed keeps its key.
   releaseFailedDirectKey: "UPDATE events SET key_expires_at = NULL " +
-    "WHERE id = ? AND mode = 'direct' AND status = 'failed' AND key_expires_at IS NOT NULL",
+    "WHERE id = ?1 AND mode = 'direct' AND status = 'failed' AND key_expires_at IS NOT NULL " +
+    "AND NOT EXISTS (SELECT 1 FROM attempts WHERE event_id = ?1 AND finished_at IS NOT NULL " +
+    "AND error IS NULL)",
+  everDelivered: "SELECT 1 AS delivered FROM attempts WHERE event_id = ? " +
+    "AND finished_at IS NOT NULL AND error IS NULL LIMIT 1",
   closeAttempt: CLOSE_ATTEMPT,
   nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
   byId: "SELECT * FROM events WHERE id = ?",

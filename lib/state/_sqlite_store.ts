@@ -248,7 +248,12 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
     partsSentByFailedAttempts: (event) => use(() => mostPartsSent(event)),
     keyHolder: (subscription, deliveryId, nowMs) =>
-      use(() => liveKeyHolder(subscription, deliveryId, nowMs) ?? null),
+      use(() => {
+        if (nowMs !== undefined) return liveKeyHolder(subscription, deliveryId, nowMs) ?? null;
+        const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
+        return holder === undefined ? null : String(holder.id);
+      }),
+    wasDelivered: (eventId) => use(() => s.everDelivered.get(eventId) !== undefined),
     hasSeen: (subscription, deliveryId, nowMs) =>
       use(() => s.seen.get(subscription, deliveryId, nowMs) !== undefined),
     claimDue(nowMs, limit) {
@@ -329,7 +334,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           }, nowMs);
           // It resumes after the most parts any failed attempt at the same message got out:
           // the sender's own retries may have sent more than this one.
-          if (replayed.partsSent > 0) {
+          if (event.status !== "delivered") {
             const most = mostPartsSent(replayed);
             if (most > replayed.partsSent) {
               s.savePartsSent.run(most, nowMs, replayed.id);

@@ -131,9 +131,12 @@ export interface StateStore {
   /**
    * The event that holds a delivery id's idempotency key now: the one a retry of that delivery
    * id was (or would be) answered as a duplicate of.
-   * @returns its id, or null when no event holds an unexpired key
+   * @param nowMs with it, only a key unexpired then counts; without it, any key, expired or not
+   * @returns its id, or null when no event holds a key
    */
-  keyHolder(subscription: string, deliveryId: string, nowMs: number): string | null;
+  keyHolder(subscription: string, deliveryId: string, nowMs?: number): string | null;
+  /** Whether an attempt at the event ever ended delivered (a replay may be under way now). */
+  wasDelivered(eventId: string): boolean;
   /**
    * How many parts of a direct-mode message earlier failed attempts already delivered, so the
    * sender's retry resumes after them instead of sending them again. Only attempts of the same

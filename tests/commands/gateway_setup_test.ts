@@ -209,3 +209,10 @@ Deno.test("setup writes what it was asked and says so, even when another setting
   assert.match(ctx.output(), /Note: the gateway will not start until this is fixed: WEBHOOK_PORT/);
   assert.match(await Deno.readTextFile(join(h.home, "config.yaml")), /port: 9000/);
 });
+
+Deno.test("setup stops at once at the end of input, without asking again", async () => {
+  await using h = await tempHome();
+  const ctx = fakeContext({ AGENT_HOME: h.home }, { terminal: true, input: [""] });
+  await assert.rejects(runCommand(["gateway", "setup"], ctx), /Setup cancelled/);
+  assert.equal(ctx.output().match(/Listen host/g)?.length, 1, ctx.output());
+});

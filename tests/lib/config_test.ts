@@ -236,3 +236,10 @@ Deno.test("loadConfig() refuses a .env line that is not KEY=value, naming the li
   assert.equal(config.env.B, "two\nlines");
   assert.equal(config.env.E, "");
 });
+
+for (const line of ["my.key=1", "MY-KEY=1", "1PASSWORD_ITEM=x", "$A=1"]) {
+  Deno.test(`loadConfig() takes a .env name parseEnv takes: ${line}`, async () => {
+    await using h = await tempHome({ env: `OPENAI_API_KEY=sk-1\n${line}\n` });
+    assert.equal((await loadConfig({ AGENT_HOME: h.home })).env.OPENAI_API_KEY, "sk-1");
+  });
+}

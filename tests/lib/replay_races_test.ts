@@ -236,3 +236,125 @@ Deno.test("a replay waits while the sender's retry of the same message is being 
     await store.close();
   }
 });
+
+Deno.test("replaying a failure that sent nothing resumes after the parts a later failed retry sent", async () => {
+  const store = openStateStore(":memory:");
+  try {
+    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
+    await store.recordDirect(direct({ receivedAtMs: T0 + 5000 }), {
+      delivered: false,
+      partsSent: 2,
+    });
+    assert.equal(store.replay(a, T0 + 10_000).partsSent, 2);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a replay that waited for the sender's retry resumes after the parts that retry got out", async () => {
+  const store = openStateStore(":memory:");
+  const clock = { now: T0 + 10_000 };
+  try {
+    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const sending = new Set<string>();
+    const deps = {
+      store,
+      deliverDirect: async (job: DeliveryJob, onPart: (n: number) => void) => {
+        // The retry resumes after part 1, sends parts 2 and 3, then the target fails.
+        assert.equal(job.partsAlreadySent, 1);
+        await gate;
+        onPart(2);
+        onPart(3);
+        throw new TargetError("Telegram 502");
+      },
+    } as unknown as IngestDeps;
+    const b = deliverNow(direct({ receivedAtMs: T0 + 5000 }), {}, deps, sending);
+    store.replay(a, clock.now);
+    const from: number[] = [];
+    await runWorker(
+      store,
+      clock,
+      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve()),
+      5,
+      (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
+      async () => {
+        release();
+        await b;
+      },
+    );
+    assert.equal((await b).status, 502);
+    assert.deepEqual(from, [3], "resumed after part 3");
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a failed replay of a delivered direct message keeps its delivery id: the sender's retry is a duplicate", async () => {
+  const store = openStateStore(":memory:", { now: () => T0 + 1 });
+  const clock = { now: T0 + 10_000 };
+  try {
+    const a = await store.recordDirect(direct(), { delivered: true, partsSent: 1 });
+    store.replay(a, clock.now);
+    // While the resend waits, the message counts as delivered (it was): a duplicate, not 409.
+    const waiting = await deliverNow(
+      direct({ receivedAtMs: clock.now }),
+      {},
+      directDeps(store, []),
+      new Set(),
+    );
+    assert.equal((await waiting.json()).status, "duplicate");
+    await runWorker(
+      store,
+      clock,
+      () => Promise.reject(new TargetError("down", { permanent: true })),
+    );
+    assert.equal(store.getEvent(a)!.status, "failed");
+    const sent: DeliveryJob[] = [];
+    const answer = await deliverNow(
+      direct({ receivedAtMs: clock.now + 1000 }),
+      {},
+      directDeps(store, sent),
+      new Set(),
+    );
+    assert.equal((await answer.json()).status, "duplicate");
+    assert.equal(sent.length, 0);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a replay whose key expired while it waited still makes the sender's retry wait", async () => {
+  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 60 });
+  const clock = { now: T0 + 1000 };
+  try {
+    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
+    store.replay(a, clock.now);
+    let sends = 0;
+    let calls = 0;
+    const sending = new Set<string>();
+    let httpResult: Promise<Response> | undefined;
+    await runWorker(
+      store,
+      clock,
+      async () => {
+        if (++calls === 1) throw new TargetError("429", { retryAfterSeconds: 120 });
+        sends++;
+        // While the worker sends (the event is running, its key expired), the sender retries.
+        const deps = {
+          store,
+          deliverDirect: () => (sends++, Promise.resolve({ target: "telegram", parts: 1 })),
+        } as unknown as IngestDeps;
+        httpResult = deliverNow(direct({ receivedAtMs: clock.now + 10 }), {}, deps, sending);
+        await httpResult;
+      },
+      5,
+      (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
+    );
+    assert.equal((await httpResult!).status, 409);
+    assert.equal(sends, 1);
+  } finally {
+    await store.close();
+  }
+});
