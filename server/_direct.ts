@@ -43,7 +43,7 @@ export async function deliverNow(
         "retry-after": "5",
       });
     }
-    if (deps.store.keyHolder(subscription, deliveryId, event.receivedAtMs) !== null) {
+    if (held && deps.store.keyHolder(subscription, deliveryId, event.receivedAtMs) !== null) {
       return duplicate(subscription, eventName, deliveryId);
     }
   }
