@@ -297,8 +297,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       let job = jobFor(event, text);
       if (event.mode === "direct" && event.dedupe) {
         refuseIfSentMeanwhile(event);
-        // The sender's own retries may have got more parts out since the replay was queued.
-        const most = store.partsSentByFailedAttempts(event);
+        // The sender's own retries may have got more parts out since the replay was queued;
+        // a message delivered once is being sent whole again.
+        const most = store.wasDelivered(event.id) ? 0 : store.partsSentByFailedAttempts(event);
         if (most > event.partsSent) job = { ...job, partsAlreadySent: most };
       }
       await deps.deliver(job, (partsSent) => {

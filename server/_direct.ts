@@ -33,19 +33,20 @@ export async function deliverNow(
     // still this message.
     const holder = deps.store.keyHolder(subscription, deliveryId);
     const held = holder === null ? null : deps.store.getEvent(holder);
+    const live = held !== null &&
+      deps.store.keyHolder(subscription, deliveryId, event.receivedAtMs) !== null;
     if (
       held?.mode === "direct" && (held.status === "queued" || held.status === "running") &&
-      !deps.store.wasDelivered(held.id)
+      (!live || !deps.store.wasDelivered(held.id))
     ) {
-      // A replay of this message is waiting or being sent: it may still fail, so the sender
-      // keeps its retry (a duplicate answer would end it) and comes back once that is settled.
+      // A replay of this message is waiting or being sent: it may still fail (or, its key
+      // expired, it would be sent twice), so the sender keeps its retry and comes back once
+      // that is settled. A message delivered once, its key live, is a duplicate.
       return reject(subscription, 409, "this delivery is being sent again by a replay", {
         "retry-after": "5",
       });
     }
-    if (held && deps.store.keyHolder(subscription, deliveryId, event.receivedAtMs) !== null) {
-      return duplicate(subscription, eventName, deliveryId);
-    }
+    if (live) return duplicate(subscription, eventName, deliveryId);
   }
   const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && inFlight.has(key)) {

@@ -148,7 +148,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   }
 
   /**
-   * Refuses to replay a failed direct message whose delivery id another event holds, expired
+   * Refuses to replay a failed direct message whose delivery id a later event holds, expired
    * or not: the sender's own retry delivered it (or is being sent), so a replay would send it
    * twice.
    * @throws UsageError naming that event
@@ -158,6 +158,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     const holder = s.keyHolder.get(event.subscription, event.deliveryId) as Row | undefined;
     if (holder === undefined || String(holder.id) === event.id) return;
     const other = findEvent(String(holder.id));
+    // An older message that reused the delivery id past its key's life is not this one's retry.
+    if (other !== null && other.receivedAtMs <= event.receivedAtMs) return;
     throw new UsageError(
       `Not replayed: the sender retried delivery ${event.deliveryId} after ${event.id} failed, ` +
         `and that retry is event ${holder.id} (${other?.status ?? "unknown"}); replaying ` +
@@ -334,7 +336,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           }, nowMs);
           // It resumes after the most parts any failed attempt at the same message got out:
           // the sender's own retries may have sent more than this one.
-          if (event.status !== "delivered") {
+          if (s.everDelivered.get(replayed.id) === undefined) {
             const most = mostPartsSent(replayed);
             if (most > replayed.partsSent) {
               s.savePartsSent.run(most, nowMs, replayed.id);

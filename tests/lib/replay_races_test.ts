@@ -358,3 +358,140 @@ Deno.test("a replay whose key expired while it waited still makes the sender's r
     await store.close();
   }
 });
+
+Deno.test("replaying a delivered direct message sends it whole, not after an old failed attempt's parts", async () => {
+  const store = openStateStore(":memory:", { now: () => T0 + 5000 });
+  const clock = { now: T0 + 10_000 };
+  try {
+    // The sender's first request got 2 of 4 parts out, its retry sent parts 3 and 4.
+    await store.recordDirect(direct(), { delivered: false, partsSent: 2 });
+    const b = await store.recordDirect(direct({ receivedAtMs: T0 + 5000 }), {
+      delivered: true,
+      partsSent: 4,
+    });
+    // The operator sends it again (the chat lost it): the whole message.
+    assert.equal(store.replay(b, clock.now).partsSent, 0);
+    const from: number[] = [];
+    await runWorker(
+      store,
+      clock,
+      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve()),
+    );
+    assert.deepEqual(from, [0], "the whole message");
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a failed resend of a delivered message, replayed again, resumes after its own parts only", async () => {
+  const store = openStateStore(":memory:", { now: () => T0 + 5000 });
+  const clock = { now: T0 + 10_000 };
+  try {
+    await store.recordDirect(direct(), { delivered: false, partsSent: 3 });
+    const b = await store.recordDirect(direct({ receivedAtMs: T0 + 5000 }), {
+      delivered: true,
+      partsSent: 4,
+    });
+    store.replay(b, clock.now);
+    // The resend gets part 1 out, then the target refuses for good.
+    await runWorker(store, clock, (_job, onPart) => {
+      onPart?.(1);
+      return Promise.reject(new TargetError("down", { permanent: true }));
+    });
+    assert.equal(store.getEvent(b)!.status, "failed");
+    assert.equal(store.getEvent(b)!.partsSent, 1);
+    const replayed = store.replay(b, clock.now + 1000);
+    assert.equal(replayed.partsSent, 1, "after the resend's own part");
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("plain direct mode: first send, retry after 502 resumes, retry after 200 is a duplicate", async () => {
+  const store = openStateStore(":memory:", { now: () => T0 });
+  try {
+    const first = await deliverNow(direct(), {}, {
+      store,
+      deliverDirect: (_job: DeliveryJob, onPart: (n: number) => void) => {
+        onPart(2);
+        return Promise.reject(new TargetError("502"));
+      },
+    } as unknown as IngestDeps, new Set());
+    assert.equal(first.status, 502);
+    const sent: DeliveryJob[] = [];
+    const retry = await deliverNow(
+      direct({ receivedAtMs: T0 + 1 }),
+      {},
+      directDeps(store, sent),
+      new Set(),
+    );
+    assert.equal(retry.status, 200);
+    assert.equal(sent[0].partsAlreadySent, 2);
+    const again = await deliverNow(
+      direct({ receivedAtMs: T0 + 2 }),
+      {},
+      directDeps(store, sent),
+      new Set(),
+    );
+    assert.equal((await again.json()).status, "duplicate");
+    assert.equal(sent.length, 1);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a resend of a delivered message whose key expired while it waited makes the sender's retry wait", async () => {
+  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 60, now: () => T0 });
+  const clock = { now: T0 + 1000 };
+  try {
+    const a = await store.recordDirect(direct(), { delivered: true, partsSent: 1 });
+    store.replay(a, clock.now);
+    let sends = 0;
+    let calls = 0;
+    const sending = new Set<string>();
+    let httpResult: Promise<Response> | undefined;
+    await runWorker(
+      store,
+      clock,
+      async () => {
+        if (++calls === 1) throw new TargetError("429", { retryAfterSeconds: 120 });
+        sends++;
+        const deps = {
+          store,
+          deliverDirect: () => (sends++, Promise.resolve({ target: "telegram", parts: 1 })),
+        } as unknown as IngestDeps;
+        httpResult = deliverNow(direct({ receivedAtMs: clock.now + 10 }), {}, deps, sending);
+        await httpResult;
+      },
+      5,
+      (s, d) => sending.has(deliveryKey(s, d)),
+    );
+    assert.equal((await httpResult!).status, 409);
+    assert.equal(sends, 1);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a new message that reuses a delivery id past its key's life can be replayed", async () => {
+  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 60, now: () => T0 });
+  try {
+    await store.recordDirect(direct(), { delivered: true, partsSent: 1 });
+    // An hour later the sender reuses the delivery id for a new message, which fails.
+    const deps = {
+      store,
+      deliverDirect: () => Promise.reject(new TargetError("502")),
+    } as unknown as IngestDeps;
+    const answer = await deliverNow(
+      direct({ receivedAtMs: T0 + HOUR, prompt: "new" }),
+      {},
+      deps,
+      new Set(),
+    );
+    assert.equal(answer.status, 502);
+    const failed = store.listEvents({ status: "failed" })[0];
+    assert.equal(store.replay(failed.id, T0 + HOUR + 1000).status, "queued");
+  } finally {
+    await store.close();
+  }
+});
