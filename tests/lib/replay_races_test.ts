@@ -325,39 +325,42 @@ Deno.test("a failed replay of a delivered direct message keeps its delivery id: 
   }
 });
 
-Deno.test("a replay whose key expired while it waited still makes the sender's retry wait", async () => {
-  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 60 });
-  const clock = { now: T0 + 1000 };
-  try {
-    const a = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
-    store.replay(a, clock.now);
-    let sends = 0;
-    let calls = 0;
-    const sending = new Set<string>();
-    let httpResult: Promise<Response> | undefined;
-    await runWorker(
-      store,
-      clock,
-      async () => {
-        if (++calls === 1) throw new TargetError("429", { retryAfterSeconds: 120 });
-        sends++;
-        // While the worker sends (the event is running, its key expired), the sender retries.
-        const deps = {
-          store,
-          deliverDirect: () => (sends++, Promise.resolve({ target: "telegram", parts: 1 })),
-        } as unknown as IngestDeps;
-        httpResult = deliverNow(direct({ receivedAtMs: clock.now + 10 }), {}, deps, sending);
-        await httpResult;
-      },
-      5,
-      (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
-    );
-    assert.equal((await httpResult!).status, 409);
-    assert.equal(sends, 1);
-  } finally {
-    await store.close();
-  }
-});
+for (const delivered of [false, true]) {
+  const what = delivered ? "a resend of a message delivered once" : "a replay";
+  Deno.test(`${what} whose key expired while it waited still makes the sender's retry wait`, async () => {
+    const store = openStateStore(":memory:", { idempotencyTtlSeconds: 60, now: () => T0 });
+    const clock = { now: T0 + 1000 };
+    try {
+      const a = await store.recordDirect(direct(), { delivered, partsSent: delivered ? 1 : 0 });
+      store.replay(a, clock.now);
+      let sends = 0;
+      let calls = 0;
+      const sending = new Set<string>();
+      let httpResult: Promise<Response> | undefined;
+      await runWorker(
+        store,
+        clock,
+        async () => {
+          if (++calls === 1) throw new TargetError("429", { retryAfterSeconds: 120 });
+          sends++;
+          // While the worker sends (the event is running, its key expired), the sender retries.
+          const deps = {
+            store,
+            deliverDirect: () => (sends++, Promise.resolve({ target: "telegram", parts: 1 })),
+          } as unknown as IngestDeps;
+          httpResult = deliverNow(direct({ receivedAtMs: clock.now + 10 }), {}, deps, sending);
+          await httpResult;
+        },
+        5,
+        (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
+      );
+      assert.equal((await httpResult!).status, 409);
+      assert.equal(sends, 1);
+    } finally {
+      await store.close();
+    }
+  });
+}
 
 Deno.test("replaying a delivered direct message sends it whole, not after an old failed attempt's parts", async () => {
   const store = openStateStore(":memory:", { now: () => T0 + 5000 });
@@ -435,39 +438,6 @@ Deno.test("plain direct mode: first send, retry after 502 resumes, retry after 2
     );
     assert.equal((await again.json()).status, "duplicate");
     assert.equal(sent.length, 1);
-  } finally {
-    await store.close();
-  }
-});
-
-Deno.test("a resend of a delivered message whose key expired while it waited makes the sender's retry wait", async () => {
-  const store = openStateStore(":memory:", { idempotencyTtlSeconds: 60, now: () => T0 });
-  const clock = { now: T0 + 1000 };
-  try {
-    const a = await store.recordDirect(direct(), { delivered: true, partsSent: 1 });
-    store.replay(a, clock.now);
-    let sends = 0;
-    let calls = 0;
-    const sending = new Set<string>();
-    let httpResult: Promise<Response> | undefined;
-    await runWorker(
-      store,
-      clock,
-      async () => {
-        if (++calls === 1) throw new TargetError("429", { retryAfterSeconds: 120 });
-        sends++;
-        const deps = {
-          store,
-          deliverDirect: () => (sends++, Promise.resolve({ target: "telegram", parts: 1 })),
-        } as unknown as IngestDeps;
-        httpResult = deliverNow(direct({ receivedAtMs: clock.now + 10 }), {}, deps, sending);
-        await httpResult;
-      },
-      5,
-      (s, d) => sending.has(deliveryKey(s, d)),
-    );
-    assert.equal((await httpResult!).status, 409);
-    assert.equal(sends, 1);
   } finally {
     await store.close();
   }
