@@ -44,7 +44,6 @@ const CLOSE_ATTEMPT = "UPDATE attempts SET finished_at = ?, step = ?, error = ? 
 export const STATEMENTS = {
   keyHolder: `SELECT id, key_expires_at FROM events WHERE ${KEY_HOLDER}`,
   releaseKey: `UPDATE events SET key_expires_at = NULL WHERE ${KEY_HOLDER}`,
-  seen: `SELECT 1 AS seen FROM events WHERE ${KEY_HOLDER} AND key_expires_at > ?`,
   // A row that would take a key already held is not inserted (changes = 0).
   insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(19).fill("?").join(", ")}) ` +
     "ON CONFLICT (subscription, delivery_id) WHERE key_expires_at IS NOT NULL DO NOTHING",

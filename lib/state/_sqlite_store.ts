@@ -257,7 +257,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       }),
     wasDelivered: (eventId) => use(() => s.everDelivered.get(eventId) !== undefined),
     hasSeen: (subscription, deliveryId, nowMs) =>
-      use(() => s.seen.get(subscription, deliveryId, nowMs) !== undefined),
+      use(() => liveKeyHolder(subscription, deliveryId, nowMs) !== undefined),
     claimDue(nowMs, limit) {
       if (limit <= 0) return [];
       const claimed: StoredEvent[] = [];

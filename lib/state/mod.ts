@@ -121,7 +121,8 @@ export interface StateStore {
    */
   accept(event: NewEvent): Promise<AcceptResult>;
   /**
-   * Tells whether a delivery id was already handled (direct mode checks before delivering).
+   * Tells whether a delivery id was already handled: `keyHolder(subscription, deliveryId, nowMs)`
+   * is not null.
    * @param subscription subscription name (keys are scoped per subscription)
    * @param deliveryId delivery id
    * @param nowMs current time; expired keys do not count
