@@ -297,10 +297,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       let job = jobFor(event, text);
       if (event.mode === "direct" && event.dedupe) {
         refuseIfSentMeanwhile(event);
-        // The sender's own retries may have got more parts out since the replay was queued;
-        // a message delivered once is being sent whole again.
-        const most = store.wasDelivered(event.id) ? 0 : store.partsSentByFailedAttempts(event);
-        if (most > event.partsSent) job = { ...job, partsAlreadySent: most };
+        // The sender's own retries may have got more parts out since the replay was queued.
+        job = { ...job, partsAlreadySent: store.resumeAfter(event) };
       }
       await deps.deliver(job, (partsSent) => {
         // The part went out: a failing store must not turn that into a failed delivery.

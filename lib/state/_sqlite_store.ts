@@ -183,6 +183,12 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     return Number(row?.parts ?? 0);
   }
 
+  /** See {@link StateStore.resumeAfter}. */
+  function resumeAfter(event: StoredEvent): number {
+    if (s.everDelivered.get(event.id) !== undefined) return event.partsSent;
+    return Math.max(event.partsSent, mostPartsSent(event));
+  }
+
   /** The id of the event holding a delivery id's key unexpired at `nowMs`, if any. */
   function liveKeyHolder(subscription: string, deliveryId: string, nowMs: number) {
     const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
@@ -194,9 +200,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
    * delivery id's key, unless another event holds it unexpired: the sender's retry of that
    * delivery id is then a duplicate instead of a second copy of the message.
    */
-  function takeKey(eventId: string, row: Row, nowMs: number): void {
-    const subscription = String(row.subscription);
-    const deliveryId = String(row.delivery_id);
+  function takeKey(eventId: string, subscription: string, deliveryId: string, nowMs: number) {
     if (liveKeyHolder(subscription, deliveryId, nowMs) !== undefined) return;
     s.releaseKey.run(subscription, deliveryId);
     s.setKey.run(nowMs + ttlMs, eventId);
@@ -249,6 +253,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     accept: (event) => commits.submit(() => acceptNow(event)),
     recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
     partsSentByFailedAttempts: (event) => use(() => mostPartsSent(event)),
+    resumeAfter: (event) => use(() => resumeAfter(event)),
     keyHolder: (subscription, deliveryId, nowMs) =>
       use(() => {
         if (nowMs !== undefined) return liveKeyHolder(subscription, deliveryId, nowMs) ?? null;
@@ -299,7 +304,9 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           if (row === undefined) throw new NotFoundError(`No event "${eventId}"`);
           s.closeAttempt.run(nowMs, "delivery", null, eventId);
           const keyLive = row.key_expires_at !== null && Number(row.key_expires_at) > nowMs;
-          if (row.dedupe === 1 && !keyLive) takeKey(eventId, row, nowMs);
+          if (row.dedupe === 1 && !keyLive) {
+            takeKey(eventId, String(row.subscription), String(row.delivery_id), nowMs);
+          }
         })
       ),
     markRetry: (eventId, error, step, nextMs, nowMs, options) =>
@@ -330,18 +337,11 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           if (replayed.mode !== "direct" || !replayed.dedupe) return;
           // A direct message to send again takes its delivery id now, not once delivered: the
           // sender's retry meanwhile is then told to wait (409), instead of sending a copy.
-          takeKey(replayed.id, {
-            subscription: replayed.subscription,
-            delivery_id: replayed.deliveryId,
-          }, nowMs);
-          // It resumes after the most parts any failed attempt at the same message got out:
-          // the sender's own retries may have sent more than this one.
-          if (s.everDelivered.get(replayed.id) === undefined) {
-            const most = mostPartsSent(replayed);
-            if (most > replayed.partsSent) {
-              s.savePartsSent.run(most, nowMs, replayed.id);
-              replayed = { ...replayed, partsSent: most };
-            }
+          takeKey(replayed.id, replayed.subscription, replayed.deliveryId, nowMs);
+          const resume = resumeAfter(replayed);
+          if (resume > replayed.partsSent) {
+            s.savePartsSent.run(resume, nowMs, replayed.id);
+            replayed = { ...replayed, partsSent: resume };
           }
         });
         return replayed;

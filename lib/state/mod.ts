@@ -150,6 +150,14 @@ export interface StateStore {
    */
   partsSentByFailedAttempts(event: NewEvent): number;
   /**
+   * The part a replayed direct message resumes after: its own count, or the most parts any
+   * failed attempt at the same message got out (see {@link partsSentByFailedAttempts}), since
+   * the sender's own retries may have sent more. A message delivered once is being sent again
+   * on purpose, from its own count.
+   * @param event the stored direct-mode event
+   */
+  resumeAfter(event: StoredEvent): number;
+  /**
    * Stores a direct-mode event after its delivery, as `delivered` or `failed`. A delivered
    * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.
    * @param event the event
