@@ -52,7 +52,8 @@ export const shopify: Scheme = bodyHmacScheme("shopify", "x-shopify-hmac-sha256"
 
 /**
  * Linear: `Linear-Signature: <hex HMAC-SHA256 of the body>`. Linear's `webhookTimestamp` lives
- * inside the JSON body, which is not parsed before authentication, so it is not checked here.
+ * inside the JSON body, which is not parsed before authentication: the ingest pipeline checks it
+ * against the replay window once the body is parsed (`linearTimestampFresh` in ingest.ts).
  * Source: https://linear.app/developers/webhooks#securing-webhooks
  */
 export const linear: Scheme = bodyHmacScheme("linear", "linear-signature", decodeHex);
