@@ -4,11 +4,16 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { lineTemplate, writeLine } from "../lib/log.ts";
 
 /** The ingest pipeline's logger: one line per decision. */
 export const log = getLogger(["agent", "ingest"]);
 
 type Json = Record<string, unknown>;
+
+/** The lines written on every request, read once (see `writeLine`). */
+export const REJECTED = lineTemplate("rejected {subscription}: {reason}");
+const DUPLICATE = lineTemplate("duplicate {subscription} {event}");
 
 /** A JSON answer with optional extra headers. */
 export function answer(status: number, body: Json, headers: Record<string, string> = {}): Response {
@@ -28,12 +33,12 @@ export function reject(
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   const reason = error.replace(name, subscription);
-  log.warn("rejected {subscription}: {reason}", { subscription, status, reason });
+  writeLine(log, "warning", REJECTED, { subscription, status, reason });
   return answer(status, { error: reason }, headers);
 }
 
 /** The answer to a delivery id already seen, and its log line. */
 export function duplicate(subscription: string, event: string, deliveryId: string): Response {
-  log.info("duplicate {subscription} {event}", { subscription, event, delivery_id: deliveryId });
+  writeLine(log, "info", DUPLICATE, { subscription, event, delivery_id: deliveryId });
   return answer(200, { status: "duplicate", delivery_id: deliveryId });
 }

@@ -6,6 +6,7 @@
  * @module
  */
 import { StoreUnavailableError } from "../lib/errors.ts";
+import { lineTemplate, writeLine } from "../lib/log.ts";
 import { type EventInfo, eventInfo, eventLabel, matchesEvents } from "../lib/event_info.ts";
 import type { RateLimiter } from "../lib/rate_limit.ts";
 import { dispatchFor } from "../lib/routes.ts";
@@ -14,7 +15,7 @@ import { acceptedSecrets, NAME_PATTERN, type Route } from "../lib/subscription.t
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
 import { BodyDeadlines, BodyError, parsePayload, readBody } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
-import { answer, duplicate, log, reject } from "./_respond.ts";
+import { answer, duplicate, log, reject, REJECTED } from "./_respond.ts";
 import {
   DEFAULT_TOLERANCE_SECONDS,
   type SchemeName,
@@ -60,6 +61,10 @@ export interface IngestDeps {
    */
   sending?: Set<string>;
 }
+
+/** The lines written on every request they answer, read once (see `writeLine`). */
+const ACCEPTED = lineTemplate("accepted {subscription} {event}");
+const IGNORED = lineTemplate("ignored {subscription}: event {event} not in filter");
 
 /** Seconds a sender is asked to wait after a 503 from the state database. */
 const STORE_RETRY_AFTER_SECONDS = 5;
@@ -170,7 +175,7 @@ async function authenticate(
 /** The 401 for a signature that is missing, wrong or too old, and its log line. */
 function refuseSignature(name: string, scheme: SchemeName | null, detail: string): Response {
   const error = detail === "missing" ? "missing signature" : "invalid signature";
-  log.warn("rejected {subscription}: {reason}", {
+  writeLine(log, "warning", REJECTED, {
     subscription: name,
     status: 401,
     reason: error,
@@ -247,7 +252,7 @@ async function dispatch(
     return answer(200, { challenge });
   }
   if (!matchesEvents(route.events, info)) {
-    log.info("ignored {subscription}: event {event} not in filter", {
+    writeLine(log, "info", IGNORED, {
       subscription,
       event,
       events: route.events?.join(","),
@@ -273,7 +278,7 @@ async function dispatch(
   }
   if (result.status === "duplicate") return duplicate(subscription, event, info.deliveryId);
   deps.onAccepted();
-  log.info("accepted {subscription} {event}", {
+  writeLine(log, "info", ACCEPTED, {
     subscription,
     event,
     delivery_id: info.deliveryId,

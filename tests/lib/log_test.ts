@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { getLogger, type LogRecord } from "@logtape/logtape";
-import { lineFormatter, startLogging, stopLogging } from "../../lib/log.ts";
+import {
+  lineFormatter,
+  lineTemplate,
+  startLogging,
+  stopLogging,
+  writeLine,
+} from "../../lib/log.ts";
 import { eventually } from "../_helpers.ts";
 
 function record(
@@ -90,5 +96,53 @@ Deno.test("a line reaches gateway.log within about a second while the process ke
   } finally {
     await stopLogging();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("writeLine writes the record and the line that logger.info writes for the same template", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "agent-log-" });
+  const file = join(dir, "gateway.log");
+  const records: LogRecord[] = [];
+  await startLogging({ file, extraSinks: [(record) => records.push(record)] });
+  const template = "accepted {subscription} {event}: {reason}";
+  const properties = {
+    subscription: "gh",
+    event: "issues.opened",
+    reason: "x y",
+    delivery_id: "d-1",
+  };
+  try {
+    const logger = getLogger(["agent", "ingest"]);
+    logger.info(template, properties);
+    writeLine(logger, "info", lineTemplate(template), properties);
+    // Below the configured level: dropped, as logger.debug drops it.
+    writeLine(logger, "debug", lineTemplate(template), properties);
+  } finally {
+    await stopLogging();
+  }
+  const [viaInfo, viaWriteLine] = records.map((record) => ({
+    ...record,
+    message: [...record.message],
+    properties: { ...record.properties },
+    timestamp: 0,
+  }));
+  assert.equal(records.length, 2);
+  assert.deepEqual(viaWriteLine, viaInfo);
+  const lines = (await Deno.readTextFile(file)).trimEnd().split("\n").map((line) => line.slice(24));
+  assert.deepEqual(
+    lines,
+    [
+      " INFO ingest accepted gh issues.opened: x y subscription=gh event=issues.opened " +
+      'reason="x y" delivery_id=d-1',
+    ].flatMap((line) => [line, line]),
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("lineTemplate refuses what LogTape would read differently", () => {
+  assert.deepEqual(lineTemplate("ping {subscription}").keys, ["subscription"]);
+  assert.deepEqual(lineTemplate("no placeholder").texts, ["no placeholder"]);
+  for (const raw of ["a {b.c}", "a {{b}}", "a {b", "a }"]) {
+    assert.throws(() => lineTemplate(raw), /not a plain log template/, raw);
   }
 });
