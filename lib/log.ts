@@ -37,15 +37,17 @@ const SECRET_FIELD = /secret|token|password|passphrase|authorization|signature|a
  * @example `2026-11-21T12:00:00.000Z INFO ingest accepted gh issues.opened subscription=gh`
  */
 export const lineFormatter: TextFormatter = (record) => {
-  let line = `${isoTime(record.timestamp)} ${record.level.toUpperCase()} ${
-    record.category.slice(1).join(".")
-  } `;
-  for (const part of record.message) line += typeof part === "string" ? part : printable(part);
+  let line = isoTime(record.timestamp) + levelAndCategory(record.category, record.level);
+  const message = record.message;
+  for (let i = 0; i < message.length; i++) {
+    const part = message[i];
+    line += typeof part === "string" ? part : printable(part);
+  }
   const properties = record.properties;
   for (const key of Object.keys(properties)) {
     const value = properties[key];
     if (value === undefined) continue;
-    line += ` ${key}=${isSecretField(key) ? "[REDACTED]" : quoteValue(printable(value))}`;
+    line += " " + key + "=" + (isSecretField(key) ? "[REDACTED]" : quoteValue(printable(value)));
   }
   return (ANY_CONTROL.test(line)
     ? line.replace(LINE_BREAKS, " ").replace(OTHER_CONTROLS, escape)
@@ -76,6 +78,21 @@ function isSecretField(key: string): boolean {
   return secret;
 }
 
+// The text between the time and the message, per logger category (LogTape keeps one array per
+// logger) and level: ` INFO ingest `.
+const levelsAndCategories = new WeakMap<readonly string[], Map<string, string>>();
+
+function levelAndCategory(category: readonly string[], level: string): string {
+  let byLevel = levelsAndCategories.get(category);
+  if (byLevel === undefined) levelsAndCategories.set(category, byLevel = new Map());
+  let text = byLevel.get(level);
+  if (text === undefined) {
+    text = ` ${level.toUpperCase()} ${category.slice(1).join(".")} `;
+    byLevel.set(level, text);
+  }
+  return text;
+}
+
 function isoTime(ms: number): string {
   if (ms !== lastTime.ms) lastTime = { ms, text: new Date(ms).toISOString() };
   return lastTime.text;
@@ -85,8 +102,10 @@ function printable(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
 }
 
+const NEEDS_QUOTES = /[\s"=]/;
+
 function quoteValue(text: string): string {
-  return text === "" || /[\s"=]/.test(text) ? JSON.stringify(text) : text;
+  return text === "" || NEEDS_QUOTES.test(text) ? JSON.stringify(text) : text;
 }
 
 /**
