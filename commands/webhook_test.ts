@@ -10,14 +10,17 @@ import { localUrl, runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { allRoutes } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
+import type { SchemeName } from "../server/signatures/mod.ts";
+import { signRequest } from "../server/signatures/sign.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
 const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE]
 
-Signs a test event with the subscription's secret (X-Hub-Signature-256, as GitHub does) and
-posts it to the running gateway. --payload is a JSON object; --event sets X-GitHub-Event
-(default: test).`;
+Signs a test event with the subscription's secret, as GitHub does (X-Hub-Signature-256), or as
+the scheme the subscription is pinned to with --auth does, and posts it to the running gateway.
+--payload is a JSON object; --event sets X-GitHub-Event (default: test), and for Stripe and
+Standard Webhooks, which sign the event type in the payload, its "type" unless it has one.`;
 
 const options = { payload: { type: "string" }, event: { type: "string" } } as const;
 
@@ -46,8 +49,10 @@ export const webhookTest: Command = {
       return 1;
     }
     const event = values.event ?? "test";
+    const scheme = (route.auth ?? "github") as SchemeName;
+    completePayload(scheme, payload, event, Date.now());
     reportMissingPaths(route, payload, event, ctx);
-    return await send({ route, payload, event, secret, config, ctx });
+    return await send({ route, scheme, payload, event, secret, config, ctx });
   },
 };
 
@@ -65,6 +70,26 @@ function parseTestPayload(text: string | undefined): Record<string, unknown> {
     throw new UsageError('--payload must be a JSON object, e.g. \'{"issue":{"title":"x"}}\'');
   }
   return payload as Record<string, unknown>;
+}
+
+/**
+ * Adds what the scheme's gateway checks require and its senders always send, when the payload
+ * lacks it: the event type for the schemes that take it from the signed payload (Stripe,
+ * Standard Webhooks), and Linear's `webhookTimestamp` (milliseconds), without which the gateway
+ * refuses a Linear request.
+ */
+function completePayload(
+  scheme: SchemeName,
+  payload: Record<string, unknown>,
+  event: string,
+  nowMs: number,
+): void {
+  if ((scheme === "stripe" || scheme === "standard") && !Object.hasOwn(payload, "type")) {
+    payload.type = event;
+  }
+  if (scheme === "linear" && !Object.hasOwn(payload, "webhookTimestamp")) {
+    payload.webhookTimestamp = nowMs;
+  }
 }
 
 function reportMissingPaths(
@@ -104,6 +129,7 @@ function suggestEvent(filter: string | undefined): string {
 async function send(
   options: {
     route: Route;
+    scheme: SchemeName;
     payload: unknown;
     event: string;
     secret: string;
@@ -111,17 +137,24 @@ async function send(
     ctx: CommandContext;
   },
 ): Promise<number> {
-  const { route, event, secret, config, ctx } = options;
+  const { route, scheme, event, secret, config, ctx } = options;
   const body = JSON.stringify(options.payload);
   // The running gateway says where it listens (it may have been started with --port).
   const running = await runningGatewayUrl(config.paths.stateDb);
   const base = running ?? localUrl(config.webhook.host, config.webhook.port);
   const url = `${base}/webhooks/${route.name}`;
-  const auth = await authHeaders(route.auth, secret, body);
+  const deliveryId = crypto.randomUUID();
+  const auth = signRequest(scheme, secret, body, {
+    deliveryId,
+    nowSeconds: Math.floor(Date.now() / 1000),
+  });
   if (!auth) {
+    const fix = route.origin === "static"
+      ? "correct it in config.yaml"
+      : `set a new one with agent webhook rotate-secret ${route.name}`;
     ctx.stderr(
-      `Subscription "${route.name}" only accepts ${route.auth} signatures; test can sign as ` +
-        "github, gitlab or bearer. Send a real event from the provider instead.",
+      `The secret of "${route.name}" gives no ${scheme} signing key (a whsec_ secret must be ` +
+        `base64): ${fix}.`,
     );
     return 1;
   }
@@ -132,7 +165,7 @@ async function send(
       headers: {
         "content-type": "application/json",
         "x-github-event": event,
-        "x-github-delivery": crypto.randomUUID(),
+        "x-github-delivery": deliveryId,
         "user-agent": "agent-webhook-test",
         ...auth,
       },
@@ -165,39 +198,13 @@ async function send(
 }
 
 /**
- * The authentication headers for the subscription's pinned scheme (GitHub when not pinned),
- * or null for a scheme `test` cannot produce.
- */
-async function authHeaders(
-  scheme: string | undefined,
-  secret: string,
-  body: string,
-): Promise<Record<string, string> | null> {
-  switch (scheme ?? "github") {
-    case "github":
-      return { "x-hub-signature-256": await signGitHub(secret, body) };
-    case "gitlab":
-      return { "x-gitlab-token": secret };
-    case "bearer":
-      return { authorization: `Bearer ${secret}` };
-    default:
-      return null;
-  }
-}
-
-/**
  * `sha256=<hex>` HMAC-SHA256 of the body's UTF-8 bytes, as GitHub signs (X-Hub-Signature-256).
  * Source: https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
+ * @param secret the secret (not empty)
+ * @param body the body text
+ * @returns the header value
  */
-export async function signGitHub(secret: string, body: string): Promise<string> {
-  const encoder = new TextEncoder();
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const signature = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(body)));
-  return `sha256=${Array.from(signature, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+export function signGitHub(secret: string, body: string): string {
+  const headers = signRequest("github", secret, body, { deliveryId: "", nowSeconds: 0 });
+  return headers?.["x-hub-signature-256"] ?? "";
 }

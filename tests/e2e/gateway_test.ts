@@ -9,6 +9,7 @@ import { DatabaseSync } from "node:sqlite";
 import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
+import { SCHEME_NAMES } from "../../server/signatures/mod.ts";
 import {
   eventually,
   type GatewayProcess,
@@ -385,4 +386,39 @@ Deno.test("webhook test and gateway setup find a gateway started on another port
     setup.stdout,
     new RegExp(`A gateway is running with this home \\(${gateway.url}\\): restart it`),
   );
+});
+
+Deno.test("webhook test signs as the scheme a subscription is pinned to, for every scheme", async () => {
+  await using h = await tempHome();
+  const llm = await startFakeLlm({ answer: () => "noted" });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  const env = { AGENT_HOME: h.home, ...llm.env };
+  await using _gateway = await startGatewayProcess(env);
+  for (const scheme of SCHEME_NAMES) {
+    const sub = await runCli(
+      ["webhook", "subscribe", `pinned-${scheme}`, "--auth", scheme, "--events", "deploy"],
+      env,
+    );
+    assert.equal(sub.code, 0, sub.stderr);
+  }
+  const tests = await Promise.all(
+    SCHEME_NAMES.map((scheme) =>
+      runCli(["webhook", "test", `pinned-${scheme}`, "--event", "deploy"], env)
+    ),
+  );
+  tests.forEach((test, i) => {
+    const what = `${SCHEME_NAMES[i]}: ${test.stdout}${test.stderr}`;
+    assert.equal(test.code, 0, what);
+    // The filter passed: Stripe and Standard Webhooks read the type from the signed payload.
+    assert.match(test.stdout, /^202 [^]*"status":"accepted".*"event":"deploy"/m, what);
+  });
+
+  const bad = await runCli(
+    ["webhook", "subscribe", "bad-key", "--auth", "standard", "--secret", "whsec_not base64!"],
+    env,
+  );
+  assert.equal(bad.code, 0, bad.stderr);
+  const refused = await runCli(["webhook", "test", "bad-key"], env);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /gives no standard signing key \(a whsec_ secret must be base64\)/);
 });
