@@ -97,6 +97,7 @@ function publicFields(event: StoredEvent) {
     id: event.id,
     subscription: event.subscription,
     event: event.eventType,
+    source: event.source,
     delivery_id: event.deliveryId,
     mode: event.mode,
     status: event.status,

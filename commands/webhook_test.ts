@@ -10,7 +10,7 @@ import { localUrl, runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { allRoutes } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
-import type { SchemeName } from "../server/signatures/mod.ts";
+import { SCHEME_NAMES, type SchemeName } from "../server/signatures/mod.ts";
 import { signRequest } from "../server/signatures/sign.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
@@ -19,8 +19,9 @@ const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE]
 
 Signs a test event with the subscription's secret, as GitHub does (X-Hub-Signature-256), or as
 the scheme the subscription is pinned to with --auth does, and posts it to the running gateway.
---payload is a JSON object; --event sets X-GitHub-Event (default: test), and for Stripe and
-Standard Webhooks, which sign the event type in the payload, its "type" unless it has one.`;
+--payload is a JSON object. --event (default: test) is sent where the scheme's senders put the
+event type: X-GitHub-Event, X-Gitlab-Event, or for the other schemes the payload's "type"
+(unless the payload has a type of its own). A Linear payload gets the current webhookTimestamp.`;
 
 const options = { payload: { type: "string" }, event: { type: "string" } } as const;
 
@@ -48,11 +49,17 @@ export const webhookTest: Command = {
       ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
       return 1;
     }
-    const event = values.event ?? "test";
-    const scheme = (route.auth ?? "github") as SchemeName;
-    completePayload(scheme, payload, event, Date.now());
-    reportMissingPaths(route, payload, event, ctx);
-    return await send({ route, scheme, payload, event, secret, config, ctx });
+    const scheme = route.auth ?? "github";
+    if (!isSchemeName(scheme)) {
+      ctx.stderr(
+        `Subscription "${name}" is pinned to an unknown signature scheme "${scheme}" (valid: ` +
+          `${SCHEME_NAMES.join(", ")}), so the gateway refuses its requests.`,
+      );
+      return 1;
+    }
+    const sent = placeEvent(scheme, payload, values.event ?? "test", Date.now());
+    reportMissingPaths(route, payload, sent.type, ctx);
+    return await send({ route, scheme, payload, sent, secret, config, ctx });
   },
 };
 
@@ -72,24 +79,76 @@ function parseTestPayload(text: string | undefined): Record<string, unknown> {
   return payload as Record<string, unknown>;
 }
 
+/** Where a test event's type is, and the headers that carry it and its delivery id. */
+interface SentEvent {
+  /** The event type the gateway will read. */
+  type: string;
+  /** The payload's field that holds its own type (which `--event` did not set), if any. */
+  typeField?: string;
+  /** Event type and delivery id headers (the signature's come from `signRequest`). */
+  headers: Record<string, string>;
+  /** The delivery id sent, for the schemes that send one. */
+  deliveryId: string;
+}
+
+const PAYLOAD_TYPE_FIELDS = ["type", "event_type", "event"];
+
 /**
- * Adds what the scheme's gateway checks require and its senders always send, when the payload
- * lacks it: the event type for the schemes that take it from the signed payload (Stripe,
- * Standard Webhooks), and Linear's `webhookTimestamp` (milliseconds), without which the gateway
- * refuses a Linear request.
+ * Puts the event type and a fresh delivery id where the scheme's senders put them, as
+ * lib/event_info.ts reads them: GitHub's and GitLab's headers; for the other schemes the
+ * payload's `type` (a payload with a `type`, `event_type` or `event` of its own keeps it), and
+ * the delivery id header each sender uses (Standard Webhooks' signed `webhook-id` comes with the
+ * signature; Stripe and Slack ids are the payload's `id` and `event_id`). A Linear payload gets
+ * the current `webhookTimestamp` (milliseconds): the gateway refuses one older than 5 minutes,
+ * and a payload copied from a real delivery carries an old one.
+ * @param payload changed in place
  */
-function completePayload(
+function placeEvent(
   scheme: SchemeName,
   payload: Record<string, unknown>,
   event: string,
   nowMs: number,
-): void {
-  if ((scheme === "stripe" || scheme === "standard") && !Object.hasOwn(payload, "type")) {
-    payload.type = event;
+): SentEvent {
+  const deliveryId = crypto.randomUUID();
+  if (scheme === "linear") payload.webhookTimestamp = nowMs;
+  if (scheme === "github") {
+    return {
+      type: event,
+      headers: { "x-github-event": event, "x-github-delivery": deliveryId },
+      deliveryId,
+    };
   }
-  if (scheme === "linear" && !Object.hasOwn(payload, "webhookTimestamp")) {
-    payload.webhookTimestamp = nowMs;
+  if (scheme === "gitlab") {
+    const kind = payload.object_kind;
+    return {
+      type: typeof kind === "string" && kind !== "" ? kind : event,
+      typeField: typeof kind === "string" && kind !== "" ? "object_kind" : undefined,
+      headers: { "x-gitlab-event": event, "x-gitlab-event-uuid": deliveryId },
+      deliveryId,
+    };
   }
+  const own = PAYLOAD_TYPE_FIELDS.find((field) => Object.hasOwn(payload, field));
+  if (own === undefined) payload.type = event;
+  const type = payload[own ?? "type"];
+  const idHeader = ID_HEADERS[scheme];
+  return {
+    type: typeof type === "string" ? type : "unknown",
+    typeField: own,
+    headers: idHeader ? { [idHeader]: deliveryId } : {},
+    deliveryId,
+  };
+}
+
+/** The delivery id header of each scheme's senders, where they send one. */
+const ID_HEADERS: Partial<Record<SchemeName, string>> = {
+  shopify: "x-shopify-webhook-id",
+  linear: "linear-delivery",
+  generic: "idempotency-key",
+  bearer: "idempotency-key",
+};
+
+function isSchemeName(name: string): name is SchemeName {
+  return (SCHEME_NAMES as readonly string[]).includes(name);
 }
 
 function reportMissingPaths(
@@ -114,12 +173,15 @@ function reportMissingPaths(
 }
 
 /**
- * The flags that send an event a filter entry accepts: `--event issues` for `issues`, and for
- * `issues.opened` also the payload's action, since GitHub sends the action in the body, not in
- * `X-GitHub-Event`.
+ * What sends an event a filter entry accepts. A payload with a type of its own: that type.
+ * GitHub and GitLab: `--event issues` for `issues`, and for `issues.opened` also the payload's
+ * action, which they send in the body. The other schemes read the whole entry as the payload's
+ * type (`payment_intent.succeeded`), which `--event` sets.
  */
-function suggestEvent(filter: string | undefined): string {
+function suggestEvent(scheme: SchemeName, sent: SentEvent, filter: string | undefined): string {
   if (filter === undefined) return "--event <type>";
+  if (sent.typeField !== undefined) return `"${sent.typeField}": "${filter}" in --payload`;
+  if (scheme !== "github" && scheme !== "gitlab") return `--event ${filter}`;
   const dot = filter.indexOf(".");
   if (dot < 0) return `--event ${filter}`;
   const action = JSON.stringify({ action: filter.slice(dot + 1) });
@@ -131,21 +193,20 @@ async function send(
     route: Route;
     scheme: SchemeName;
     payload: unknown;
-    event: string;
+    sent: SentEvent;
     secret: string;
     config: Config;
     ctx: CommandContext;
   },
 ): Promise<number> {
-  const { route, scheme, event, secret, config, ctx } = options;
+  const { route, scheme, sent, secret, config, ctx } = options;
   const body = JSON.stringify(options.payload);
   // The running gateway says where it listens (it may have been started with --port).
   const running = await runningGatewayUrl(config.paths.stateDb);
   const base = running ?? localUrl(config.webhook.host, config.webhook.port);
   const url = `${base}/webhooks/${route.name}`;
-  const deliveryId = crypto.randomUUID();
   const auth = signRequest(scheme, secret, body, {
-    deliveryId,
+    deliveryId: sent.deliveryId,
     nowSeconds: Math.floor(Date.now() / 1000),
   });
   if (!auth) {
@@ -164,9 +225,8 @@ async function send(
       method: "POST",
       headers: {
         "content-type": "application/json",
-        "x-github-event": event,
-        "x-github-delivery": deliveryId,
         "user-agent": "agent-webhook-test",
+        ...sent.headers,
         ...auth,
       },
       body,
@@ -183,9 +243,15 @@ async function send(
   ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
   if (response.status === 200 && text.includes('"ignored"')) {
     ctx.stdout(
-      `The event "${event}" is not in the subscription's filter (${
+      `The event "${sent.type}" is not in the subscription's filter (${
         route.events?.join(", ")
-      }). Try ${suggestEvent(route.events?.[0])}.`,
+      }). Try ${suggestEvent(scheme, sent, route.events?.[0])}.`,
+    );
+  }
+  if (text.includes('"duplicate"')) {
+    ctx.stdout(
+      "The gateway has already seen this delivery id: for Stripe it is the payload's id, for " +
+        "Slack its event_id. Change it in --payload to send the event again.",
     );
   }
   if (response.status === 502) {

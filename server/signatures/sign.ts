@@ -34,7 +34,8 @@ export interface SignOptions {
  * @param body the exact body text to be sent (signed as its UTF-8 bytes)
  * @param options the delivery id and the time the timestamped schemes sign
  * @returns lower-case header names and values, e.g. `{"x-hub-signature-256": "sha256=<hex>"}`;
- *   null when the secret gives no key (empty, or a `whsec_` secret that is not base64)
+ *   null when the secret gives no key (empty, or a `whsec_` secret that is not base64), or
+ *   for a name that is no scheme (a hand-edited file)
  */
 export function signRequest(
   scheme: SchemeName,
@@ -83,5 +84,7 @@ export function signRequest(
         "webhook-signature": `v1,${hmac(signed, key).digest("base64")}`,
       };
     }
+    default:
+      return null;
   }
 }

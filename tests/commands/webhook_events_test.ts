@@ -153,6 +153,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
     id: "evt_aaa002",
     subscription: "gh",
     event: "issues.opened",
+    source: "github",
     delivery_id: "d-failed",
     mode: "agent",
     status: "failed",

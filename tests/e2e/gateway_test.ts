@@ -409,9 +409,54 @@ Deno.test("webhook test signs as the scheme a subscription is pinned to, for eve
   tests.forEach((test, i) => {
     const what = `${SCHEME_NAMES[i]}: ${test.stdout}${test.stderr}`;
     assert.equal(test.code, 0, what);
-    // The filter passed: Stripe and Standard Webhooks read the type from the signed payload.
+    // The filter passed: the type went where each scheme's gateway reads it.
     assert.match(test.stdout, /^202 [^]*"status":"accepted".*"event":"deploy"/m, what);
   });
+  const events = await runCli(["webhook", "events", "--json", "--limit", "20"], env);
+  const sources = Object.fromEntries(
+    (JSON.parse(events.stdout) as { subscription: string; source: string }[])
+      .map((event) => [event.subscription.replace("pinned-", ""), event.source]),
+  );
+  // Who sent it, as the real senders' headers say (the `origin` target replies by it).
+  assert.deepEqual(sources, {
+    github: "github",
+    gitlab: "gitlab",
+    standard: "standard",
+    stripe: "stripe",
+    slack: "other",
+    shopify: "other",
+    linear: "other",
+    generic: "other",
+    bearer: "other",
+  });
+
+  // A Linear payload copied from a real delivery carries an old timestamp: the test's is now.
+  const linear = await runCli(
+    [
+      "webhook",
+      "test",
+      "pinned-linear",
+      "--event",
+      "deploy",
+      "--payload",
+      '{"webhookTimestamp":1}',
+    ],
+    env,
+  );
+  assert.equal(linear.code, 0, linear.stdout + linear.stderr);
+  // A Stripe payload's own type and id are what the gateway reads.
+  const charge = '{"id":"evt_1","type":"charge.succeeded"}';
+  const ignored = await runCli(["webhook", "test", "pinned-stripe", "--payload", charge], env);
+  assert.match(ignored.stdout, /"status":"ignored","event":"charge\.succeeded"/);
+  assert.match(
+    ignored.stdout,
+    /The event "charge\.succeeded" is not in .* Try "type": "deploy" in --payload\./,
+  );
+  const deploy = '{"id":"evt_1","type":"deploy"}';
+  const first = await runCli(["webhook", "test", "pinned-stripe", "--payload", deploy], env);
+  assert.match(first.stdout, /"status":"accepted"/, first.stdout);
+  const again = await runCli(["webhook", "test", "pinned-stripe", "--payload", deploy], env);
+  assert.match(again.stdout, /"status":"duplicate"[^]*for Stripe it is the payload's id/);
 
   const bad = await runCli(
     ["webhook", "subscribe", "bad-key", "--auth", "standard", "--secret", "whsec_not base64!"],

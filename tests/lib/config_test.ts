@@ -180,12 +180,17 @@ Deno.test("loadConfig() treats an empty variable as unset", async () => {
   assert.equal(config.webhook.host, "127.0.0.1");
 });
 
-Deno.test("loadConfig() refuses a static route's unknown target, a bad extra.home and a bad host, naming the key", async () => {
+Deno.test("loadConfig() refuses a static route's unknown target or auth, a bad extra.home and a bad host, naming the key", async () => {
   const cases: [string, string, RegExp][] = [
     [
       "      routes:\n        ci:\n          deliver: slak\n",
       "",
       /platforms\.webhook\.extra\.routes\.ci\.deliver in .*config\.yaml: unknown target "slak"; valid targets: log, telegram/,
+    ],
+    [
+      "      routes:\n        ci:\n          auth: svix\n",
+      "",
+      /routes\.ci\.auth in .*config\.yaml: unknown signature scheme "svix"; valid schemes: github, gitlab/,
     ],
     [
       "      home: fax:123\n",

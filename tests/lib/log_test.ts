@@ -115,27 +115,31 @@ Deno.test("writeLine writes the record and the line that logger.info writes for 
     const logger = getLogger(["agent", "ingest"]);
     logger.info(template, properties);
     writeLine(logger, "info", lineTemplate(template), properties);
+    logger.warn(template, properties);
+    writeLine(logger, "warning", lineTemplate(template), properties);
     // Below the configured level: dropped, as logger.debug drops it.
     writeLine(logger, "debug", lineTemplate(template), properties);
   } finally {
     await stopLogging();
   }
-  const [viaInfo, viaWriteLine] = records.map((record) => ({
+  const [viaInfo, viaWriteLine, viaWarn, viaWriteWarning] = records.map((record) => ({
     ...record,
     message: [...record.message],
     properties: { ...record.properties },
     timestamp: 0,
   }));
-  assert.equal(records.length, 2);
+  assert.equal(records.length, 4);
   assert.deepEqual(viaWriteLine, viaInfo);
+  assert.deepEqual(viaWriteWarning, viaWarn);
   const lines = (await Deno.readTextFile(file)).trimEnd().split("\n").map((line) => line.slice(24));
-  assert.deepEqual(
-    lines,
-    [
-      " INFO ingest accepted gh issues.opened: x y subscription=gh event=issues.opened " +
-      'reason="x y" delivery_id=d-1',
-    ].flatMap((line) => [line, line]),
-  );
+  const text = "ingest accepted gh issues.opened: x y subscription=gh event=issues.opened " +
+    'reason="x y" delivery_id=d-1';
+  assert.deepEqual(lines, [
+    ` INFO ${text}`,
+    ` INFO ${text}`,
+    ` WARNING ${text}`,
+    ` WARNING ${text}`,
+  ]);
   await Deno.remove(dir, { recursive: true });
 });
 
