@@ -6,7 +6,7 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -22,7 +22,10 @@ export const SCHEMA_VERSION = 5;
  * Version 5 adds `uncounted_attempts`: the attempts of the current series that delivered part
  * of a message before failing, which do not count toward the retry limit; and `events_failed`,
  * which holds the dead letters only, so `webhook events --status failed` does not read every
- * event (0.7 s on a 900 MB database) to find a few.
+ * event (0.7 s on a 900 MB database) to find a few. Version 6 adds `events_failed_subscription`,
+ * the dead letters by subscription, so `webhook events <name> --status failed` does not read
+ * every dead letter to find that subscription's (40 ms against 0.4 ms among 200,000 dead
+ * letters, warm).
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -65,6 +68,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(subscription, delivery_id
 CREATE INDEX IF NOT EXISTS events_direct_parts ON events(subscription, delivery_id)
   WHERE mode = 'direct' AND status = 'failed' AND parts_sent > 0;
 CREATE INDEX IF NOT EXISTS events_failed ON events(status) WHERE status = 'failed';
+CREATE INDEX IF NOT EXISTS events_failed_subscription ON events(subscription)
+  WHERE status = 'failed';
 `;
 
 /**

@@ -323,16 +323,19 @@ Deno.test("accept() resolves only for committed events: all of them survive kill
   }
 });
 
-Deno.test("listing the failed events reads the index of dead letters, not the whole table", async () => {
+Deno.test("listing the failed events, of all or of one subscription, reads an index of dead letters", async () => {
   await withStore({}, (_store, dbPath) => {
     const check = new DatabaseSync(dbPath, { readOnly: true });
-    const plan = check.prepare(
-      "EXPLAIN QUERY PLAN SELECT * FROM events WHERE status = ? ORDER BY rowid DESC LIMIT ?",
-    ).all("failed", 20) as { detail: string }[];
+    const plan = (where: string, ...params: (string | number)[]) =>
+      (check.prepare(
+        `EXPLAIN QUERY PLAN SELECT * FROM events WHERE ${where} ORDER BY rowid DESC LIMIT ?`,
+      ).all(...params, 20) as { detail: string }[]).map((row) => row.detail).join("; ");
+    const all = plan("status = ?", "failed");
+    const byName = plan("subscription = ? AND status = ?", "gh", "failed");
     check.close();
-    const details = plan.map((row) => row.detail).join("; ");
-    assert.match(details, /USING INDEX events_failed/);
-    assert.doesNotMatch(details, /TEMP B-TREE/);
+    assert.match(all, /USING INDEX events_failed \(/);
+    assert.match(byName, /USING INDEX events_failed_subscription /);
+    for (const details of [all, byName]) assert.doesNotMatch(details, /TEMP B-TREE/);
     return Promise.resolve();
   });
 });
