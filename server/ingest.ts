@@ -259,7 +259,7 @@ async function dispatch(
     });
     return answer(200, { status: "ignored", event });
   }
-  const newEvent = buildEvent(route, info, { payload, json }, deps.now());
+  const newEvent = buildEvent(route, info, event, { payload, json }, deps.now());
   if (route.deliver_only) return deliverNow(newEvent, payload, deps, inFlight);
 
   let result;
@@ -293,14 +293,17 @@ async function dispatch(
   });
 }
 
-/** The event to store: the request's facts and what the route does with it. */
+/**
+ * The event to store: the request's facts and what the route does with it.
+ * @param event the event's label (`eventLabel(info)`, e.g. `issues.opened`)
+ */
 function buildEvent(
   route: Route,
   info: EventInfo,
+  event: string,
   { payload, json }: { payload: unknown; json: string },
   nowMs: number,
 ): NewEvent {
-  const event = eventLabel(info);
   const handling = dispatchFor(route, payload, {
     event,
     subscription: route.name,
