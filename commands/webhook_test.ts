@@ -10,6 +10,7 @@ import { localUrl, runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { allRoutes } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
+import { eventInfo, eventLabel, payloadTypeField } from "../lib/event_info.ts";
 import { SCHEME_NAMES, type SchemeName } from "../server/signatures/mod.ts";
 import { signRequest } from "../server/signatures/sign.ts";
 import type { Command, CommandContext } from "./_command.ts";
@@ -19,9 +20,10 @@ const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE]
 
 Signs a test event with the subscription's secret, as GitHub does (X-Hub-Signature-256), or as
 the scheme the subscription is pinned to with --auth does, and posts it to the running gateway.
---payload is a JSON object. --event (default: test) is sent where the scheme's senders put the
-event type: X-GitHub-Event, X-Gitlab-Event, or for the other schemes the payload's "type"
-(unless the payload has a type of its own). A Linear payload gets the current webhookTimestamp.`;
+--payload is a JSON object. --event (default: test) goes where the scheme's senders put the
+event type: X-GitHub-Event, X-Gitlab-Event (a payload's object_kind comes first), X-Shopify-Topic,
+or for the other schemes the payload's "type", unless the payload names its type itself ("type",
+"event_type" or "event"). A Linear payload gets the current webhookTimestamp.`;
 
 const options = { payload: { type: "string" }, event: { type: "string" } } as const;
 
@@ -57,9 +59,11 @@ export const webhookTest: Command = {
       );
       return 1;
     }
-    const sent = placeEvent(scheme, payload, values.event ?? "test", Date.now());
-    reportMissingPaths(route, payload, sent.type, ctx);
-    return await send({ route, scheme, payload, sent, secret, config, ctx });
+    const sent = placeEvent(scheme, payload, checkEvent(values.event ?? "test"), Date.now());
+    // What the gateway will read from these headers and this payload, for the notes and hints.
+    const label = eventLabel(eventInfo(new Headers(sent.headers), payload, () => "", scheme));
+    reportMissingPaths(route, payload, label, ctx);
+    return await send({ route, scheme, payload, sent, label, secret, config, ctx });
   },
 };
 
@@ -79,28 +83,35 @@ function parseTestPayload(text: string | undefined): Record<string, unknown> {
   return payload as Record<string, unknown>;
 }
 
-/** Where a test event's type is, and the headers that carry it and its delivery id. */
+/** A test event's headers besides its signature, and where its type is. */
 interface SentEvent {
-  /** The event type the gateway will read. */
-  type: string;
-  /** The payload's field that holds its own type (which `--event` did not set), if any. */
-  typeField?: string;
   /** Event type and delivery id headers (the signature's come from `signRequest`). */
   headers: Record<string, string>;
-  /** The delivery id sent, for the schemes that send one. */
+  /** The delivery id sent (Standard Webhooks signs it). */
   deliveryId: string;
+  /** The payload's field that holds its own type (which `--event` did not set), if any. */
+  typeField?: string;
 }
 
-const PAYLOAD_TYPE_FIELDS = ["type", "event_type", "event"];
+/**
+ * `--event` as a header value and an event type the gateway takes (lib/event_info.ts).
+ * @throws UsageError for an empty or over-long value, or one with other than printable ASCII
+ */
+function checkEvent(event: string): string {
+  if (!/^[\x20-\x7e]{1,200}$/.test(event) || event.trim() === "") {
+    throw new UsageError("--event must be 1 to 200 printable ASCII characters, e.g. issues");
+  }
+  return event;
+}
 
 /**
  * Puts the event type and a fresh delivery id where the scheme's senders put them, as
- * lib/event_info.ts reads them: GitHub's and GitLab's headers; for the other schemes the
- * payload's `type` (a payload with a `type`, `event_type` or `event` of its own keeps it), and
- * the delivery id header each sender uses (Standard Webhooks' signed `webhook-id` comes with the
- * signature; Stripe and Slack ids are the payload's `id` and `event_id`). A Linear payload gets
- * the current `webhookTimestamp` (milliseconds): the gateway refuses one older than 5 minutes,
- * and a payload copied from a real delivery carries an old one.
+ * lib/event_info.ts reads them: GitHub's, GitLab's and Shopify's headers; for the other
+ * schemes the payload's `type`, unless the payload names its type itself (`type`, `event_type`
+ * or `event`), and the delivery id header each sender uses (Standard Webhooks' signed
+ * `webhook-id` comes with the signature; Stripe and Slack ids are the payload's `id` and
+ * `event_id`). A Linear payload gets the current `webhookTimestamp` (milliseconds): the gateway
+ * refuses one older than 5 minutes, and a payload copied from a real delivery carries an old one.
  * @param payload changed in place
  */
 function placeEvent(
@@ -111,37 +122,32 @@ function placeEvent(
 ): SentEvent {
   const deliveryId = crypto.randomUUID();
   if (scheme === "linear") payload.webhookTimestamp = nowMs;
-  if (scheme === "github") {
-    return {
-      type: event,
-      headers: { "x-github-event": event, "x-github-delivery": deliveryId },
-      deliveryId,
-    };
+  switch (scheme) {
+    case "github":
+      return { headers: { "x-github-event": event, "x-github-delivery": deliveryId }, deliveryId };
+    case "gitlab": {
+      const kind = payload.object_kind;
+      return {
+        headers: { "x-gitlab-event": event, "x-gitlab-event-uuid": deliveryId },
+        deliveryId,
+        typeField: typeof kind === "string" && kind !== "" ? "object_kind" : undefined,
+      };
+    }
+    case "shopify":
+      return {
+        headers: { "x-shopify-topic": event, "x-shopify-webhook-id": deliveryId },
+        deliveryId,
+      };
   }
-  if (scheme === "gitlab") {
-    const kind = payload.object_kind;
-    return {
-      type: typeof kind === "string" && kind !== "" ? kind : event,
-      typeField: typeof kind === "string" && kind !== "" ? "object_kind" : undefined,
-      headers: { "x-gitlab-event": event, "x-gitlab-event-uuid": deliveryId },
-      deliveryId,
-    };
-  }
-  const own = PAYLOAD_TYPE_FIELDS.find((field) => Object.hasOwn(payload, field));
+  const own = payloadTypeField(payload)?.field ??
+    (Object.hasOwn(payload, "type") ? "type" : undefined);
   if (own === undefined) payload.type = event;
-  const type = payload[own ?? "type"];
   const idHeader = ID_HEADERS[scheme];
-  return {
-    type: typeof type === "string" ? type : "unknown",
-    typeField: own,
-    headers: idHeader ? { [idHeader]: deliveryId } : {},
-    deliveryId,
-  };
+  return { headers: idHeader ? { [idHeader]: deliveryId } : {}, deliveryId, typeField: own };
 }
 
 /** The delivery id header of each scheme's senders, where they send one. */
 const ID_HEADERS: Partial<Record<SchemeName, string>> = {
-  shopify: "x-shopify-webhook-id",
   linear: "linear-delivery",
   generic: "idempotency-key",
   bearer: "idempotency-key",
@@ -173,19 +179,29 @@ function reportMissingPaths(
 }
 
 /**
- * What sends an event a filter entry accepts. A payload with a type of its own: that type.
- * GitHub and GitLab: `--event issues` for `issues`, and for `issues.opened` also the payload's
- * action, which they send in the body. The other schemes read the whole entry as the payload's
- * type (`payment_intent.succeeded`), which `--event` sets.
+ * What sends an event a filter entry accepts. GitHub and GitLab: `--event issues` for
+ * `issues`, and for `issues.opened` also the payload's `action`, which GitHub sends in the body
+ * (GitLab sends none at the top level, so such an entry matches only payloads that add one).
+ * The other schemes read the whole entry as the type (`payment_intent.succeeded`). A payload
+ * that names its type itself gets the advice for that field instead of `--event`.
  */
 function suggestEvent(scheme: SchemeName, sent: SentEvent, filter: string | undefined): string {
   if (filter === undefined) return "--event <type>";
-  if (sent.typeField !== undefined) return `"${sent.typeField}": "${filter}" in --payload`;
-  if (scheme !== "github" && scheme !== "gitlab") return `--event ${filter}`;
   const dot = filter.indexOf(".");
-  if (dot < 0) return `--event ${filter}`;
-  const action = JSON.stringify({ action: filter.slice(dot + 1) });
-  return `--event ${filter.slice(0, dot)} --payload '${action}'`;
+  const split = (scheme === "github" || scheme === "gitlab") && dot > 0;
+  const type = split ? filter.slice(0, dot) : filter;
+  const action = split ? filter.slice(dot + 1) : undefined;
+  const gitlabNote = scheme === "gitlab" && action !== undefined
+    ? ` (GitLab sends no top-level "action", so its events never match "${filter}")`
+    : "";
+  if (sent.typeField !== undefined) {
+    const fields = action === undefined
+      ? `"${sent.typeField}": "${type}"`
+      : `"${sent.typeField}": "${type}" and "action": "${action}"`;
+    return `${fields} in --payload${gitlabNote}`;
+  }
+  if (action === undefined) return `--event ${type}`;
+  return `--event ${type} --payload '${JSON.stringify({ action })}'${gitlabNote}`;
 }
 
 async function send(
@@ -194,12 +210,13 @@ async function send(
     scheme: SchemeName;
     payload: unknown;
     sent: SentEvent;
+    label: string;
     secret: string;
     config: Config;
     ctx: CommandContext;
   },
 ): Promise<number> {
-  const { route, scheme, sent, secret, config, ctx } = options;
+  const { route, scheme, sent, label, secret, config, ctx } = options;
   const body = JSON.stringify(options.payload);
   // The running gateway says where it listens (it may have been started with --port).
   const running = await runningGatewayUrl(config.paths.stateDb);
@@ -241,14 +258,15 @@ async function send(
   }
   const text = await response.text();
   ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
-  if (response.status === 200 && text.includes('"ignored"')) {
+  const status = answerStatus(text);
+  if (status === "ignored") {
     ctx.stdout(
-      `The event "${sent.type}" is not in the subscription's filter (${
+      `The event "${label}" is not in the subscription's filter (${
         route.events?.join(", ")
       }). Try ${suggestEvent(scheme, sent, route.events?.[0])}.`,
     );
   }
-  if (text.includes('"duplicate"')) {
+  if (status === "duplicate") {
     ctx.stdout(
       "The gateway has already seen this delivery id: for Stripe it is the payload's id, for " +
         "Slack its event_id. Change it in --payload to send the event again.",
@@ -261,6 +279,15 @@ async function send(
     ctx.stdout("The gateway refused the signature: is it running with the same home folder?");
   }
   return response.ok ? 0 : 1;
+}
+
+/** The `status` of a JSON answer (`accepted`, `ignored`, `duplicate`...), if it has one. */
+function answerStatus(text: string): unknown {
+  try {
+    return (JSON.parse(text) as { status?: unknown } | null)?.status;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -54,8 +54,8 @@ const CONTROL_CHAR = /\p{Cc}/u; // C0, DEL and C1
  *
  * Type: `X-GitHub-Event`; with `X-Gitlab-Event`, the payload's `object_kind`, else the header
  * lowercased without ` Hook`, spaces made underscores (`Merge Request Hook` → `merge_request`,
- * the spelling of `object_kind`); then the payload's `type`, `event_type` or `event` string;
- * else `unknown`.
+ * the spelling of `object_kind`); then Shopify's `X-Shopify-Topic` (`orders/create`); then the
+ * payload's `type`, `event_type` or `event` string; else `unknown`.
  *
  * When the scheme that authenticated the request signs an id of its own (Standard Webhooks'
  * `webhook-id`, Stripe's event `id`, Slack's `event_id`), that id is the delivery id and the
@@ -150,16 +150,30 @@ function eventType(headers: Headers, fields: Record<string, unknown>): string {
       usable(gitlab.toLowerCase().replace(/ hook$/, "").trim().replaceAll(" ", "_"));
     if (kind !== undefined) return kind;
   }
-  return payloadType(fields);
+  // Shopify names the event only in this header (`orders/create`): its payload is the resource.
+  // https://shopify.dev/docs/apps/build/webhooks/subscribe/https
+  return usable(headers.get("X-Shopify-Topic")) ?? payloadType(fields);
 }
 
 /** The payload's `type`, `event_type` or `event` string, else `unknown`. */
 function payloadType(fields: Record<string, unknown>): string {
+  return payloadTypeField(fields)?.type ?? "unknown";
+}
+
+/**
+ * The payload field that names its event type, as {@link eventInfo} reads it when no header
+ * does: the first of `type`, `event_type` and `event` that holds a usable string (1 to
+ * {@link MAX_ID_CHARS} characters, no control characters).
+ * @param payload the parsed JSON payload
+ * @returns the field and its value, or undefined when none is usable
+ */
+export function payloadTypeField(payload: unknown): { field: string; type: string } | undefined {
+  const fields = isRecord(payload) ? payload : {};
   for (const field of PAYLOAD_TYPE_FIELDS) {
     const type = usable(own(fields, field));
-    if (type !== undefined) return type;
+    if (type !== undefined) return { field, type };
   }
-  return "unknown";
+  return undefined;
 }
 
 function deliveryId(headers: Headers, fields: Record<string, unknown>): string | undefined {

@@ -457,6 +457,24 @@ Deno.test("webhook test signs as the scheme a subscription is pinned to, for eve
   assert.match(first.stdout, /"status":"accepted"/, first.stdout);
   const again = await runCli(["webhook", "test", "pinned-stripe", "--payload", deploy], env);
   assert.match(again.stdout, /"status":"duplicate"[^]*for Stripe it is the payload's id/);
+  // The hints read the answer's status, and name the event as the gateway labels it.
+  const named = await runCli(["webhook", "test", "pinned-github", "--event", "duplicate"], env);
+  assert.match(named.stdout, /"status":"ignored"/);
+  assert.doesNotMatch(named.stdout, /already seen/);
+  const closed = await runCli(
+    ["webhook", "test", "pinned-github", "--event", "issues", "--payload", '{"action":"closed"}'],
+    env,
+  );
+  assert.match(closed.stdout, /The event "issues\.closed" is not in the subscription's filter/);
+  // A Slack event callback's `event` is an object, not a type: --event still sets the type.
+  const slack = await runCli(
+    ["webhook", "test", "pinned-slack", "--event", "deploy", "--payload", '{"event":{"type":"x"}}'],
+    env,
+  );
+  assert.match(slack.stdout, /"status":"accepted"/, slack.stdout + slack.stderr);
+  const empty = await runCli(["webhook", "test", "pinned-github", "--event", ""], env);
+  assert.equal(empty.code, 2);
+  assert.match(empty.stderr, /--event must be 1 to 200 printable ASCII characters/);
 
   const bad = await runCli(
     ["webhook", "subscribe", "bad-key", "--auth", "standard", "--secret", "whsec_not base64!"],

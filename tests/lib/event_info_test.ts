@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { eventInfo, eventLabel, matchesEvents, MAX_ID_CHARS } from "../../lib/event_info.ts";
+import {
+  eventInfo,
+  eventLabel,
+  matchesEvents,
+  MAX_ID_CHARS,
+  payloadTypeField,
+} from "../../lib/event_info.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 
 let generated = 0;
@@ -124,6 +130,29 @@ Deno.test("eventInfo() takes the type from type, then event_type, then event", (
   assert.equal(info([{ type: "in an array" }]), "unknown");
   assert.equal(info("a string payload"), "unknown");
   assert.equal(info(null), "unknown");
+});
+
+Deno.test("eventInfo() takes a Shopify event's type from X-Shopify-Topic, its only home", () => {
+  const headers = new Headers({
+    "X-Shopify-Topic": "orders/create",
+    "X-Shopify-Webhook-Id": "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
+  });
+  // An order: the resource itself, with no field that names the event.
+  const order = { id: 820982911946154500, email: "jon@example.com", total_price: "403.00" };
+  const info = eventInfo(headers, order, newId, "shopify");
+  assert.equal(info.type, "orders/create");
+  assert.equal(info.deliveryId, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
+  assert.equal(info.source, "other");
+});
+
+Deno.test("payloadTypeField() names the payload field eventInfo() takes the type from", () => {
+  assert.deepEqual(payloadTypeField({ type: 3, event_type: "b" }), {
+    field: "event_type",
+    type: "b",
+  });
+  assert.equal(payloadTypeField({ event: { type: "app_mention" } }), undefined);
+  assert.equal(payloadTypeField({ type: "" }), undefined);
+  assert.equal(payloadTypeField(null), undefined);
 });
 
 Deno.test("eventInfo() prefers the GitHub header to a payload type", () => {
