@@ -59,7 +59,12 @@ export const webhookTest: Command = {
       );
       return 1;
     }
-    const sent = placeEvent(scheme, payload, checkEvent(values.event ?? "test"), Date.now());
+    const sent = placeEvent(
+      scheme,
+      payload,
+      checkEvent(scheme, values.event ?? "test"),
+      Date.now(),
+    );
     // What the gateway will read from these headers and this payload, for the notes and hints.
     const label = eventLabel(eventInfo(new Headers(sent.headers), payload, () => "", scheme));
     reportMissingPaths(route, payload, label, ctx);
@@ -94,12 +99,20 @@ interface SentEvent {
 }
 
 /**
- * `--event` as a header value and an event type the gateway takes (lib/event_info.ts).
- * @throws UsageError for an empty or over-long value, or one with other than printable ASCII
+ * `--event` as an event type the gateway takes (lib/event_info.ts: 1 to 200 characters, no
+ * control characters) and, for the schemes that send it in a header (GitHub, GitLab, Shopify),
+ * as a header value: printable ASCII.
+ * @throws UsageError naming the rule the value breaks
  */
-function checkEvent(event: string): string {
-  if (!/^[\x20-\x7e]{1,200}$/.test(event) || event.trim() === "") {
-    throw new UsageError("--event must be 1 to 200 printable ASCII characters, e.g. issues");
+function checkEvent(scheme: SchemeName, event: string): string {
+  const inHeader = scheme === "github" || scheme === "gitlab" || scheme === "shopify";
+  if (inHeader && !/^[\x20-\x7e]{1,200}$/.test(event)) {
+    throw new UsageError(
+      `--event must be 1 to 200 printable ASCII characters for ${scheme}, e.g. issues`,
+    );
+  }
+  if (event.trim() === "" || event.length > 200 || /\p{Cc}/u.test(event)) {
+    throw new UsageError("--event must be 1 to 200 characters without control characters");
   }
   return event;
 }
@@ -179,20 +192,21 @@ function reportMissingPaths(
 }
 
 /**
- * What sends an event a filter entry accepts. GitHub and GitLab: `--event issues` for
- * `issues`, and for `issues.opened` also the payload's `action`, which GitHub sends in the body
- * (GitLab sends none at the top level, so such an entry matches only payloads that add one).
- * The other schemes read the whole entry as the type (`payment_intent.succeeded`). A payload
- * that names its type itself gets the advice for that field instead of `--event`.
+ * What sends an event a filter entry accepts. GitHub, GitLab and Linear: `--event issues` for
+ * `issues`, and for `issues.opened` also the payload's `action`, which they send in the body
+ * (GitLab only with some events). The other schemes read the whole entry as the type
+ * (`payment_intent.succeeded`). A payload that names its type itself gets the advice for that
+ * field instead of `--event`.
  */
 function suggestEvent(scheme: SchemeName, sent: SentEvent, filter: string | undefined): string {
   if (filter === undefined) return "--event <type>";
   const dot = filter.indexOf(".");
-  const split = (scheme === "github" || scheme === "gitlab") && dot > 0;
+  const split = (scheme === "github" || scheme === "gitlab" || scheme === "linear") && dot > 0;
   const type = split ? filter.slice(0, dot) : filter;
   const action = split ? filter.slice(dot + 1) : undefined;
   const gitlabNote = scheme === "gitlab" && action !== undefined
-    ? ` (GitLab sends no top-level "action", so its events never match "${filter}")`
+    ? ` (GitLab sends a top-level "action" only with some events, milestones for one; the ` +
+      `others never match "${filter}")`
     : "";
   if (sent.typeField !== undefined) {
     const fields = action === undefined

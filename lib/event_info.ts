@@ -54,8 +54,9 @@ const CONTROL_CHAR = /\p{Cc}/u; // C0, DEL and C1
  *
  * Type: `X-GitHub-Event`; with `X-Gitlab-Event`, the payload's `object_kind`, else the header
  * lowercased without ` Hook`, spaces made underscores (`Merge Request Hook` → `merge_request`,
- * the spelling of `object_kind`); then Shopify's `X-Shopify-Topic` (`orders/create`); then the
- * payload's `type`, `event_type` or `event` string; else `unknown`.
+ * the spelling of `object_kind`); then, for a request Shopify's signature authenticated, its
+ * `X-Shopify-Topic` (`orders/create`); then the payload's `type`, `event_type` or `event` string;
+ * else `unknown`.
  *
  * When the scheme that authenticated the request signs an id of its own (Standard Webhooks'
  * `webhook-id`, Stripe's event `id`, Slack's `event_id`), that id is the delivery id and the
@@ -77,7 +78,7 @@ export function eventInfo(
 ): EventInfo {
   const fields = isRecord(payload) ? payload : {};
   const signed = SIGNED_SOURCES[scheme ?? ""];
-  const type = signed ? payloadType(fields) : eventType(headers, fields);
+  const type = signed ? payloadType(fields) : eventType(headers, fields, scheme);
   const action = usable(own(fields, "action"));
   const given = signedId(scheme, headers, fields) ?? deliveryId(headers, fields);
   return {
@@ -141,7 +142,11 @@ export function eventLabel(info: Pick<EventInfo, "type" | "action">): string {
   return info.action === undefined ? info.type : `${info.type}.${info.action}`;
 }
 
-function eventType(headers: Headers, fields: Record<string, unknown>): string {
+function eventType(
+  headers: Headers,
+  fields: Record<string, unknown>,
+  scheme: string | undefined,
+): string {
   const github = usable(headers.get("X-GitHub-Event"));
   if (github !== undefined) return github;
   const gitlab = headers.get("X-Gitlab-Event");
@@ -151,8 +156,10 @@ function eventType(headers: Headers, fields: Record<string, unknown>): string {
     if (kind !== undefined) return kind;
   }
   // Shopify names the event only in this header (`orders/create`): its payload is the resource.
+  // Read only when Shopify's signature authenticated the request, as Stripe's payload id is.
   // https://shopify.dev/docs/apps/build/webhooks/subscribe/https
-  return usable(headers.get("X-Shopify-Topic")) ?? payloadType(fields);
+  const topic = scheme === "shopify" ? usable(headers.get("X-Shopify-Topic")) : undefined;
+  return topic ?? payloadType(fields);
 }
 
 /** The payload's `type`, `event_type` or `event` string, else `unknown`. */

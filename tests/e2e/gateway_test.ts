@@ -472,6 +472,23 @@ Deno.test("webhook test signs as the scheme a subscription is pinned to, for eve
     env,
   );
   assert.match(slack.stdout, /"status":"accepted"/, slack.stdout + slack.stderr);
+  // Linear sends its type and action apart (`Issue`, `update`): the hint says so.
+  const sub = await runCli(
+    ["webhook", "subscribe", "linear-issues", "--auth", "linear", "--events", "Issue.update"],
+    env,
+  );
+  assert.equal(sub.code, 0, sub.stderr);
+  const created = await runCli(
+    ["webhook", "test", "linear-issues", "--payload", '{"type":"Issue","action":"create"}'],
+    env,
+  );
+  assert.match(
+    created.stdout,
+    /The event "Issue\.create" is not .* Try "type": "Issue" and "action": "update" in --payload\./,
+  );
+  // A type in the payload may be any text; one in a header must be printable ASCII.
+  const accented = await runCli(["webhook", "test", "pinned-bearer", "--event", "déploy"], env);
+  assert.match(accented.stdout, /"status":"ignored","event":"déploy"/, accented.stderr);
   const empty = await runCli(["webhook", "test", "pinned-github", "--event", ""], env);
   assert.equal(empty.code, 2);
   assert.match(empty.stderr, /--event must be 1 to 200 printable ASCII characters/);

@@ -143,6 +143,8 @@ Deno.test("eventInfo() takes a Shopify event's type from X-Shopify-Topic, its on
   assert.equal(info.type, "orders/create");
   assert.equal(info.deliveryId, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
   assert.equal(info.source, "other");
+  // Another scheme's sender does not get to name its type with Shopify's header.
+  assert.equal(eventInfo(headers, { type: "deploy" }, newId, "bearer").type, "deploy");
 });
 
 Deno.test("payloadTypeField() names the payload field eventInfo() takes the type from", () => {
