@@ -175,6 +175,20 @@ Deno.test("test explains a refused connection", async () => {
   assert.match(ctx.err.join("\n"), /is the gateway running\? Start it with: agent gateway run/i);
 });
 
+Deno.test("test names a hand-edited auth that is no scheme instead of sending", async () => {
+  await using h = await tempHome({ config: enabledConfig(1) });
+  const env = { AGENT_HOME: h.home };
+  await runCommand(["webhook", "subscribe", "gh"], fakeContext(env));
+  const file = join(h.home, "webhook_subscriptions.json");
+  const records = JSON.parse(await Deno.readTextFile(file));
+  records.gh.auth = "svix";
+  await Deno.writeTextFile(file, JSON.stringify(records));
+  const ctx = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "test", "gh"], ctx), 1);
+  assert.match(ctx.err.join("\n"), /pinned to an unknown signature scheme "svix" \(valid: github,/);
+  assert.doesNotMatch(ctx.err.join("\n"), /is the gateway running/, "nothing was sent");
+});
+
 Deno.test("test reports template paths the payload does not have", async () => {
   await using h = await tempHome({ config: enabledConfig(1) });
   const env = { AGENT_HOME: h.home };
