@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { AgentError, NotFoundError, StoreUnavailableError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import { ABORT_GRACE_MS, createWorker, type WorkerDeps } from "../../lib/worker.ts";
+import {
+  ABORT_GRACE_MS,
+  AGENT_FAILURE_PAUSE_MS,
+  createWorker,
+  type WorkerDeps,
+} from "../../lib/worker.ts";
 import { newEvent } from "./state/_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
@@ -172,6 +177,84 @@ Deno.test("worker waits at least the Retry-After of a 429", async () => {
     h.worker.start();
     await h.worker.idle();
     assert.ok(h.store.getEvent(id)!.nextAttemptAtMs! - T0 >= 120_000);
+  });
+});
+
+Deno.test("after an agent run fails for its endpoint, new events wait a second, not tried at once", async () => {
+  let up = false;
+  let calls = 0;
+  const runAgent = () => {
+    calls += 1;
+    return up ? Promise.resolve("ok") : Promise.reject(new AgentError("connection refused"));
+  };
+  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+    const ids = [await accept(h.store, { deliveryId: "d-1" })];
+    h.worker.start();
+    await h.worker.idle();
+    assert.equal(calls, 1);
+    // Events accepted during the pause wait in the queue, their attempts unspent.
+    for (const n of [2, 3, 4]) ids.push(await accept(h.store, { deliveryId: `d-${n}` }));
+    h.worker.notify();
+    await h.worker.idle();
+    h.time.advance(AGENT_FAILURE_PAUSE_MS - 1);
+    await h.worker.idle();
+    assert.equal(calls, 1, "nothing starts during the pause");
+    assert.deepEqual(ids.slice(1).map((id) => h.store.getEvent(id)!.attempts), [0, 0, 0]);
+    h.time.advance(1);
+    await turnsUntil(() => calls === 2);
+    await h.worker.idle();
+    assert.equal(calls, 2, "one try a second while the endpoint is down");
+    up = true;
+    h.time.advance(AGENT_FAILURE_PAUSE_MS);
+    await turnsUntil(() => calls >= 3);
+    await h.worker.idle();
+    assert.equal(calls, 4, "once it answers, the rest run at once");
+    assert.deepEqual(ids.slice(2).map((id) => h.store.getEvent(id)!.status), [
+      "delivered",
+      "delivered",
+    ]);
+  });
+});
+
+Deno.test("a Retry-After from the agent's endpoint holds new events up to half the first retry delay", async () => {
+  let calls = 0;
+  const runAgent = () => {
+    calls += 1;
+    return Promise.reject(new AgentError("429", { retryAfterSeconds: 3 }));
+  };
+  await withWorker({ runAgent, maxConcurrency: 1, retry: { initialDelayMs: 4_000 } }, async (h) => {
+    await accept(h.store, { deliveryId: "d-1" });
+    h.worker.start();
+    await h.worker.idle();
+    await accept(h.store, { deliveryId: "d-2" });
+    h.time.advance(1_999);
+    await h.worker.idle();
+    assert.equal(calls, 1, "held for min(3 s, 4 s / 2)");
+    h.time.advance(1);
+    await turnsUntil(() => calls === 2);
+  });
+});
+
+Deno.test("a failure of the event's own (permanent, or a delivery) holds nothing up", async () => {
+  let calls = 0;
+  const runAgent = () => {
+    calls += 1;
+    return Promise.reject(new AgentError("400 prompt too long", { permanent: true }));
+  };
+  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+    for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
+    h.worker.start();
+    await turnsUntil(() => calls === 3);
+  });
+  let deliveries = 0;
+  const deliver = () => {
+    deliveries += 1;
+    return Promise.reject(new TargetError("502 from Telegram"));
+  };
+  await withWorker({ deliver, maxConcurrency: 1 }, async (h) => {
+    for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
+    h.worker.start();
+    await turnsUntil(() => deliveries === 3);
   });
 });
 
