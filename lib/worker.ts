@@ -146,7 +146,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     recordHeldOutcomes();
     let claimFailed = false;
     const free = maxConcurrency - running.size;
-    if (free > 0 && deps.now() >= pausedUntilMs) {
+    if (free > 0 && pauseLeftMs() === 0) {
       try {
         for (const event of store.claimDue(deps.now(), free)) launch(event);
       } catch (error) {
@@ -161,7 +161,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   function wakeLater(useInterval: boolean): void {
     cancelTimer?.();
     let delayMs = pollIntervalMs;
-    const pausedMs = pausedUntilMs - deps.now();
+    const pausedMs = pauseLeftMs();
     if (pausedMs > 0) {
       delayMs = Math.min(pollIntervalMs, pausedMs);
     } else if (!useInterval && running.size < maxConcurrency) {
@@ -436,6 +436,21 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     pausedUntilMs = Math.max(pausedUntilMs, deps.now() + pauseMs);
   }
 
+  /**
+   * What is left of the pause, in ms (0 when none). A pause longer than any pause can be means
+   * the clock was set back: it is dropped, rather than holding every event until the clock
+   * catches up.
+   */
+  function pauseLeftMs(): number {
+    const left = pausedUntilMs - deps.now();
+    if (left <= 0) return 0;
+    if (left > retry.initialDelayMs / 2) {
+      pausedUntilMs = 0;
+      return 0;
+    }
+    return left;
+  }
+
   return {
     start() {
       if (started) return;
@@ -447,7 +462,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     },
     notify() {
       if (!started || stopping || pumpQueued || running.size >= maxConcurrency) return;
-      if (deps.now() < pausedUntilMs) return; // the timer wakes the worker when the pause ends
+      if (pauseLeftMs() > 0) return; // the timer wakes the worker when the pause ends
       pumpQueued = true;
       queueMicrotask(() => {
         pumpQueued = false;

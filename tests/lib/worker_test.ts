@@ -216,6 +216,25 @@ Deno.test("after an agent run fails for its endpoint, new events wait a second, 
   });
 });
 
+Deno.test("a pause after a failed agent run ends if the clock is set back", async () => {
+  let calls = 0;
+  const runAgent = () => {
+    calls += 1;
+    return Promise.reject(new AgentError("connection refused"));
+  };
+  const time = fakeTime();
+  let shift = 0;
+  await withWorker({ runAgent, maxConcurrency: 1, now: () => time.now() + shift }, async (h) => {
+    await accept(h.store, { deliveryId: "d-1" });
+    h.worker.start();
+    await h.worker.idle();
+    await accept(h.store, { deliveryId: "d-2", receivedAtMs: T0 - 3_600_000 });
+    shift = -3_600_000; // NTP sets the clock back an hour
+    h.worker.notify();
+    await turnsUntil(() => calls === 2);
+  });
+});
+
 Deno.test("a Retry-After from the agent's endpoint holds new events up to half the first retry delay", async () => {
   let calls = 0;
   const runAgent = () => {
