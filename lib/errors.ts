@@ -76,14 +76,25 @@ export class AgentError extends Error {
   readonly permanent: boolean;
   /** Seconds the endpoint asked us to wait (HTTP `Retry-After`). */
   readonly retryAfterSeconds?: number;
+  /**
+   * True when the LLM endpoint itself failed, whatever the prompt: it could not be reached, or
+   * answered 429 or 5xx. Other runs would fail the same way now (the worker holds them back).
+   */
+  readonly unavailable: boolean;
   constructor(
     message: string,
-    options: { permanent?: boolean; retryAfterSeconds?: number; cause?: unknown } = {},
+    options: {
+      permanent?: boolean;
+      retryAfterSeconds?: number;
+      unavailable?: boolean;
+      cause?: unknown;
+    } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "AgentError";
     this.permanent = options.permanent ?? false;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.unavailable = options.unavailable ?? false;
   }
 }
 

@@ -96,14 +96,20 @@ export interface EventWorker {
    * @returns once the worker has stopped; never throws
    */
   stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
-  /** Resolves when nothing is in progress and nothing is due now (for tests). */
+  /**
+   * Resolves when nothing is in progress and nothing due now can start: none is due, or the
+   * worker holds them back after the LLM endpoint failed (for tests).
+   */
   idle(): Promise<void>;
 }
 
 const MAX_ERROR_CHARS = 2000;
 
-/** How long no new event starts after an agent run failed for a reason not its own, in ms. */
+/** How long no new event starts after the LLM endpoint failed a run, in ms (see Retry-After). */
 export const AGENT_FAILURE_PAUSE_MS = 1000;
+
+/** The longest such pause, whatever `Retry-After` the endpoint sent, in ms. */
+export const MAX_PAUSE_MS = 10_000;
 
 /** How long `stop()` waits for aborted agent runs to end, in ms. */
 export const ABORT_GRACE_MS = 2000;
@@ -140,6 +146,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let cancelTimer: (() => void) | undefined;
   /** No new event starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
+  const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
 
   function pump(): void {
     if (!started || stopping) return;
@@ -299,6 +306,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         // with the outcome, instead of failing the attempt and running the agent again.
         responseNotRecorded = text;
         tryRecordRefused();
+        pausedUntilMs = 0; // the endpoint answers again
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
@@ -383,9 +391,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     const nowMs = deps.now();
     const permanent = isPermanent(error);
     const counted = event.attempts - event.uncountedAttempts;
-    if (step === "agent" && !permanent && counted >= retry.maxAttempts && !progressed) {
-      pauseNewRuns(undefined);
-    }
+    if (error instanceof AgentError && error.unavailable) pauseNewRuns(error.retryAfterSeconds);
     if (permanent || (counted >= retry.maxAttempts && !progressed)) {
       record(event.id, () => {
         recordRefused();
@@ -398,7 +404,6 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     const retryAfterSeconds = error instanceof AgentError || error instanceof TargetError
       ? error.retryAfterSeconds
       : undefined;
-    if (step === "agent") pauseNewRuns(retryAfterSeconds);
     const delayMs = retryDelayMs(counted, {
       ...retry,
       random: deps.random,
@@ -418,19 +423,20 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   }
 
   /**
-   * An agent run failed in a way that says nothing about its event (the endpoint is down,
-   * refuses connections, times out or asks to slow down): the events queued behind it would
-   * fail the same way, so no new event starts for a while, instead of one run after another
-   * failing at once. During an outage the worker then tries the endpoint about once a second
-   * per slot, and the ingest path keeps the CPU: with the LLM's port closed, agent-mode ingest
-   * fell from 5,251 to 717 req/s while every new event was tried at once (two write
-   * transactions per attempt). Events wait in the queue meanwhile, their attempts unspent.
-   * The pause lasts 1 s, or what the endpoint's `Retry-After` asks, and never more than half
-   * the first retry delay, so no event's own retry waits for it beyond its jitter.
+   * The LLM endpoint failed whatever the prompt (unreachable, 429, 5xx: `AgentError.unavailable`):
+   * the events queued behind the run would fail the same way, so no new event starts for a
+   * while, instead of one run after another failing at once. During an outage the worker then
+   * tries the endpoint about once a second per slot, and the ingest path keeps the CPU: with the
+   * LLM's port closed, agent-mode ingest fell from 5,251 to 717 req/s (a hanging LLM against a
+   * closed port, in the same run) while every new event was tried at once, two write
+   * transactions per attempt. Events wait in the queue meanwhile, their attempts unspent, and a
+   * run that succeeds ends the pause. It lasts 1 s, or what the endpoint's `Retry-After` asks,
+   * and at most {@link MAX_PAUSE_MS} or half the first retry delay (so no event's own retry
+   * waits for it beyond its jitter).
    */
   function pauseNewRuns(retryAfterSeconds: number | undefined): void {
     const pauseMs = Math.min(
-      retry.initialDelayMs / 2,
+      longestPauseMs,
       Math.max(AGENT_FAILURE_PAUSE_MS, (retryAfterSeconds ?? 0) * 1000),
     );
     pausedUntilMs = Math.max(pausedUntilMs, deps.now() + pauseMs);
@@ -444,7 +450,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   function pauseLeftMs(): number {
     const left = pausedUntilMs - deps.now();
     if (left <= 0) return 0;
-    if (left > retry.initialDelayMs / 2) {
+    if (left > longestPauseMs) {
       pausedUntilMs = 0;
       return 0;
     }

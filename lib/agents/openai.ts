@@ -100,7 +100,8 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
 /**
  * Classifies an SDK failure: 429, 408, 409, 5xx, timeouts and connection errors are retryable
  * (with the endpoint's `retry-after-ms` or `Retry-After`); redirects and other 4xx answers are
- * permanent.
+ * permanent. Connection errors, 429 and 5xx are the endpoint's own (`unavailable`); a timeout
+ * may be the prompt's (a long answer).
  */
 function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
   if (error instanceof AgentError) return error;
@@ -111,7 +112,10 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
   }
   if (error instanceof APIConnectionError) {
     const detail = error.cause instanceof Error ? `: ${error.cause.message}` : "";
-    return new AgentError(`Cannot reach the LLM endpoint${detail}`, { cause: error });
+    return new AgentError(`Cannot reach the LLM endpoint${detail}`, {
+      unavailable: true,
+      cause: error,
+    });
   }
   if (error instanceof APIError && error.status !== undefined) {
     const status = error.status;
@@ -127,6 +131,7 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
     return new AgentError(`LLM endpoint answered ${error.message}`, {
       permanent: !retryable,
       retryAfterSeconds: retryAfter(error.headers),
+      unavailable: status === 429 || status >= 500,
       cause: error,
     });
   }

@@ -185,7 +185,9 @@ Deno.test("after an agent run fails for its endpoint, new events wait a second, 
   let calls = 0;
   const runAgent = () => {
     calls += 1;
-    return up ? Promise.resolve("ok") : Promise.reject(new AgentError("connection refused"));
+    return up
+      ? Promise.resolve("ok")
+      : Promise.reject(new AgentError("connection refused", { unavailable: true }));
   };
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
     const ids = [await accept(h.store, { deliveryId: "d-1" })];
@@ -216,11 +218,31 @@ Deno.test("after an agent run fails for its endpoint, new events wait a second, 
   });
 });
 
+Deno.test("a run that succeeds ends the pause another run's failure began", async () => {
+  const answers: PromiseWithResolvers<string>[] = [];
+  const runAgent = () => {
+    answers.push(Promise.withResolvers<string>());
+    return answers.at(-1)!.promise;
+  };
+  await withWorker({ runAgent, maxConcurrency: 2 }, async (h) => {
+    for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
+    h.worker.start();
+    await turnsUntil(() => answers.length === 2);
+    answers[0].reject(new AgentError("503 overloaded", { unavailable: true }));
+    await turnsUntil(() => h.logs.some((l) => l.message === "retry scheduled"));
+    assert.equal(answers.length, 2, "the third waits for the pause");
+    answers[1].resolve("ok");
+    await turnsUntil(() => answers.length === 3);
+    assert.equal(h.time.now(), T0, "at once, not after the second");
+    answers[2].resolve("ok");
+  });
+});
+
 Deno.test("a pause after a failed agent run ends if the clock is set back", async () => {
   let calls = 0;
   const runAgent = () => {
     calls += 1;
-    return Promise.reject(new AgentError("connection refused"));
+    return Promise.reject(new AgentError("connection refused", { unavailable: true }));
   };
   const time = fakeTime();
   let shift = 0;
@@ -239,7 +261,7 @@ Deno.test("a Retry-After from the agent's endpoint holds new events up to half t
   let calls = 0;
   const runAgent = () => {
     calls += 1;
-    return Promise.reject(new AgentError("429", { retryAfterSeconds: 3 }));
+    return Promise.reject(new AgentError("429", { retryAfterSeconds: 3, unavailable: true }));
   };
   await withWorker({ runAgent, maxConcurrency: 1, retry: { initialDelayMs: 4_000 } }, async (h) => {
     await accept(h.store, { deliveryId: "d-1" });
@@ -254,17 +276,25 @@ Deno.test("a Retry-After from the agent's endpoint holds new events up to half t
   });
 });
 
-Deno.test("a failure of the event's own (permanent, or a delivery) holds nothing up", async () => {
-  let calls = 0;
-  const runAgent = () => {
-    calls += 1;
-    return Promise.reject(new AgentError("400 prompt too long", { permanent: true }));
-  };
-  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
-    for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
-    h.worker.start();
-    await turnsUntil(() => calls === 3);
-  });
+Deno.test("a failure of the event's own (permanent, a command's exit, a delivery) holds nothing up", async () => {
+  for (
+    const failure of [
+      new AgentError("400 prompt too long", { permanent: true }),
+      new AgentError('The agent command "triage" exited with code 1'),
+      new AgentError("The model returned an empty answer (finish_reason: content_filter)"),
+    ]
+  ) {
+    let calls = 0;
+    const runAgent = () => {
+      calls += 1;
+      return Promise.reject(failure);
+    };
+    await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+      for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
+      h.worker.start();
+      await turnsUntil(() => calls === 3);
+    });
+  }
   let deliveries = 0;
   const deliver = () => {
     deliveries += 1;

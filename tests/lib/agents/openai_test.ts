@@ -63,6 +63,7 @@ Deno.test("openai runner reports 429 as retryable with the Retry-After seconds",
     assert.equal(error.permanent, false);
     assert.equal(error.retryAfterSeconds, 7);
     assert.match(error.message, /429/);
+    assert.equal(error.unavailable, true, "the endpoint's, not the prompt's");
   });
 });
 
@@ -73,6 +74,7 @@ Deno.test("openai runner reports 500 as retryable and makes a single request", a
     );
     assert.equal(error.permanent, false);
     assert.equal(error.retryAfterSeconds, undefined);
+    assert.equal(error.unavailable, true);
     assert.equal(fake.requests.length, 1, "the SDK must not retry on its own");
   });
 });
@@ -95,6 +97,7 @@ Deno.test("openai runner reports 400 as permanent", async () => {
   await withFake({ answer: () => ({ status: 400, message: "context too long" }) }, async (s) => {
     const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
     assert.equal(error.permanent, true);
+    assert.equal(error.unavailable, false);
     assert.match(error.message, /context too long/);
   });
 });
@@ -105,6 +108,7 @@ Deno.test("openai runner reports an empty answer as retryable", async () => {
       createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
     );
     assert.equal(error.permanent, false);
+    assert.equal(error.unavailable, false, "an empty answer may be the prompt's");
     assert.match(error.message, /empty answer/);
   });
 });
@@ -114,6 +118,7 @@ Deno.test("openai runner times out a hanging endpoint with a retryable error", a
     const run = createAgentRunner({ ...settings, timeoutSeconds: 0.2 }, deps);
     const error = await agentError(run({ prompt: "x", eventId: "e" }));
     assert.equal(error.permanent, false);
+    assert.equal(error.unavailable, false, "a long answer may be the prompt's");
     assert.match(error.message, /did not answer within 0.2 s/);
   });
 });
@@ -145,6 +150,7 @@ Deno.test("openai runner reports a refused connection as retryable", async () =>
   );
   const error = await agentError(run({ prompt: "x", eventId: "e" }));
   assert.equal(error.permanent, false);
+  assert.equal(error.unavailable, true);
   assert.match(error.message, /Cannot reach the LLM endpoint/);
 });
 
