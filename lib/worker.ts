@@ -97,19 +97,22 @@ export interface EventWorker {
    */
   stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
   /**
-   * Resolves when nothing is in progress and nothing due now can start: none is due, or the
-   * worker holds them back after the LLM endpoint failed (for tests).
+   * Resolves when nothing is in progress and nothing due now can start: none is due, or the due
+   * ones wait for an agent run the worker holds back after the LLM endpoint failed (for tests).
    */
   idle(): Promise<void>;
 }
 
 const MAX_ERROR_CHARS = 2000;
 
-/** How long no new event starts after the LLM endpoint failed a run, in ms (see Retry-After). */
+/** How long no new agent run starts after the LLM endpoint failed runs, in ms (see Retry-After). */
 export const AGENT_FAILURE_PAUSE_MS = 1000;
 
 /** The longest such pause, whatever `Retry-After` the endpoint sent, in ms. */
 export const MAX_PAUSE_MS = 10_000;
+
+/** Failures of the endpoint in a row, with no success between, that begin a pause. */
+export const UNAVAILABLE_BEFORE_PAUSE = 2;
 
 /** How long `stop()` waits for aborted agent runs to end, in ms. */
 export const ABORT_GRACE_MS = 2000;
@@ -144,8 +147,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let stopping = false;
   let pumpQueued = false;
   let cancelTimer: (() => void) | undefined;
-  /** No new event starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
+  /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
+  /** Agent runs the endpoint failed in a row (`AgentError.unavailable`), with no success since. */
+  let unavailableInARow = 0;
   const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
 
   function pump(): void {
@@ -153,9 +158,11 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     recordHeldOutcomes();
     let claimFailed = false;
     const free = maxConcurrency - running.size;
-    if (free > 0 && pauseLeftMs() === 0) {
+    if (free > 0) {
       try {
-        for (const event of store.claimDue(deps.now(), free)) launch(event);
+        // While the LLM endpoint is down, only events that do not need it start.
+        const deliveryOnly = pauseLeftMs() > 0;
+        for (const event of store.claimDue(deps.now(), free, { deliveryOnly })) launch(event);
       } catch (error) {
         claimFailed = true;
         log("error", "claim failed", { error: describe(error) });
@@ -306,7 +313,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         // with the outcome, instead of failing the attempt and running the agent again.
         responseNotRecorded = text;
         tryRecordRefused();
-        pausedUntilMs = 0; // the endpoint answers again
+        // The endpoint answers again.
+        pausedUntilMs = 0;
+        unavailableInARow = 0;
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
@@ -391,7 +400,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     const nowMs = deps.now();
     const permanent = isPermanent(error);
     const counted = event.attempts - event.uncountedAttempts;
-    if (error instanceof AgentError && error.unavailable) pauseNewRuns(error.retryAfterSeconds);
+    if (error instanceof AgentError && error.unavailable) {
+      unavailableInARow += 1;
+      if (unavailableInARow >= UNAVAILABLE_BEFORE_PAUSE) pauseNewRuns(error.retryAfterSeconds);
+    }
     if (permanent || (counted >= retry.maxAttempts && !progressed)) {
       record(event.id, () => {
         recordRefused();
@@ -423,16 +435,19 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   }
 
   /**
-   * The LLM endpoint failed whatever the prompt (unreachable, 429, 5xx: `AgentError.unavailable`):
-   * the events queued behind the run would fail the same way, so no new event starts for a
-   * while, instead of one run after another failing at once. During an outage the worker then
-   * tries the endpoint about once a second per slot, and the ingest path keeps the CPU: with the
-   * LLM's port closed, agent-mode ingest fell from 5,251 to 717 req/s (a hanging LLM against a
-   * closed port, in the same run) while every new event was tried at once, two write
+   * The LLM endpoint failed runs whatever their prompt (unreachable, 429, 5xx:
+   * `AgentError.unavailable`), {@link UNAVAILABLE_BEFORE_PAUSE} in a row with no success between:
+   * the events queued behind them would fail the same way, so no new agent run starts for a
+   * while, instead of one run after another failing at once. Events whose next step is a
+   * delivery (direct messages, answers already saved) still start. During an outage the worker
+   * then tries the endpoint about once a second per slot, and the ingest path keeps the CPU:
+   * with the LLM's port closed, agent-mode ingest fell from 5,251 to 717 req/s (a hanging LLM
+   * against a closed port, in the same run) while every new event was tried at once, two write
    * transactions per attempt. Events wait in the queue meanwhile, their attempts unspent, and a
    * run that succeeds ends the pause. It lasts 1 s, or what the endpoint's `Retry-After` asks,
    * and at most {@link MAX_PAUSE_MS} or half the first retry delay (so no event's own retry
-   * waits for it beyond its jitter).
+   * waits for it beyond its jitter). Failures that may be the prompt's own (a 429 for a request
+   * too large, say) pause nothing while other runs succeed between them.
    */
   function pauseNewRuns(retryAfterSeconds: number | undefined): void {
     const pauseMs = Math.min(
@@ -468,7 +483,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     },
     notify() {
       if (!started || stopping || pumpQueued || running.size >= maxConcurrency) return;
-      if (pauseLeftMs() > 0) return; // the timer wakes the worker when the pause ends
+      if (pauseLeftMs() > 0) return; // a new event needs the agent; the timer ends the pause
       pumpQueued = true;
       queueMicrotask(() => {
         pumpQueued = false;

@@ -73,6 +73,10 @@ export const STATEMENTS = {
     "AND finished_at IS NOT NULL AND error IS NULL LIMIT 1",
   closeAttempt: CLOSE_ATTEMPT,
   nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
+  // The same, among the events whose next step is a delivery, through their own index.
+  dueForDelivery: "SELECT * FROM events INDEXED BY events_due_delivery WHERE status = 'queued' " +
+    "AND (mode = 'direct' OR response IS NOT NULL) AND next_attempt_at <= ? " +
+    "ORDER BY next_attempt_at, rowid LIMIT ?",
   byId: "SELECT * FROM events WHERE id = ?",
   byPrefix: "SELECT * FROM events WHERE id >= ? AND id < ? ORDER BY id LIMIT 3",
   attempts: "SELECT * FROM attempts WHERE event_id = ? ORDER BY rowid",

@@ -6,7 +6,7 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -25,7 +25,10 @@ export const SCHEMA_VERSION = 6;
  * event (0.7 s on a 900 MB database) to find a few. Version 6 adds `events_failed_subscription`,
  * the dead letters by subscription, so `webhook events <name> --status failed` does not read
  * every dead letter to find that subscription's (40 ms against 0.4 ms among 200,000 dead
- * letters, warm).
+ * letters, warm). Version 7 adds `events_due_delivery`: the queued events whose next step is a
+ * delivery (a direct message, or an agent's answer already saved), which the worker still
+ * starts while the LLM endpoint is down; it holds no agent-mode event waiting for its run, so
+ * the ingest path does not write to it.
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -70,6 +73,8 @@ CREATE INDEX IF NOT EXISTS events_direct_parts ON events(subscription, delivery_
 CREATE INDEX IF NOT EXISTS events_failed ON events(status) WHERE status = 'failed';
 CREATE INDEX IF NOT EXISTS events_failed_subscription ON events(subscription)
   WHERE status = 'failed';
+CREATE INDEX IF NOT EXISTS events_due_delivery ON events(next_attempt_at)
+  WHERE status = 'queued' AND (mode = 'direct' OR response IS NOT NULL);
 `;
 
 /**

@@ -263,15 +263,17 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     wasDelivered: (eventId) => use(() => s.everDelivered.get(eventId) !== undefined),
     hasSeen: (subscription, deliveryId, nowMs) =>
       use(() => liveKeyHolder(subscription, deliveryId, nowMs) !== undefined),
-    claimDue(nowMs, limit) {
+    claimDue(nowMs, limit, options = {}) {
       if (limit <= 0) return [];
       const claimed: StoredEvent[] = [];
       const next = use(() => s.nextDue.get() as Row | undefined)?.due;
       // A read first: most calls find nothing due and need not take the write lock.
       if (next === null || next === undefined || Number(next) > nowMs) return claimed;
+      const due = options.deliveryOnly ? s.dueForDelivery : s.due;
+      if (options.deliveryOnly && use(() => due.get(nowMs, 1)) === undefined) return claimed;
       use(() =>
         transaction(() => {
-          for (const row of s.due.all(nowMs, limit) as Row[]) {
+          for (const row of due.all(nowMs, limit) as Row[]) {
             const event = rowToEvent(row);
             s.claim.run(nowMs, event.id);
             const step = event.mode === "agent" && event.response === null ? "agent" : "delivery";

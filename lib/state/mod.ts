@@ -174,9 +174,11 @@ export interface StateStore {
    * an attempt row is opened.
    * @param nowMs current time
    * @param limit most events to claim
+   * @param options `deliveryOnly`: only events whose next step is a delivery (a direct message,
+   *   or an agent's answer already saved), not those waiting for an agent run
    * @returns the claimed events, earliest due first
    */
-  claimDue(nowMs: number, limit: number): StoredEvent[];
+  claimDue(nowMs: number, limit: number, options?: { deliveryOnly?: boolean }): StoredEvent[];
   /** Persists the agent's answer, so a delivery retry does not run the agent again. */
   saveResponse(eventId: string, response: string): void;
   /** Persists how many message parts were delivered, so none is sent twice after a crash. */

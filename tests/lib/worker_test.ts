@@ -2,12 +2,7 @@ import assert from "node:assert/strict";
 import { AgentError, NotFoundError, StoreUnavailableError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import {
-  ABORT_GRACE_MS,
-  AGENT_FAILURE_PAUSE_MS,
-  createWorker,
-  type WorkerDeps,
-} from "../../lib/worker.ts";
+import { ABORT_GRACE_MS, createWorker, type WorkerDeps } from "../../lib/worker.ts";
 import { newEvent } from "./state/_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
@@ -180,41 +175,77 @@ Deno.test("worker waits at least the Retry-After of a 429", async () => {
   });
 });
 
-Deno.test("after an agent run fails for its endpoint, new events wait a second, not tried at once", async () => {
+Deno.test("after the LLM endpoint fails two runs in a row, new agent runs wait; deliveries do not", async () => {
   let up = false;
   let calls = 0;
   const runAgent = () => {
     calls += 1;
-    return up
-      ? Promise.resolve("ok")
-      : Promise.reject(new AgentError("connection refused", { unavailable: true }));
+    const down = new AgentError("503", { unavailable: true, retryAfterSeconds: 5 });
+    return up ? Promise.resolve("ok") : Promise.reject(down);
+  };
+  await withWorker(
+    { runAgent, maxConcurrency: 1, retry: { initialDelayMs: 20_000 } },
+    async (h) => {
+      const ids = [
+        await accept(h.store, { deliveryId: "d-1" }),
+        await accept(h.store, { deliveryId: "d-2" }),
+      ];
+      h.worker.start();
+      await turnsUntil(() => calls === 2);
+      await h.worker.idle();
+      // Events accepted during the pause wait in the queue, their attempts unspent...
+      for (const n of [3, 4, 5]) ids.push(await accept(h.store, { deliveryId: `d-${n}` }));
+      h.worker.notify();
+      // ...but a replayed direct message, which needs no agent, goes out at the next poll.
+      const direct = event({ mode: "direct", prompt: "Deploy finished", deliveryId: "d-direct" });
+      const directId = await h.store.recordDirect(direct, {
+        delivered: false,
+        error: "502",
+        partsSent: 0,
+      });
+      h.store.replay(directId, h.time.now());
+      h.time.advance(1_000);
+      await turnsUntil(() => h.jobs.length === 1);
+      assert.equal(h.jobs[0].text, "Deploy finished");
+      h.time.advance(3_999);
+      await h.worker.idle();
+      assert.equal(
+        calls,
+        2,
+        "no agent run starts during the pause (the endpoint's Retry-After, 5 s)",
+      );
+      assert.deepEqual(ids.slice(2).map((id) => h.store.getEvent(id)!.attempts), [0, 0, 0]);
+      h.time.advance(1);
+      await turnsUntil(() => calls === 3);
+      await h.worker.idle();
+      assert.equal(calls, 3, "one try per pause while the endpoint is down");
+      up = true;
+      h.time.advance(5_000);
+      await turnsUntil(() => calls >= 4);
+      await h.worker.idle();
+      assert.equal(calls, 5, "once it answers, the rest run at once");
+      assert.deepEqual(ids.slice(3).map((id) => h.store.getEvent(id)!.status), [
+        "delivered",
+        "delivered",
+      ]);
+    },
+  );
+});
+
+Deno.test("an endpoint failure between successes pauses nothing: it may be the prompt's own", async () => {
+  let calls = 0;
+  const runAgent = () => {
+    calls += 1;
+    // Every other prompt is too large for the endpoint's per-minute token limit.
+    return calls % 2 === 1
+      ? Promise.reject(new AgentError("429 Request too large", { unavailable: true }))
+      : Promise.resolve("ok");
   };
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
-    const ids = [await accept(h.store, { deliveryId: "d-1" })];
+    for (const n of [1, 2, 3, 4, 5, 6]) await accept(h.store, { deliveryId: `d-${n}` });
     h.worker.start();
-    await h.worker.idle();
-    assert.equal(calls, 1);
-    // Events accepted during the pause wait in the queue, their attempts unspent.
-    for (const n of [2, 3, 4]) ids.push(await accept(h.store, { deliveryId: `d-${n}` }));
-    h.worker.notify();
-    await h.worker.idle();
-    h.time.advance(AGENT_FAILURE_PAUSE_MS - 1);
-    await h.worker.idle();
-    assert.equal(calls, 1, "nothing starts during the pause");
-    assert.deepEqual(ids.slice(1).map((id) => h.store.getEvent(id)!.attempts), [0, 0, 0]);
-    h.time.advance(1);
-    await turnsUntil(() => calls === 2);
-    await h.worker.idle();
-    assert.equal(calls, 2, "one try a second while the endpoint is down");
-    up = true;
-    h.time.advance(AGENT_FAILURE_PAUSE_MS);
-    await turnsUntil(() => calls >= 3);
-    await h.worker.idle();
-    assert.equal(calls, 4, "once it answers, the rest run at once");
-    assert.deepEqual(ids.slice(2).map((id) => h.store.getEvent(id)!.status), [
-      "delivered",
-      "delivered",
-    ]);
+    await turnsUntil(() => calls === 6);
+    assert.equal(h.time.now(), T0, "all at once");
   });
 });
 
@@ -224,17 +255,19 @@ Deno.test("a run that succeeds ends the pause another run's failure began", asyn
     answers.push(Promise.withResolvers<string>());
     return answers.at(-1)!.promise;
   };
-  await withWorker({ runAgent, maxConcurrency: 2 }, async (h) => {
-    for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
+  await withWorker({ runAgent, maxConcurrency: 3 }, async (h) => {
+    for (const n of [1, 2, 3, 4]) await accept(h.store, { deliveryId: `d-${n}` });
     h.worker.start();
-    await turnsUntil(() => answers.length === 2);
-    answers[0].reject(new AgentError("503 overloaded", { unavailable: true }));
-    await turnsUntil(() => h.logs.some((l) => l.message === "retry scheduled"));
-    assert.equal(answers.length, 2, "the third waits for the pause");
-    answers[1].resolve("ok");
     await turnsUntil(() => answers.length === 3);
-    assert.equal(h.time.now(), T0, "at once, not after the second");
+    for (const answer of answers.slice(0, 2)) {
+      answer.reject(new AgentError("503 overloaded", { unavailable: true }));
+    }
+    await turnsUntil(() => h.logs.filter((l) => l.message === "retry scheduled").length === 2);
+    assert.equal(answers.length, 3, "the fourth waits for the pause");
     answers[2].resolve("ok");
+    await turnsUntil(() => answers.length === 4);
+    assert.equal(h.time.now(), T0, "at once, not after the second");
+    answers[3].resolve("ok");
   });
 });
 
@@ -248,12 +281,14 @@ Deno.test("a pause after a failed agent run ends if the clock is set back", asyn
   let shift = 0;
   await withWorker({ runAgent, maxConcurrency: 1, now: () => time.now() + shift }, async (h) => {
     await accept(h.store, { deliveryId: "d-1" });
+    await accept(h.store, { deliveryId: "d-2" });
     h.worker.start();
+    await turnsUntil(() => calls === 2);
     await h.worker.idle();
-    await accept(h.store, { deliveryId: "d-2", receivedAtMs: T0 - 3_600_000 });
+    await accept(h.store, { deliveryId: "d-3", receivedAtMs: T0 - 3_600_000 });
     shift = -3_600_000; // NTP sets the clock back an hour
     h.worker.notify();
-    await turnsUntil(() => calls === 2);
+    await turnsUntil(() => calls === 3);
   });
 });
 
@@ -265,14 +300,16 @@ Deno.test("a Retry-After from the agent's endpoint holds new events up to half t
   };
   await withWorker({ runAgent, maxConcurrency: 1, retry: { initialDelayMs: 4_000 } }, async (h) => {
     await accept(h.store, { deliveryId: "d-1" });
-    h.worker.start();
-    await h.worker.idle();
     await accept(h.store, { deliveryId: "d-2" });
+    h.worker.start();
+    await turnsUntil(() => calls === 2);
+    await h.worker.idle();
+    await accept(h.store, { deliveryId: "d-3" });
     h.time.advance(1_999);
     await h.worker.idle();
-    assert.equal(calls, 1, "held for min(3 s, 4 s / 2)");
+    assert.equal(calls, 2, "held for min(3 s, 4 s / 2)");
     h.time.advance(1);
-    await turnsUntil(() => calls === 2);
+    await turnsUntil(() => calls === 3);
   });
 });
 

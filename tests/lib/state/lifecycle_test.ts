@@ -304,7 +304,7 @@ async function upgradeMovesKeys(schema: string): Promise<void> {
   const { user_version } = check.prepare("PRAGMA user_version").get() as { user_version: number };
   check.close();
   await home.cleanup();
-  assert.equal(user_version, 6);
+  assert.equal(user_version, 7);
   assert.ok(names.includes("events_key") && names.includes("events_received"), String(names));
   assert.ok(names.includes("events_direct_parts"), String(names));
   assert.ok(names.includes("events_failed_subscription"), String(names));
@@ -345,7 +345,7 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
     };
     check.close();
     assert.ok(index, "the index was created");
-    assert.equal(user_version, 6);
+    assert.equal(user_version, 7);
   } finally {
     await home.cleanup();
   }
@@ -439,7 +439,7 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
       user_version: number;
     };
     check.close();
-    assert.equal(user_version, 6);
+    assert.equal(user_version, 7);
   } finally {
     await home.cleanup();
   }
