@@ -43,6 +43,30 @@ Deno.test("claimDue() respects its limit and claims the earliest due first", asy
   });
 });
 
+Deno.test("claimDue() with deliveryOnly claims only events that need no agent run", async () => {
+  await withStore({}, async (store) => {
+    const waiting = await store.accept(newEvent({ receivedAtMs: T0 }));
+    const answered = await store.accept(newEvent({ receivedAtMs: T0 + 1 }));
+    store.claimDue(T0 + 1, 2); // both run; the agent answers the second, whose delivery fails
+    store.markRetry(waiting.eventId!, "503", "agent", T0 + 10, T0 + 2);
+    store.saveResponse(answered.eventId!, "All good");
+    store.markRetry(answered.eventId!, "Telegram 502", "delivery", T0 + 10, T0 + 2);
+    const failedDirect = await store.recordDirect(
+      newEvent({ mode: "direct", prompt: "Deploy done", receivedAtMs: T0 }),
+      { delivered: false, error: "502", partsSent: 0 },
+    );
+    store.replay(failedDirect, T0 + 10);
+    const claimed = store.claimDue(T0 + 10, 10, { deliveryOnly: true });
+    assert.deepEqual(
+      claimed.map((event) => event.id).sort(),
+      [answered.eventId!, failedDirect].sort(),
+    );
+    assert.equal(store.getEvent(waiting.eventId!)?.status, "queued");
+    assert.deepEqual(store.claimDue(T0 + 10, 10, { deliveryOnly: true }), []);
+    assert.deepEqual(store.claimDue(T0 + 10, 10).map((event) => event.id), [waiting.eventId]);
+  });
+});
+
 Deno.test("markRetry() requeues with the error, and markDelivered() keeps the saved response", async () => {
   await withStore({}, async (store) => {
     const { eventId } = await store.accept(newEvent({ receivedAtMs: T0 }));
