@@ -111,7 +111,7 @@ export const AGENT_FAILURE_PAUSE_MS = 1000;
 /** The longest such pause, whatever `Retry-After` the endpoint sent, in ms. */
 export const MAX_PAUSE_MS = 10_000;
 
-/** Failures of the endpoint in a row, with no success between, that begin a pause. */
+/** Events the endpoint failed, with no success since, that begin a pause. */
 export const UNAVAILABLE_BEFORE_PAUSE = 2;
 
 /** How long `stop()` waits for aborted agent runs to end, in ms. */
@@ -149,8 +149,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let cancelTimer: (() => void) | undefined;
   /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
-  /** Agent runs the endpoint failed in a row (`AgentError.unavailable`), with no success since. */
-  let unavailableInARow = 0;
+  /** Events whose agent run the endpoint failed (`AgentError.unavailable`) since the last success. */
+  const failedByEndpoint = new Set<string>();
   const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
 
   function pump(): void {
@@ -315,7 +315,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         tryRecordRefused();
         // The endpoint answers again.
         pausedUntilMs = 0;
-        unavailableInARow = 0;
+        failedByEndpoint.clear();
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
@@ -401,8 +401,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     const permanent = isPermanent(error);
     const counted = event.attempts - event.uncountedAttempts;
     if (error instanceof AgentError && error.unavailable) {
-      unavailableInARow += 1;
-      if (unavailableInARow >= UNAVAILABLE_BEFORE_PAUSE) pauseNewRuns(error.retryAfterSeconds);
+      // Counted per event: one event's own retries do not make an outage.
+      failedByEndpoint.add(event.id);
+      if (failedByEndpoint.size >= UNAVAILABLE_BEFORE_PAUSE) pauseNewRuns(error.retryAfterSeconds);
     }
     if (permanent || (counted >= retry.maxAttempts && !progressed)) {
       record(event.id, () => {
@@ -436,7 +437,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
 
   /**
    * The LLM endpoint failed runs whatever their prompt (unreachable, 429, 5xx:
-   * `AgentError.unavailable`), {@link UNAVAILABLE_BEFORE_PAUSE} in a row with no success between:
+   * `AgentError.unavailable`) for {@link UNAVAILABLE_BEFORE_PAUSE} events with no success between:
    * the events queued behind them would fail the same way, so no new agent run starts for a
    * while, instead of one run after another failing at once. Events whose next step is a
    * delivery (direct messages, answers already saved) still start. During an outage the worker

@@ -127,11 +127,15 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
         { permanent: true, cause: error },
       );
     }
-    const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
+    // OpenAI answers 429 "Request too large for <model> ... on tokens per min" to a prompt larger
+    // than the whole per-minute limit: no wait makes it fit.
+    const tooLarge = status === 429 && /request too large/i.test(error.message);
+    const retryable = !tooLarge &&
+      (status === 408 || status === 409 || status === 429 || status >= 500);
     return new AgentError(`LLM endpoint answered ${error.message}`, {
       permanent: !retryable,
       retryAfterSeconds: retryAfter(error.headers),
-      unavailable: status === 429 || status >= 500,
+      unavailable: retryable && (status === 429 || status >= 500),
       cause: error,
     });
   }

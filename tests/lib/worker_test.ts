@@ -232,6 +232,32 @@ Deno.test("after the LLM endpoint fails two runs in a row, new agent runs wait; 
   );
 });
 
+Deno.test("one event's own retries failing at the endpoint pause nothing", async () => {
+  let calls = 0;
+  let failing = "";
+  const runAgent = ({ eventId }: { eventId: string }) => {
+    calls += 1;
+    return eventId === failing
+      ? Promise.reject(new AgentError("503", { unavailable: true }))
+      : Promise.resolve("ok");
+  };
+  await withWorker(
+    { runAgent, maxConcurrency: 1, retry: { initialDelayMs: 10_000 } },
+    async (h) => {
+      failing = await accept(h.store, { deliveryId: "d-1" });
+      h.worker.start();
+      await turnsUntil(() => calls === 1);
+      await h.worker.idle();
+      h.time.advance(7_500); // its retry, which fails too
+      await turnsUntil(() => calls === 2);
+      await h.worker.idle();
+      await accept(h.store, { deliveryId: "d-2" });
+      h.worker.notify();
+      await turnsUntil(() => calls === 3);
+    },
+  );
+});
+
 Deno.test("an endpoint failure between successes pauses nothing: it may be the prompt's own", async () => {
   let calls = 0;
   const runAgent = () => {

@@ -67,6 +67,19 @@ Deno.test("openai runner reports 429 as retryable with the Retry-After seconds",
   });
 });
 
+Deno.test("openai runner reports a 429 for a request larger than the per-minute limit as permanent", async () => {
+  const message = "Request too large for gpt-4o in organization org-x on tokens per min (TPM): " +
+    "Limit 30000, Requested 45000.";
+  await withFake({ answer: () => ({ status: 429, message }) }, async (settings) => {
+    const error = await agentError(
+      createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
+    );
+    assert.equal(error.permanent, true, "no wait makes it fit");
+    assert.equal(error.unavailable, false, "the prompt's own");
+    assert.match(error.message, /Request too large/);
+  });
+});
+
 Deno.test("openai runner reports 500 as retryable and makes a single request", async () => {
   await withFake({ answer: () => ({ status: 500 }) }, async (settings, fake) => {
     const error = await agentError(
