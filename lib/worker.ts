@@ -108,14 +108,11 @@ const MAX_ERROR_CHARS = 2000;
 /** How long no new agent run starts after the LLM endpoint failed runs, in ms (see Retry-After). */
 export const AGENT_FAILURE_PAUSE_MS = 1000;
 
-/** How long no new agent run starts after runs failed otherwise (a `command`'s exit), in ms. */
-export const FAILED_RUN_GAP_MS = 100;
-
 /** The longest such pause, whatever `Retry-After` the endpoint sent, in ms. */
 export const MAX_PAUSE_MS = 10_000;
 
-/** Events whose agent runs failed, with no success since, that begin a pause. */
-export const FAILURES_BEFORE_PAUSE = 2;
+/** Events the endpoint failed, with no success since, that begin a pause. */
+export const UNAVAILABLE_BEFORE_PAUSE = 2;
 
 /** How long `stop()` waits for aborted agent runs to end, in ms. */
 export const ABORT_GRACE_MS = 2000;
@@ -152,8 +149,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let cancelTimer: (() => void) | undefined;
   /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
-  /** Events whose agent run failed (not permanently) since the last run that succeeded. */
-  const failedRuns = new Set<string>();
+  /** Events whose agent run the endpoint failed (`AgentError.unavailable`) since the last success. */
+  const failedByEndpoint = new Set<string>();
   const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
 
   function pump(): void {
@@ -318,7 +315,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         tryRecordRefused();
         // The endpoint answers again.
         pausedUntilMs = 0;
-        failedRuns.clear();
+        failedByEndpoint.clear();
         log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
         step = "delivery";
       }
@@ -403,10 +400,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     const nowMs = deps.now();
     const permanent = isPermanent(error);
     const counted = event.attempts - event.uncountedAttempts;
-    if (step === "agent" && !permanent) {
+    if (error instanceof AgentError && error.unavailable) {
       // Counted per event: one event's own retries do not make an outage.
-      failedRuns.add(event.id);
-      if (failedRuns.size >= FAILURES_BEFORE_PAUSE) pauseNewRuns(error);
+      failedByEndpoint.add(event.id);
+      if (failedByEndpoint.size >= UNAVAILABLE_BEFORE_PAUSE) pauseNewRuns(error.retryAfterSeconds);
     }
     if (permanent || (counted >= retry.maxAttempts && !progressed)) {
       record(event.id, () => {
@@ -439,31 +436,24 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   }
 
   /**
-   * Agent runs of {@link FAILURES_BEFORE_PAUSE} events failed (not permanently) with no success
-   * between: the events queued behind them are likely to fail the same way, so no new agent run
-   * starts for a while, instead of one run after another failing at once. Events whose next
-   * step is a delivery (direct messages, answers already saved) still start, and a run that
-   * succeeds ends the pause.
-   *
-   * When the LLM endpoint itself failed (`AgentError.unavailable`: unreachable, 429, 5xx), the
-   * pause lasts 1 s, or what its `Retry-After` asks: during an outage the worker tries the
-   * endpoint about once a second per slot. Other failures may be the prompt's own (a `command`
-   * program's exit code, an empty answer), so they only space the runs by
-   * {@link FAILED_RUN_GAP_MS}, which still keeps failing runs from taking the event loop. Either
-   * way the pause is at most {@link MAX_PAUSE_MS} and half the first retry delay (so no event's
-   * own retry waits for it beyond its jitter).
-   *
-   * Measured on the ingest path, against 5,251 req/s with an LLM that keeps its runs waiting:
-   * with the LLM's port closed, every new event tried at once (two write transactions per
-   * attempt) brought agent-mode ingest down to 717 req/s; a `command` that always exits 1 (a
-   * process per attempt), to 960.
+   * The LLM endpoint failed runs whatever their prompt (unreachable, 429, 5xx:
+   * `AgentError.unavailable`) for {@link UNAVAILABLE_BEFORE_PAUSE} events with no success between:
+   * the events queued behind them would fail the same way, so no new agent run starts for a
+   * while, instead of one run after another failing at once. Events whose next step is a
+   * delivery (direct messages, answers already saved) still start. During an outage the worker
+   * then tries the endpoint about once a second per slot, and the ingest path keeps the CPU:
+   * with the LLM's port closed, agent-mode ingest fell from 5,251 to 717 req/s (a hanging LLM
+   * against a closed port, in the same run) while every new event was tried at once, two write
+   * transactions per attempt. Events wait in the queue meanwhile, their attempts unspent, and a
+   * run that succeeds ends the pause. It lasts 1 s, or what the endpoint's `Retry-After` asks,
+   * and at most {@link MAX_PAUSE_MS} or half the first retry delay (so no event's own retry
+   * waits for it beyond its jitter). Failures that may be the prompt's own (a 429 for a request
+   * too large, say) pause nothing while other runs succeed between them.
    */
-  function pauseNewRuns(error: unknown): void {
-    const endpoint = error instanceof AgentError && error.unavailable;
-    const asked = endpoint ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
+  function pauseNewRuns(retryAfterSeconds: number | undefined): void {
     const pauseMs = Math.min(
       longestPauseMs,
-      Math.max(endpoint ? AGENT_FAILURE_PAUSE_MS : FAILED_RUN_GAP_MS, asked),
+      Math.max(AGENT_FAILURE_PAUSE_MS, (retryAfterSeconds ?? 0) * 1000),
     );
     pausedUntilMs = Math.max(pausedUntilMs, deps.now() + pauseMs);
   }

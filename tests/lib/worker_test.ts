@@ -2,12 +2,7 @@ import assert from "node:assert/strict";
 import { AgentError, NotFoundError, StoreUnavailableError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import {
-  ABORT_GRACE_MS,
-  createWorker,
-  FAILED_RUN_GAP_MS,
-  type WorkerDeps,
-} from "../../lib/worker.ts";
+import { ABORT_GRACE_MS, createWorker, type WorkerDeps } from "../../lib/worker.ts";
 import { newEvent } from "./state/_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
@@ -263,32 +258,6 @@ Deno.test("one event's own retries failing at the endpoint pause nothing", async
   );
 });
 
-Deno.test("failures that may be the prompt's own (a command's exit, an empty answer) space runs by 100 ms", async () => {
-  for (
-    const failure of [
-      new AgentError('The agent command "triage" exited with code 1'),
-      new AgentError("The model returned an empty answer (finish_reason: content_filter)"),
-    ]
-  ) {
-    let calls = 0;
-    const runAgent = () => {
-      calls += 1;
-      return Promise.reject(failure);
-    };
-    await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
-      for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
-      h.worker.start();
-      await turnsUntil(() => calls === 2);
-      await h.worker.idle();
-      h.time.advance(FAILED_RUN_GAP_MS - 1);
-      await h.worker.idle();
-      assert.equal(calls, 2, "two events failed in a row: the next waits");
-      h.time.advance(1);
-      await turnsUntil(() => calls === 3);
-    });
-  }
-});
-
 Deno.test("an endpoint failure between successes pauses nothing: it may be the prompt's own", async () => {
   let calls = 0;
   const runAgent = () => {
@@ -370,17 +339,25 @@ Deno.test("a Retry-After from the agent's endpoint holds new events up to half t
   });
 });
 
-Deno.test("a permanent failure or a delivery's holds nothing up", async () => {
-  let calls = 0;
-  const runAgent = () => {
-    calls += 1;
-    return Promise.reject(new AgentError("400 prompt too long", { permanent: true }));
-  };
-  await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
-    for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
-    h.worker.start();
-    await turnsUntil(() => calls === 3);
-  });
+Deno.test("a failure of the event's own (permanent, a command's exit, a delivery) holds nothing up", async () => {
+  for (
+    const failure of [
+      new AgentError("400 prompt too long", { permanent: true }),
+      new AgentError('The agent command "triage" exited with code 1'),
+      new AgentError("The model returned an empty answer (finish_reason: content_filter)"),
+    ]
+  ) {
+    let calls = 0;
+    const runAgent = () => {
+      calls += 1;
+      return Promise.reject(failure);
+    };
+    await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
+      for (const n of [1, 2, 3]) await accept(h.store, { deliveryId: `d-${n}` });
+      h.worker.start();
+      await turnsUntil(() => calls === 3);
+    });
+  }
   let deliveries = 0;
   const deliver = () => {
     deliveries += 1;
