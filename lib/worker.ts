@@ -149,6 +149,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let cancelTimer: (() => void) | undefined;
   /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
+  /** How long that pause was when it was set, in ms. */
+  let pauseLengthMs = 0;
   /** Events whose agent run the endpoint failed (`AgentError.unavailable`) since the last success. */
   const failedByEndpoint = new Set<string>();
   const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
@@ -455,18 +457,19 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       longestPauseMs,
       Math.max(AGENT_FAILURE_PAUSE_MS, (retryAfterSeconds ?? 0) * 1000),
     );
-    pausedUntilMs = Math.max(pausedUntilMs, deps.now() + pauseMs);
+    const untilMs = deps.now() + pauseMs;
+    if (untilMs >= pausedUntilMs) [pausedUntilMs, pauseLengthMs] = [untilMs, pauseMs];
   }
 
   /**
-   * What is left of the pause, in ms (0 when none). A pause longer than any pause can be means
-   * the clock was set back: it is dropped, rather than holding every event until the clock
+   * What is left of the pause, in ms (0 when none). More left than the pause was long means the
+   * clock was set back: the pause is dropped, rather than holding every event until the clock
    * catches up.
    */
   function pauseLeftMs(): number {
     const left = pausedUntilMs - deps.now();
     if (left <= 0) return 0;
-    if (left > longestPauseMs) {
+    if (left > pauseLengthMs) {
       pausedUntilMs = 0;
       return 0;
     }

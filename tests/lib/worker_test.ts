@@ -315,6 +315,12 @@ Deno.test("a pause after a failed agent run ends if the clock is set back", asyn
     shift = -3_600_000; // NTP sets the clock back an hour
     h.worker.notify();
     await turnsUntil(() => calls === 3);
+    await h.worker.idle();
+    // Set back by less than the longest pause (5 s here), a 1 s pause still does not grow.
+    await accept(h.store, { deliveryId: "d-4", receivedAtMs: T0 - 3_600_000 - 4_000 });
+    shift -= 4_000;
+    h.worker.notify();
+    await turnsUntil(() => calls === 4);
   });
 });
 
