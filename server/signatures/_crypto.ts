@@ -96,7 +96,11 @@ export function decodeBase64(text: string): Uint8Array<ArrayBuffer> | null {
   return (value & ((1 << bits) - 1)) === 0 ? out : null;
 }
 
-function keyBytes(secret: string, material: KeyMaterial): Uint8Array<ArrayBuffer> | null {
+/**
+ * The HMAC key bytes of a secret (see {@link KeyMaterial}).
+ * @returns the bytes, or null for a `whsec_` secret that is not base64 (standard material)
+ */
+export function keyBytes(secret: string, material: KeyMaterial): Uint8Array<ArrayBuffer> | null {
   if (material === "standard" && secret.startsWith("whsec_")) {
     return decodeBase64(secret.slice("whsec_".length));
   }

@@ -12,7 +12,7 @@
  * @module
  */
 import { createHmac } from "node:crypto";
-import { decodeBase64, utf8 } from "./_crypto.ts";
+import { keyBytes, utf8 } from "./_crypto.ts";
 import type { SchemeName } from "./_types.ts";
 
 /** What a signature may cover besides the body. */
@@ -73,9 +73,7 @@ export function signRequest(
         "x-webhook-signature-v2": `sha256=${hmac(`${timestamp}.${body}`).digest("hex")}`,
       };
     case "standard": {
-      const key = secret.startsWith("whsec_")
-        ? decodeBase64(secret.slice("whsec_".length))
-        : utf8(secret);
+      const key = keyBytes(secret, "standard");
       if (key === null || key.length === 0) return null;
       const signed = `${options.deliveryId}.${timestamp}.${body}`;
       return {
