@@ -261,8 +261,6 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         return holder === undefined ? null : String(holder.id);
       }),
     wasDelivered: (eventId) => use(() => s.everDelivered.get(eventId) !== undefined),
-    hasSeen: (subscription, deliveryId, nowMs) =>
-      use(() => liveKeyHolder(subscription, deliveryId, nowMs) !== undefined),
     claimDue(nowMs, limit, options = {}) {
       if (limit <= 0) return [];
       const claimed: StoredEvent[] = [];

@@ -121,15 +121,6 @@ export interface StateStore {
    */
   accept(event: NewEvent): Promise<AcceptResult>;
   /**
-   * Tells whether a delivery id was already handled: `keyHolder(subscription, deliveryId, nowMs)`
-   * is not null.
-   * @param subscription subscription name (keys are scoped per subscription)
-   * @param deliveryId delivery id
-   * @param nowMs current time; expired keys do not count
-   * @returns true when an unexpired key exists
-   */
-  hasSeen(subscription: string, deliveryId: string, nowMs: number): boolean;
-  /**
    * The event that holds a delivery id's idempotency key now: the one a retry of that delivery
    * id was (or would be) answered as a duplicate of.
    * @param nowMs with it, only a key unexpired then counts; without it, any key, expired or not

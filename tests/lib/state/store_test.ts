@@ -109,7 +109,7 @@ Deno.test("accept() never deduplicates events whose delivery id was generated", 
     const two = await store.accept(newEvent({ deliveryId: "gen", dedupe: false }));
     assert.equal(one.status, "accepted");
     assert.equal(two.status, "accepted");
-    assert.equal(store.hasSeen("gh", "gen", 1_700_000_000_000), false);
+    assert.equal(store.keyHolder("gh", "gen", 1_700_000_000_000) !== null, false);
   });
 });
 
@@ -200,21 +200,25 @@ Deno.test({
   },
 });
 
-Deno.test("hasSeen() and recordDirect() leave a failed direct delivery retryable", async () => {
+Deno.test("keyHolder() and recordDirect() leave a failed direct delivery retryable", async () => {
   const now = 1_700_000_000_000;
   await withStore({ now: () => now, idempotencyTtlSeconds: 60 }, async (store) => {
     const event = newEvent({ mode: "direct", deliveryId: "dd", receivedAtMs: now });
-    assert.equal(store.hasSeen("gh", "dd", now), false);
+    assert.equal(store.keyHolder("gh", "dd", now) !== null, false);
     const failedId = await store.recordDirect(event, {
       delivered: false,
       error: "502",
       partsSent: 0,
     });
-    assert.equal(store.hasSeen("gh", "dd", now), false);
+    assert.equal(store.keyHolder("gh", "dd", now) !== null, false);
     const deliveredId = await store.recordDirect(event, { delivered: true, partsSent: 1 });
-    assert.equal(store.hasSeen("gh", "dd", now), true);
-    assert.equal(store.hasSeen("other", "dd", now), false);
-    assert.equal(store.hasSeen("gh", "dd", now + 60_000), false, "expired after the TTL");
+    assert.equal(store.keyHolder("gh", "dd", now) !== null, true);
+    assert.equal(store.keyHolder("other", "dd", now) !== null, false);
+    assert.equal(
+      store.keyHolder("gh", "dd", now + 60_000) !== null,
+      false,
+      "expired after the TTL",
+    );
     assert.equal(store.getEvent(failedId)?.status, "failed");
     assert.equal(store.getEvent(failedId)?.lastError, "502");
     assert.equal(store.getEvent(deliveredId)?.status, "delivered");
