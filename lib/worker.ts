@@ -21,7 +21,7 @@ import {
   TargetError,
 } from "./errors.ts";
 import type { AgentRunner } from "./agents/mod.ts";
-import type { StateStore, StoredEvent } from "./state/mod.ts";
+import { needsAgentRun, type StateStore, type StoredEvent } from "./state/mod.ts";
 import type { DeliveryJob } from "./targets/mod.ts";
 
 /**
@@ -297,7 +297,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     };
     try {
       let text = event.mode === "agent" && event.response !== null ? event.response : event.prompt;
-      if (event.mode === "agent" && event.response === null) {
+      if (needsAgentRun(event)) {
         step = "agent";
         const startedAt = deps.now();
         const systemPrompt = await deps.systemPrompt(event.route.skills);

@@ -104,6 +104,16 @@ export const UPGRADE_TO_5_SQL =
 type Row = Record<string, unknown>;
 
 /**
+ * Whether an event's next step is an agent run: an agent-mode event without a saved answer.
+ * The others (direct messages, answers waiting for their delivery) go straight to delivery;
+ * `events_due_delivery` holds the queued ones among them.
+ * @param event its mode and saved response
+ */
+export function needsAgentRun(event: Pick<StoredEvent, "mode" | "response">): boolean {
+  return event.mode === "agent" && event.response === null;
+}
+
+/**
  * Turns an `events` row into a record.
  * @param row the row as `node:sqlite` returns it
  * @returns the stored event

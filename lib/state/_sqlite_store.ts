@@ -7,7 +7,13 @@ import { NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
 import { type DatabaseOptions, openDatabase } from "./_database.ts";
 import { createGroupCommit, errorMessage, type GroupCommitStats } from "./_group_commit.ts";
 import { listEvents, prune, recoverInterrupted, replayEvent } from "./_maintenance.ts";
-import { createIdGenerator, cryptoRandom, rowToAttempt, rowToEvent } from "./_schema.ts";
+import {
+  createIdGenerator,
+  cryptoRandom,
+  needsAgentRun,
+  rowToAttempt,
+  rowToEvent,
+} from "./_schema.ts";
 import type { AcceptResult, EventStatus, NewEvent, StateStore, StoredEvent } from "./mod.ts";
 
 /** Options of {@link openStateStore}. */
@@ -274,7 +280,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           for (const row of due.all(nowMs, limit) as Row[]) {
             const event = rowToEvent(row);
             s.claim.run(nowMs, event.id);
-            const step = event.mode === "agent" && event.response === null ? "agent" : "delivery";
+            const step = needsAgentRun(event) ? "agent" : "delivery";
             s.insertAttempt.run(event.id, event.attempts + 1, nowMs, null, step, null);
             claimed.push({
               ...event,
