@@ -262,9 +262,9 @@ Deno.test("an endpoint failure between successes pauses nothing: it may be the p
   let calls = 0;
   const runAgent = () => {
     calls += 1;
-    // Every other prompt is too large for the endpoint's per-minute token limit.
+    // A proxy in front of the endpoint answers 502 to every other prompt.
     return calls % 2 === 1
-      ? Promise.reject(new AgentError("429 Request too large", { unavailable: true }))
+      ? Promise.reject(new AgentError("502 Bad Gateway", { unavailable: true }))
       : Promise.resolve("ok");
   };
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
