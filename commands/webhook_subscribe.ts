@@ -10,7 +10,7 @@ import { listSkills } from "../lib/skills.ts";
 import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
-import { SCHEME_NAMES } from "../server/signatures/mod.ts";
+import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import type { Command } from "./_command.ts";
 import { commaList, generateSecret, loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -149,7 +149,7 @@ function optionsToRecord(values: Record<string, string | boolean | undefined>): 
     record.rate_limit = limit;
   }
   if (text("auth") !== undefined) {
-    if (!(SCHEME_NAMES as readonly string[]).includes(text("auth")!)) {
+    if (!isSchemeName(text("auth")!)) {
       throw new UsageError(`--auth must be one of: ${SCHEME_NAMES.join(", ")}`);
     }
     record.auth = text("auth");

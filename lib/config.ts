@@ -15,7 +15,7 @@ import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.
 import { ConfigError } from "./errors.ts";
 import { type HomePaths, homePaths } from "./home.ts";
 import { checkRecord, NAME_PATTERN, type Route } from "./subscription.ts";
-import { SCHEME_NAMES } from "../server/signatures/mod.ts";
+import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import { TARGET_NAMES } from "./targets/mod.ts";
 import { parseHome } from "./targets/origin.ts";
 
@@ -269,7 +269,7 @@ function staticRoutes(value: unknown, file: string): Map<string, Route> {
         { file },
       );
     }
-    if (checked.auth !== undefined && !(SCHEME_NAMES as readonly string[]).includes(checked.auth)) {
+    if (checked.auth !== undefined && !isSchemeName(checked.auth)) {
       throw new ConfigError(
         `${key}.auth in ${file}: unknown signature scheme "${checked.auth}"; valid schemes: ` +
           SCHEME_NAMES.join(", "),

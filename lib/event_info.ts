@@ -208,8 +208,13 @@ function eventSource(headers: Headers): EventSource {
   return "other";
 }
 
-/** The value when it is a short, printable, non-empty string; otherwise undefined. */
-function usable(value: unknown): string | undefined {
+/**
+ * The value when it is a short, printable, non-empty string (1 to {@link MAX_ID_CHARS}
+ * characters, no control characters), as every event type, action and delivery id must be;
+ * otherwise undefined.
+ * @param value a header value or payload field
+ */
+export function usable(value: unknown): string | undefined {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_ID_CHARS) {
     return undefined;
   }

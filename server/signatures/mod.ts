@@ -43,6 +43,14 @@ const SCHEMES: readonly Scheme[] = [
 /** Every scheme name, in the order their headers are tried (CONTRACT §5). */
 export const SCHEME_NAMES: readonly SchemeName[] = Object.freeze(SCHEMES.map((s) => s.name));
 
+/**
+ * Tells whether `name` is one of {@link SCHEME_NAMES} (a subscription's `auth`, as read from a
+ * file or a flag).
+ */
+export function isSchemeName(name: string): name is SchemeName {
+  return (SCHEME_NAMES as readonly string[]).includes(name);
+}
+
 /** Default replay window: a signed timestamp may differ from the clock by this much. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
