@@ -6,6 +6,21 @@
 import { dirname } from "node:path";
 
 /**
+ * Writes all of `bytes` to `writer`, which may take them a few at a time (`Deno.stderr`, a
+ * file).
+ * @param writer anything with Deno's `write(bytes): Promise<number>`
+ * @param bytes what to write
+ */
+export async function writeAll(
+  writer: { write(bytes: Uint8Array): Promise<number> },
+  bytes: Uint8Array,
+): Promise<void> {
+  for (let written = 0; written < bytes.length;) {
+    written += await writer.write(bytes.subarray(written));
+  }
+}
+
+/**
  * Runs a read-modify-write of `path` under an exclusive lock on `<path>.lock` (flock, mode
  * 0600), so that commands run at the same time each see the others' changes instead of
  * overwriting them. The folder is created (0700) when missing.

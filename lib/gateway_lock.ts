@@ -7,6 +7,7 @@
  */
 import { dirname, join } from "node:path";
 import { StoreUnavailableError } from "./errors.ts";
+import { writeAll } from "./_fs.ts";
 
 /**
  * Writes where the CLI reaches this gateway into the lock file, for `webhook test` and
@@ -16,10 +17,7 @@ export async function recordGatewayUrl(
   lock: Deno.FsFile,
   address: { hostname: string; port: number },
 ) {
-  const bytes = new TextEncoder().encode(`${localUrl(address.hostname, address.port)}\n`);
-  for (let written = 0; written < bytes.length;) {
-    written += await lock.write(bytes.subarray(written));
-  }
+  await writeAll(lock, new TextEncoder().encode(`${localUrl(address.hostname, address.port)}\n`));
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   type TextFormatter,
 } from "@logtape/logtape";
 import { dirname } from "node:path";
+import { writeAll } from "./_fs.ts";
 
 /** Size at which the log rotates, in bytes. */
 export const LOG_MAX_BYTES = 5 * 1024 * 1024;
@@ -228,11 +229,7 @@ export async function startLogging(
  */
 function stderrWithoutClose(): WritableStream<Uint8Array> {
   return new WritableStream({
-    async write(chunk) {
-      for (let written = 0; written < chunk.length;) {
-        written += await Deno.stderr.write(chunk.subarray(written));
-      }
-    },
+    write: (chunk) => writeAll(Deno.stderr, chunk),
   });
 }
 
