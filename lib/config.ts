@@ -13,6 +13,7 @@ import type { AgentSettings } from "./agents/mod.ts";
 import { MAX_WAIT_SECONDS } from "./_retry.ts";
 import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
 import { ConfigError } from "./errors.ts";
+import { unbracketed } from "./gateway_lock.ts";
 import { type HomePaths, homePaths } from "./home.ts";
 import { checkRecord, NAME_PATTERN, type Route } from "./subscription.ts";
 import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
@@ -210,7 +211,7 @@ export const LISTEN_HOST_RULE = "a host name or an IP address (127.0.0.1, 0.0.0.
  * one (bracketed or not).
  */
 export function isListenHost(host: string): boolean {
-  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  const bare = unbracketed(host);
   return /^[A-Za-z0-9.-]+$/.test(bare) || (bare.includes(":") && /^[0-9A-Fa-f:.]+$/.test(bare));
 }
 

@@ -26,9 +26,17 @@ export async function recordGatewayUrl(
  * @example localUrl("::", 8644) // "http://[::1]:8644"
  */
 export function localUrl(host: string, port: number): string {
-  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  const bare = unbracketed(host);
   const reachable = bare === "0.0.0.0" ? "127.0.0.1" : bare === "::" ? "::1" : bare;
   return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
+}
+
+/**
+ * A host without the brackets an IPv6 address may be written in (`[::1]` → `::1`).
+ * @param host a host name or address, as configured
+ */
+export function unbracketed(host: string): string {
+  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
 }
 
 /**
