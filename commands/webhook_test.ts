@@ -307,15 +307,3 @@ function answerStatus(text: string): unknown {
     return undefined;
   }
 }
-
-/**
- * `sha256=<hex>` HMAC-SHA256 of the body's UTF-8 bytes, as GitHub signs (X-Hub-Signature-256).
- * Source: https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
- * @param secret the secret (not empty)
- * @param body the body text
- * @returns the header value
- */
-export function signGitHub(secret: string, body: string): string {
-  const headers = signRequest("github", secret, body, { deliveryId: "", nowSeconds: 0 });
-  return headers?.["x-hub-signature-256"] ?? "";
-}
