@@ -28,12 +28,13 @@ import type { DeliveryJob } from "./targets/mod.ts";
  * Delivers a message to its target.
  * @param job what to deliver where
  * @param onPartSent called after each part is delivered, with the number of parts delivered so
- *   far (counting `partsAlreadySent`), so a crash in the middle does not resend them
+ *   far (counting `partsAlreadySent`) and the number of parts in all, so a crash in the middle
+ *   does not resend them
  * @throws TargetError when the delivery fails (`permanent`, `retryAfterSeconds`)
  */
 export type DeliverFn = (
   job: DeliveryJob,
-  onPartSent: (partsSent: number) => void,
+  onPartSent: (partsSent: number, parts: number) => void,
 ) => Promise<unknown>;
 
 /**
@@ -88,9 +89,9 @@ export interface EventWorker {
    * Stops claiming, then waits for the events in progress. Agent runs still going after the
    * wait are stopped (a `command` program is killed), and the worker waits up to
    * {@link ABORT_GRACE_MS} more for the events in progress to end (deliveries are not stopped).
-   * An event whose agent run the stop ended goes back to `queued`, the run counting as an
-   * interrupted attempt; one whose run or delivery has not ended stays `running`. The next start
-   * runs both.
+   * An event whose agent run the stop ended goes back to `queued`, its interrupted attempt not
+   * counting; one whose run or delivery has not ended stays `running`, and the next start
+   * requeues it as after a crash. The next start runs both.
    * @param options `deadlineMs`: the longest wait for the events in progress, in milliseconds;
    *   `hurry`: ends that wait as soon as it aborts (a second Ctrl-C)
    * @returns once the worker has stopped; never throws
@@ -276,7 +277,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     // What the store refused during the attempt (a locked database): the agent's answer and the
     // parts delivered, written again with the attempt's outcome, so neither is lost.
     let responseNotRecorded: string | undefined;
-    let partsNotRecorded: number | undefined;
+    let partsNotRecorded: { sent: number; parts: number } | undefined;
     let partsDelivered = event.partsSent;
     const recordRefused = () => {
       if (responseNotRecorded !== undefined) {
@@ -284,7 +285,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         responseNotRecorded = undefined;
       }
       if (partsNotRecorded !== undefined) {
-        store.savePartsSent(event.id, partsNotRecorded);
+        store.savePartsSent(event.id, partsNotRecorded.sent, {
+          sentBefore: event.partsSent,
+          parts: partsNotRecorded.parts,
+        });
         partsNotRecorded = undefined;
       }
     };
@@ -327,10 +331,10 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         // The sender's own retries may have got more parts out since the replay was queued.
         job = { ...job, partsAlreadySent: store.resumeAfter(event) };
       }
-      await deps.deliver(job, (partsSent) => {
+      await deps.deliver(job, (partsSent, parts) => {
         // The part went out: a failing store must not turn that into a failed delivery.
         partsDelivered = partsSent;
-        partsNotRecorded = partsSent;
+        partsNotRecorded = { sent: partsSent, parts };
         tryRecordRefused();
       });
     } catch (error) {
@@ -375,7 +379,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
 
   /**
    * An agent run that stop() ended: the event goes back to the queue, due now, with the attempt
-   * closed as interrupted (it counts, as after a crash), so the next start runs it and, until
+   * closed as interrupted (it does not count: the stop was not the event's doing, and a
+   * restart must not use up the attempts of events it caught), so the next start runs it and, until
    * then, `events` shows it queued and `replay` accepts it. A write the store refuses is held
    * like an outcome and tried once more before the stop ends; if that fails too, the event
    * stays `running` and the next start resumes it all the same.
@@ -426,7 +431,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     });
     record(event.id, () => {
       recordRefused();
-      store.markRetry(event.id, message, step, nowMs + delayMs, nowMs, { uncounted: progressed });
+      store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
     });
     log("warn", "retry scheduled", {
       ...context,

@@ -45,11 +45,12 @@ export interface IngestDeps {
   onAccepted(): void;
   /**
    * Sends a direct-delivery message, from part `job.partsAlreadySent`; throws `TargetError` on
-   * failure. `onPartSent` is called after each part with the parts delivered so far.
+   * failure. `onPartSent` is called after each part with the parts delivered so far and the
+   * parts in all, and awaited before the next part goes out.
    */
   deliverDirect(
     job: DeliveryJob,
-    onPartSent?: (partsSent: number) => void,
+    onPartSent?: (partsSent: number, parts: number) => void | Promise<void>,
   ): Promise<DeliveryReceipt>;
   /** Clock, in milliseconds since the epoch. */
   now(): number;

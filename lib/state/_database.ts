@@ -56,8 +56,11 @@ export const STATEMENTS = {
   saveResponse: "UPDATE events SET response = ?, updated_at = ? WHERE id = ?",
   agentDone: "UPDATE attempts SET step = 'delivery' " +
     "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)",
-  savePartsSent: "UPDATE events SET parts_sent = ?, updated_at = ? WHERE id = ?",
-  uncountAttempt: "UPDATE events SET uncounted_attempts = uncounted_attempts + 1 WHERE id = ?",
+  // The first save of an attempt beyond the parts out when it began (?3), with parts still to
+  // go (?4 in all), also marks the attempt as one that does not count: it moved the delivery
+  // on, crash or not.
+  savePartsSent: "UPDATE events SET uncounted_attempts = uncounted_attempts + " +
+    "(parts_sent = ?3 AND ?1 > ?3 AND ?1 < ?4), parts_sent = ?1, updated_at = ?2 WHERE id = ?5",
   setStatus: "UPDATE events SET status = ?, next_attempt_at = ?, last_error = ?, updated_at = ? " +
     "WHERE id = ?",
   // The errors of earlier attempts stay in the attempts table; the event itself no longer has one.

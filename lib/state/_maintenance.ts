@@ -78,12 +78,16 @@ export function replayEvent(
 
 /**
  * Requeues events left `running` by a crash or a stop, due now, and closes their open attempts
- * with an "interrupted" error. The interrupted attempt still counts, so an event that crashes
- * the gateway every time ends as `failed` instead of looping.
+ * with an "interrupted" error. At start (no `eventId`), an interrupted attempt still counts,
+ * so an event that crashes the gateway every time ends as `failed` instead of looping; one
+ * that delivered part of its message first was already marked as not counting when the part
+ * was saved. An event the worker's own graceful stop ended (`eventId`) does not count: the
+ * stop was the operator's, not the event's.
  * @param db the database
  * @param transaction the transaction runner
  * @param nowMs current time
- * @param eventId only this event, if it is running; every running event when omitted
+ * @param eventId only this event, if it is running (a graceful stop); every running event
+ *   when omitted
  * @returns how many events were requeued
  */
 export function recoverInterrupted(
@@ -94,6 +98,7 @@ export function recoverInterrupted(
 ): number {
   const which = eventId === undefined ? "status = 'running'" : "status = 'running' AND id = ?";
   const only = eventId === undefined ? [] : [eventId];
+  const uncount = eventId === undefined ? "" : "uncounted_attempts = uncounted_attempts + 1, ";
   let count = 0;
   transaction(() => {
     db.prepare(
@@ -102,7 +107,8 @@ export function recoverInterrupted(
     ).run(nowMs, INTERRUPTED, ...only);
     count = Number(
       db.prepare(
-        `UPDATE events SET status = 'queued', next_attempt_at = ?, updated_at = ? WHERE ${which}`,
+        `UPDATE events SET status = 'queued', next_attempt_at = ?, ${uncount}updated_at = ? ` +
+          `WHERE ${which}`,
       ).run(nowMs, nowMs, ...only).changes,
     );
   });

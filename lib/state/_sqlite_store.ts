@@ -238,7 +238,6 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     eventId: string,
     status: { status: EventStatus; error: string; step: string; nextMs: number | null },
     nowMs: number,
-    uncounted = false,
   ): void {
     use(() =>
       transaction(() => {
@@ -247,7 +246,6 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           () => s.setStatus.run(status.status, status.nextMs, status.error, nowMs, eventId),
         );
         s.closeAttempt.run(nowMs, status.step, status.error, eventId);
-        if (uncounted) s.uncountAttempt.run(eventId);
         // A direct message that failed holds no key (as when recorded failed): the sender's
         // next retry of its delivery id must go through, not be answered as a duplicate.
         if (status.status === "failed") s.releaseFailedDirectKey.run(eventId);
@@ -301,8 +299,13 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           s.agentDone.run(eventId);
         })
       ),
-    savePartsSent: (eventId, partsSent) =>
-      use(() => update(eventId, () => s.savePartsSent.run(partsSent, clock(), eventId))),
+    savePartsSent: (eventId, partsSent, attempt) =>
+      use(() =>
+        update(
+          eventId,
+          () => s.savePartsSent.run(partsSent, clock(), attempt.sentBefore, attempt.parts, eventId),
+        )
+      ),
     markDelivered: (eventId, nowMs) =>
       use(() =>
         transaction(() => {
@@ -315,8 +318,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           }
         })
       ),
-    markRetry: (eventId, error, step, nextMs, nowMs, options) =>
-      closeAttempt(eventId, { status: "queued", error, step, nextMs }, nowMs, options?.uncounted),
+    markRetry: (eventId, error, step, nextMs, nowMs) =>
+      closeAttempt(eventId, { status: "queued", error, step, nextMs }, nowMs),
     markFailed: (eventId, error, step, nowMs) =>
       closeAttempt(eventId, { status: "failed", error, step, nextMs: null }, nowMs),
     recoverInterrupted: (nowMs, eventId) =>
@@ -346,7 +349,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           takeKey(replayed.id, replayed.subscription, replayed.deliveryId, nowMs);
           const resume = resumeAfter(replayed);
           if (resume > replayed.partsSent) {
-            s.savePartsSent.run(resume, nowMs, replayed.id);
+            s.savePartsSent.run(resume, nowMs, resume, resume, replayed.id);
             replayed = { ...replayed, partsSent: resume };
           }
         });

@@ -173,34 +173,44 @@ export interface StateStore {
   claimDue(nowMs: number, limit: number, options?: { deliveryOnly?: boolean }): StoredEvent[];
   /** Persists the agent's answer, so a delivery retry does not run the agent again. */
   saveResponse(eventId: string, response: string): void;
-  /** Persists how many message parts were delivered, so none is sent twice after a crash. */
-  savePartsSent(eventId: string, partsSent: number): void;
+  /**
+   * Persists how many message parts were delivered, so none is sent twice after a crash. An
+   * attempt that got a part out with more parts to go moved the delivery on: it does not count
+   * toward the retry limit, whether it then fails or a crash cuts it off. So the first such save
+   * of an attempt adds it to {@link StoredEvent.uncountedAttempts}.
+   * @param eventId the running event
+   * @param partsSent parts delivered so far, this attempt's included
+   * @param attempt `sentBefore`: parts delivered when the attempt began (its `partsSent` as
+   *   claimed); `parts`: the parts of the whole message
+   */
+  savePartsSent(
+    eventId: string,
+    partsSent: number,
+    attempt: { sentBefore: number; parts: number },
+  ): void;
   /**
    * Marks a running event delivered and closes its attempt. An event with a delivery id that
    * holds no idempotency key (a direct message recorded failed, then replayed) takes the key,
    * unless another event holds it unexpired, so the sender's retry is then a duplicate.
    */
   markDelivered(eventId: string, nowMs: number): void;
-  /**
-   * Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`.
-   * With `uncounted`, the attempt is added to {@link StoredEvent.uncountedAttempts}.
-   */
+  /** Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`. */
   markRetry(
     eventId: string,
     error: string,
     step: "agent" | "delivery",
     nextAttemptAtMs: number,
     nowMs: number,
-    options?: { uncounted?: boolean },
   ): void;
   /** Closes the attempt with its error and marks the event `failed` (dead letter). */
   markFailed(eventId: string, error: string, step: "agent" | "delivery", nowMs: number): void;
   /**
    * Puts events left `running` by a crash or restart back in the queue, due now, their open
-   * attempt closed as interrupted (it still counts).
+   * attempt closed as interrupted. After a crash (at start) it still counts, unless it had
+   * delivered a part (see {@link savePartsSent}); after a graceful stop it does not.
    * @param nowMs current time
-   * @param eventId only this event (the worker's own run, ended by a graceful stop); every
-   *   running event when omitted (at start)
+   * @param eventId only this event (the worker's own run, ended by a graceful stop, which
+   *   does not count); every running event when omitted (at start)
    * @returns how many were requeued
    */
   recoverInterrupted(nowMs: number, eventId?: string): number;

@@ -113,8 +113,8 @@ function route(
  *
  * @param job What to send, where, and for which event.
  * @param ctx Env (tokens, home channels, API URLs), `fetch`, `sleep`, the gateway log.
- * @param onPartSent Called with the number of parts sent so far after each part, awaited, so
- *   the caller can persist progress before the next part goes out.
+ * @param onPartSent Called after each part with the number of parts sent so far and the number
+ *   of parts in all, awaited, so the caller can persist progress before the next part goes out.
  * @returns The receipt: target that sent, number of parts, destination label.
  * @throws {TargetError} permanent for an unknown target, missing token or destination, an empty
  *   message or a platform 4xx; retryable (with `retryAfterSeconds` when known) for 429 beyond
@@ -123,7 +123,7 @@ function route(
 export async function deliver(
   job: DeliveryJob,
   ctx: TargetContext,
-  onPartSent?: (partsSent: number) => void | Promise<void>,
+  onPartSent?: (partsSent: number, parts: number) => void | Promise<void>,
 ): Promise<DeliveryReceipt> {
   const { target, resolved } = route(job, ctx);
   if (target.name !== "log" && job.text.trim() === "") {
@@ -138,7 +138,7 @@ export async function deliver(
   };
   for (let index = job.partsAlreadySent ?? 0; index < parts.length; index++) {
     await target.send(resolved.destination, parts[index], sendCtx);
-    await onPartSent?.(index + 1);
+    await onPartSent?.(index + 1, parts.length);
   }
   return { target: target.name, parts: parts.length, destination: resolved.label };
 }

@@ -308,10 +308,17 @@ async function startSlowAgentRun(url: string, home: string, delivery: string): P
 }
 
 Deno.test("SIGTERM kills a command agent still running at the deadline; the next start runs the event again", async () => {
-  // The first run is the slow agent; later runs answer at once.
+  // The first run is the slow agent; later runs answer at once. One attempt in all: the one
+  // the stop cut off does not count.
   const script = 'if [ -e "$AGENT_HOME/ran" ]; then echo "answered after restart"; else ' +
     `touch "$AGENT_HOME/ran"; ${SLOW_AGENT}; fi`;
-  await using s = await stack(commandAgent(script), echo);
+  await using s = await stack(
+    configWith(
+      `  provider: command\n  command: ${JSON.stringify(["sh", "-c", script])}\n` +
+        "  retry: {max_attempts: 1}\n",
+    ),
+    echo,
+  );
   await using first = await startGatewayProcess(s.env);
   const childPid = await startSlowAgentRun(first.url, s.home, "slow-agent");
   const started = performance.now();

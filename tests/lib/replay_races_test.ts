@@ -398,7 +398,7 @@ Deno.test("a failed resend of a delivered message, replayed again, resumes after
     store.replay(b, clock.now);
     // The resend gets part 1 out, then the target refuses for good.
     await runWorker(store, clock, (_job, onPart) => {
-      onPart?.(1);
+      onPart?.(1, 4);
       return Promise.reject(new TargetError("down", { permanent: true }));
     });
     assert.equal(store.getEvent(b)!.status, "failed");

@@ -449,11 +449,11 @@ Deno.test("worker does not run the agent again when only the delivery failed", a
 
 Deno.test("worker resumes a split message after the parts already sent", async () => {
   const seen: (number | undefined)[] = [];
-  const deliver = (job: DeliveryJob, onPartSent: (sent: number) => void) => {
+  const deliver = (job: DeliveryJob, onPartSent: (sent: number, parts: number) => void) => {
     seen.push(job.partsAlreadySent);
     if (seen.length === 1) {
-      onPartSent(1);
-      onPartSent(2);
+      onPartSent(1, 3);
+      onPartSent(2, 3);
       return Promise.reject(new TargetError("429", { retryAfterSeconds: 30 }));
     }
     return Promise.resolve();
@@ -473,11 +473,11 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
   // moves the message on, so it is delivered whole instead of dead-lettered after 3 attempts.
   const PARTS = 16;
   const seen: number[] = [];
-  const deliver = (job: DeliveryJob, onPartSent: (sent: number) => void) => {
+  const deliver = (job: DeliveryJob, onPartSent: (sent: number, parts: number) => void) => {
     const from = job.partsAlreadySent ?? 0;
     seen.push(from);
     const to = Math.min(PARTS, from + 3);
-    for (let part = from + 1; part <= to; part++) onPartSent(part);
+    for (let part = from + 1; part <= to; part++) onPartSent(part, PARTS);
     return to === PARTS
       ? Promise.resolve()
       : Promise.reject(new TargetError("Slack rate limited", { retryAfterSeconds: 31 }));
@@ -490,7 +490,7 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
     assert.equal(stored.status, "delivered", stored.lastError ?? "");
     assert.deepEqual(seen, [0, 3, 6, 9, 12, 15]);
     assert.equal(stored.attempts, 6);
-    assert.equal(stored.uncountedAttempts, 5);
+    assert.equal(stored.uncountedAttempts, 5, "the last attempt, which got the rest out, counts");
     const retries = h.logs.filter((l) => l.message === "retry scheduled");
     assert.equal(retries.length, 5);
     assert.ok(retries.every((l) => l.props.counted === false && l.props.delayMs === 31_000));
@@ -499,8 +499,8 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
 
 Deno.test("attempts that deliver nothing still count, after attempts that made progress", async () => {
   let calls = 0;
-  const deliver = (_job: DeliveryJob, onPartSent: (sent: number) => void) => {
-    if (++calls === 1) onPartSent(1); // part 1 goes out, then the platform fails for good
+  const deliver = (_job: DeliveryJob, onPartSent: (sent: number, parts: number) => void) => {
+    if (++calls === 1) onPartSent(1, 2); // part 1 goes out, then the platform fails for good
     return Promise.reject(new TargetError("Telegram answered 502"));
   };
   await withWorker({ deliver, retry: { maxAttempts: 3 } }, async (h) => {
@@ -623,6 +623,7 @@ Deno.test("worker.stop() stops the agent run at once when hurried", async () => 
     hurry.abort(); // a second Ctrl-C; the clock does not move
     await stopping;
     assert.equal(h.store.getEvent(id)!.status, "queued", "back in the queue for the next start");
+    assert.equal(h.store.getEvent(id)!.uncountedAttempts, 1, "the stop's, not the event's");
     assert.ok(h.logs.some((l) => l.message === "agent run stopped by shutdown"));
   });
 });
@@ -771,7 +772,7 @@ Deno.test("an answer the store refuses is delivered and kept, and the agent does
 
 Deno.test("worker keeps the parts already sent when the store fails between parts", async () => {
   const deliver: WorkerDeps["deliver"] = async (job, onPartSent) => {
-    await onPartSent((job.partsAlreadySent ?? 0) + 1);
+    await onPartSent((job.partsAlreadySent ?? 0) + 1, 2);
     throw new TargetError("502 from Telegram on part 2");
   };
   await withWorker({ deliver }, async (h) => {

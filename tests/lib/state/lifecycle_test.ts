@@ -82,12 +82,13 @@ Deno.test("markRetry() requeues with the error, and markDelivered() keeps the sa
     const [second] = store.claimDue(T0 + 10_000, 1);
     assert.equal(second.attempts, 2);
     store.saveResponse(id, "All good");
-    store.savePartsSent(id, 2);
+    store.savePartsSent(id, 2, { sentBefore: 0, parts: 2 });
     store.markDelivered(id, T0 + 10_500);
     event = store.getEvent(id)!;
     assert.equal(event.status, "delivered");
     assert.equal(event.response, "All good");
     assert.equal(event.partsSent, 2);
+    assert.equal(event.uncountedAttempts, 0, "an attempt that got the whole message out counts");
     assert.equal(event.nextAttemptAtMs, null);
     assert.deepEqual(
       store.attempts(id).map((a) => [a.attempt, a.step, a.error, a.finishedAtMs]),
@@ -141,12 +142,58 @@ Deno.test("recoverInterrupted() requeues events left running by a crash, due now
   }
 });
 
+Deno.test("an attempt that delivered a part does not count, whether it then fails or a crash cuts it off", async () => {
+  const home = await tempHome();
+  try {
+    const first = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    const id = (await first.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    first.claimDue(T0, 1);
+    first.saveResponse(id, "a long answer");
+    first.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
+    first.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
+    assert.equal(first.getEvent(id)?.uncountedAttempts, 1, "once per attempt, not per part");
+    first.markRetry(id, "429", "delivery", T0 + 1, T0 + 1);
+    first.claimDue(T0 + 1, 1);
+    first.savePartsSent(id, 2, { sentBefore: 2, parts: 9 });
+    assert.equal(
+      first.getEvent(id)?.uncountedAttempts,
+      1,
+      "saving what was out already is not progress",
+    );
+    first.savePartsSent(id, 3, { sentBefore: 2, parts: 9 });
+    await first.close(); // a crash after part 3
+
+    const second = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    second.recoverInterrupted(T0 + 2);
+    const event = second.getEvent(id)!;
+    assert.equal(event.attempts - event.uncountedAttempts, 0, "neither attempt counts");
+    assert.equal(event.partsSent, 3);
+    await second.close();
+  } finally {
+    await home.cleanup();
+  }
+});
+
+Deno.test("recoverInterrupted() of one event (a graceful stop) requeues it without counting the attempt", async () => {
+  await withStore({}, async (store) => {
+    const stopped = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    const crashed = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    store.claimDue(T0, 2);
+    assert.equal(store.recoverInterrupted(T0 + 1, stopped), 1);
+    assert.equal(store.getEvent(stopped)?.status, "queued");
+    assert.equal(store.getEvent(stopped)?.uncountedAttempts, 1);
+    assert.equal(store.getEvent(crashed)?.status, "running", "only that event");
+    assert.equal(store.recoverInterrupted(T0 + 2), 1);
+    assert.equal(store.getEvent(crashed)?.uncountedAttempts, 0, "a crash still counts");
+  });
+});
+
 Deno.test("replay() starts a new attempt series for a failed event", async () => {
   await withStore({}, async (store) => {
     const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
     store.claimDue(T0, 1);
     store.saveResponse(id, "old answer");
-    store.savePartsSent(id, 1);
+    store.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
     store.markFailed(id, "boom", "delivery", T0 + 1);
     const replayed = store.replay(id.slice(0, 12), T0 + 99);
     assert.equal(replayed.id, id);
@@ -390,7 +437,7 @@ Deno.test("replay() of a direct message cut off mid-way keeps its parts sent onl
     const edited = store.replay(id, T0 + 3, () => ({ mode: "direct", prompt: "edited", route }));
     assert.equal(edited.partsSent, 0, "another text starts from the first part");
     store.claimDue(T0 + 3, 1);
-    store.savePartsSent(id, 2);
+    store.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
     store.markFailed(id, "502 again", "delivery", T0 + 4);
     const discord = { deliver: "discord", chatId: "1", skills: [] };
     const moved = store.replay(
@@ -400,7 +447,7 @@ Deno.test("replay() of a direct message cut off mid-way keeps its parts sent onl
     );
     assert.equal(moved.partsSent, 0, "another target starts from the first part");
     store.claimDue(T0 + 5, 1);
-    store.savePartsSent(id, 3);
+    store.savePartsSent(id, 3, { sentBefore: 0, parts: 9 });
     store.markDelivered(id, T0 + 6);
     assert.equal(store.replay(id, T0 + 7).partsSent, 0, "a delivered message is sent whole again");
   });
@@ -460,7 +507,8 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
     try {
       assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 0);
       upgraded.claimDue(T0, 1);
-      upgraded.markRetry(id, "rate limited", "delivery", T0 + 1, T0, { uncounted: true });
+      upgraded.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
+      upgraded.markRetry(id, "rate limited", "delivery", T0 + 1, T0);
       assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 1);
       assert.equal(upgraded.replay(id, T0 + 2).uncountedAttempts, 0, "a replay starts afresh");
     } finally {
