@@ -242,15 +242,16 @@ export async function startGateway(
       stopping = true;
       clearInterval(pruneTimer);
       await stateWatch.stop();
-      const startedAt = performance.now();
-      // shutdown() waits for every connection to close, and a sender that stalls in the middle
-      // of a body keeps its connection open: past the deadline the stop goes on without it
-      // (the process exits after this, which closes it).
-      await settledWithin(server.shutdown(), deadlineMs, { signal: hurry });
-      await worker.stop({
-        deadlineMs: Math.max(0, deadlineMs - (performance.now() - startedAt)),
-        hurry,
-      });
+      // Both at once, within the same deadline: the worker stops claiming now, so the events
+      // accepted meanwhile, and those queued, wait for the next start instead of being started
+      // while the server drains and cut off at the deadline. shutdown() waits for every
+      // connection to close, and a sender that stalls in the middle of a body keeps its
+      // connection open: past the deadline the stop goes on without it (the process exits
+      // after this, which closes it).
+      await Promise.all([
+        settledWithin(server.shutdown(), deadlineMs, { signal: hurry }),
+        worker.stop({ deadlineMs, hurry }),
+      ]);
       await store.close();
       stateLock.close();
     },

@@ -266,9 +266,24 @@ Deno.test("SIGTERM lets the running event finish and keeps the queued ones for t
     await response.body?.cancel();
   }
   await eventually(() => s.llm.requests.length === 1, { what: "one agent run in progress" });
+  // A sender stalled in the middle of a body keeps the server draining until it goes.
+  const stalled = await Deno.connect({
+    hostname: "127.0.0.1",
+    port: Number(new URL(first.url).port),
+  });
+  await stalled.write(
+    new TextEncoder().encode(
+      "POST /webhooks/ci HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{",
+    ),
+  );
   const exited = first.stop("SIGTERM");
   await eventually(() => first.output().includes("Stopping"), { what: "the gateway stopping" });
   release.resolve();
+  await eventually(() => s.telegram.messages.length === 1, { what: "the running event's message" });
+  // The slot it frees must not start a queued event while the server drains.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(s.llm.requests.length, 1, "no agent run started after SIGTERM");
+  stalled.close();
   assert.equal(await exited, 0, first.output());
   assert.match(first.output(), /Gateway stopped/);
 
