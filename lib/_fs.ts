@@ -1,5 +1,6 @@
 /**
- * File writing shared by the modules that keep files in the home folder.
+ * File writing shared by the modules that keep files in the home folder, and the identity of a
+ * file (whether a path still names the file a program opened).
  *
  * @module
  */
@@ -56,4 +57,25 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
     await Deno.remove(temp).catch(() => {});
     throw error;
   }
+}
+
+/** The identity of a file: its device and inode. */
+export type FileIdentity = { dev: number; ino: number | null };
+
+/**
+ * The identity of the file at `path`, following symbolic links.
+ * @returns its device and inode, or undefined when nothing can be found there
+ */
+export function fileIdentity(path: string): FileIdentity | undefined {
+  try {
+    const info = Deno.statSync(path);
+    return { dev: info.dev, ino: info.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `a` and `b` are the same file (an undefined `a`, a missing file, is none). */
+export function sameFile(a: FileIdentity | undefined, b: FileIdentity | undefined): boolean {
+  return a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino;
 }

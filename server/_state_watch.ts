@@ -7,9 +7,7 @@
  *
  * @module
  */
-
-/** The identity of a file: device and inode. */
-type Identity = { dev: number; ino: number | null };
+import { type FileIdentity, fileIdentity, sameFile } from "../lib/_fs.ts";
 
 /** What {@link watchStateFile} returns. */
 export interface StateFileWatch {
@@ -26,28 +24,28 @@ export interface StateFileWatch {
  *   message, when the file was deleted or replaced
  * @returns the watch
  */
-export async function watchStateFile(
+export function watchStateFile(
   path: string,
   options: { intervalMs: number; onGone: (message: string) => void },
-): Promise<StateFileWatch> {
-  const database = await identity(path);
+): StateFileWatch {
+  const database = fileIdentity(path);
   // The log files the database had when the gateway opened it. One that did not exist yet is
   // adopted when it appears (SQLite made it); a known one is never replaced by another found at
   // its path, which would be a restored backup's own log, put there before its database.
-  const logs = new Map<string, Identity | undefined>();
-  const adoptLogs = async () => {
+  const logs = new Map<string, FileIdentity | undefined>();
+  const adoptLogs = () => {
     for (const suffix of ["-wal", "-shm"]) {
-      if (logs.get(suffix) === undefined) logs.set(suffix, await identity(path + suffix));
+      if (logs.get(suffix) === undefined) logs.set(suffix, fileIdentity(path + suffix));
     }
   };
-  await adoptLogs();
+  adoptLogs();
   let gone: string | undefined;
   let checking: Promise<void> = Promise.resolve();
 
   const check = async () => {
     if (gone !== undefined) return;
-    const now = await identity(path);
-    if (now !== undefined && same(now, database)) return await adoptLogs();
+    const now = fileIdentity(path);
+    if (sameFile(now, database)) return adoptLogs();
     const moved = await moveLogsAside(path, logs);
     gone = `${path} was ${now === undefined ? "deleted" : "replaced"} while the gateway ran. ` +
       "Exiting, so that no event is acknowledged into a file that is gone (requests get 503 " +
@@ -69,13 +67,13 @@ export async function watchStateFile(
 /** Renames the log files that are still the old database's; returns their new names. */
 async function moveLogsAside(
   path: string,
-  logs: Map<string, Identity | undefined>,
+  logs: Map<string, FileIdentity | undefined>,
 ): Promise<string[]> {
   const moved: string[] = [];
   const stamp = new Date().toISOString().replaceAll(":", "-");
   for (const [suffix, ours] of logs) {
-    const current = await identity(path + suffix);
-    if (ours === undefined || current === undefined || !same(current, ours)) continue;
+    const current = fileIdentity(path + suffix);
+    if (ours === undefined || current === undefined || !sameFile(current, ours)) continue;
     const aside = `${path}${suffix}.replaced-${stamp}`;
     try {
       await Deno.rename(path + suffix, aside);
@@ -85,17 +83,4 @@ async function moveLogsAside(
     }
   }
   return moved;
-}
-
-async function identity(path: string): Promise<Identity | undefined> {
-  try {
-    const info = await Deno.stat(path);
-    return { dev: info.dev, ino: info.ino };
-  } catch {
-    return undefined;
-  }
-}
-
-function same(a: Identity, b: Identity | undefined): boolean {
-  return b !== undefined && a.dev === b.dev && a.ino === b.ino;
 }

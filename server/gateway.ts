@@ -107,7 +107,7 @@ export async function startGateway(
       // stall every request this long before the sender gets 503.
       busyTimeoutMs: 1000,
     });
-    stateWatch = await watchStateFile(paths.stateDb, {
+    stateWatch = watchStateFile(paths.stateDb, {
       intervalMs: STATE_CHECK_MS,
       onGone: (message) => failed.resolve(new Error(message)),
     });

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { fileIdentity, sameFile } from "../_fs.ts";
 import { NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
 import { type DatabaseOptions, openDatabase } from "./_database.ts";
 import { createGroupCommit, errorMessage, type GroupCommitStats } from "./_group_commit.ts";
@@ -53,7 +54,19 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   const ttlMs = (options.idempotencyTtlSeconds ?? 86_400) * 1000;
   const clock = options.now ?? Date.now;
   const newId = options.newId ?? createIdGenerator(Date.now, cryptoRandom);
-  const commits = createGroupCommit(transaction, {
+  const file = path === ":memory:" ? undefined : fileIdentity(path);
+  const commits = createGroupCommit((run) => {
+    transaction(run);
+    // The batch is in the file this connection opened. If that is no longer the file at
+    // `path` (deleted, or replaced by a restored backup), nobody will open it again: its
+    // writers get StoreUnavailableError (503, so the senders retry) instead of a 202 for an
+    // event that is gone. One stat per batch, where the gateway's watch looks once a second.
+    if (file !== undefined && !sameFile(fileIdentity(path), file)) {
+      throw new StoreUnavailableError(
+        `${path} was deleted or replaced while the store had it open`,
+      );
+    }
+  }, {
     maxBatch: options.maxBatch,
     beforeBatch: database.beforeBatch,
   });

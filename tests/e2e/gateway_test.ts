@@ -310,7 +310,26 @@ Deno.test("the gateway exits 1 when its state database is deleted, instead of ac
   await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
   const env = { AGENT_HOME: h.home, ...llm.env };
   await using gateway = await startGatewayProcess(env);
+  const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
+  await subscribeAndPostIssue(gateway, cliEnv, "before");
+  const secret = (await runCli(["webhook", "list", "--json"], cliEnv)).stdout.match(
+    /"secret":\s*"([^"]+)"/,
+  )![1];
   await Deno.remove(join(h.home, "state", "gateway.db"));
+  // From the delete on, until the gateway exits (its watch looks once a second), no event is
+  // acknowledged into the file that is gone: each gets 503.
+  const answers: number[] = [];
+  for (let n = 0; n < 20; n++) {
+    const sent = await postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
+      event: "issues",
+      secret,
+      delivery: `after-${n}`,
+    }).catch(() => undefined);
+    if (sent === undefined) break; // the gateway has exited
+    answers.push(sent.status);
+  }
+  assert.ok(answers.length > 0, "events were sent before the gateway exited");
+  assert.deepEqual(new Set(answers), new Set([503]), String(answers));
   const code = await exitCodeWithin(gateway, 10_000);
   assert.equal(code, 1, gateway.output());
   assert.match(gateway.output(), /state\/gateway\.db was deleted while the gateway ran/);

@@ -16,7 +16,7 @@ const checks = () => new Promise((resolve) => setTimeout(resolve, 60));
 Deno.test("a replaced database: its old log is moved aside, and onGone says so once", async () => {
   await using f = await folder();
   const gone: string[] = [];
-  const watch = await watchStateFile(f.db, { intervalMs: 10, onGone: (m) => gone.push(m) });
+  const watch = watchStateFile(f.db, { intervalMs: 10, onGone: (m) => gone.push(m) });
   try {
     await Deno.writeTextFile(join(f.dir, "backup.db"), "backup");
     await Deno.rename(join(f.dir, "backup.db"), f.db);
@@ -37,7 +37,7 @@ Deno.test("a replaced database: its old log is moved aside, and onGone says so o
 Deno.test("a restored backup whose own log arrives before its database keeps that log", async () => {
   await using f = await folder();
   const gone: string[] = [];
-  const watch = await watchStateFile(f.db, { intervalMs: 10, onGone: (m) => gone.push(m) });
+  const watch = watchStateFile(f.db, { intervalMs: 10, onGone: (m) => gone.push(m) });
   try {
     await Deno.writeTextFile(join(f.dir, "backup.db-wal"), "backup-wal");
     await Deno.rename(join(f.dir, "backup.db-wal"), `${f.db}-wal`);
@@ -55,7 +55,7 @@ Deno.test("a restored backup whose own log arrives before its database keeps tha
 Deno.test("a deleted database is reported as deleted", async () => {
   await using f = await folder();
   const gone: string[] = [];
-  const watch = await watchStateFile(f.db, { intervalMs: 10, onGone: (m) => gone.push(m) });
+  const watch = watchStateFile(f.db, { intervalMs: 10, onGone: (m) => gone.push(m) });
   try {
     await Deno.remove(f.db);
     await eventually(() => gone.length > 0, { what: "onGone" });

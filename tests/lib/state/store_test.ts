@@ -168,6 +168,27 @@ Deno.test("accept() rejects with StoreUnavailableError once the store is closed"
   }
 });
 
+Deno.test("accept() rejects with StoreUnavailableError once the database file is deleted or replaced", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath);
+    await store.accept(newEvent());
+    await Deno.remove(home.dbPath);
+    await assert.rejects(store.accept(newEvent()), /gateway\.db was deleted or replaced/);
+    await store.close();
+
+    const again = openStateStore(home.dbPath);
+    await again.accept(newEvent());
+    const backup = `${home.dbPath}.backup`;
+    await Deno.copyFile(home.dbPath, backup);
+    await Deno.rename(backup, home.dbPath);
+    await assert.rejects(again.accept(newEvent()), StoreUnavailableError);
+    await again.close();
+  } finally {
+    await home.cleanup();
+  }
+});
+
 Deno.test("close() commits the batch that is still pending", async () => {
   const home = await tempHome();
   try {
