@@ -56,6 +56,14 @@ export async function deliverNow(
   try {
     const partsAlreadySent = event.dedupe ? deps.store.partsSentByFailedAttempts(event) : 0;
     let partsSent = partsAlreadySent;
+    // A message of several parts is on record from its first part on, its count kept up to
+    // date before each next part, so that a crash in the middle does not make the sender's
+    // retry send again what went out.
+    let progressId: string | undefined;
+    const onPartSent = async (sent: number, parts: number) => {
+      partsSent = sent;
+      if (sent < parts) progressId = await recordProgress(deps, event, sent, progressId);
+    };
     const job: DeliveryJob = {
       target: event.route.deliver,
       chatId: event.route.chatId,
@@ -70,10 +78,11 @@ export async function deliverNow(
     };
     const base = { subscription, event: eventName, delivery_id: deliveryId };
     try {
-      const receipt = await deps.deliverDirect(job, (sent) => void (partsSent = sent));
+      const receipt = await deps.deliverDirect(job, onPartSent);
       const eventId = await recordDirect(deps, event, {
         delivered: true,
         partsSent: receipt.parts,
+        progressId,
       });
       log.info("delivered {subscription} {event} to {target}", {
         ...base,
@@ -88,6 +97,7 @@ export async function deliverNow(
         delivered: false,
         error: reason,
         partsSent,
+        progressId,
       });
       log.error("failed {subscription} {event} to {target}: {reason}", {
         ...base,
@@ -109,11 +119,33 @@ export async function deliverNow(
   }
 }
 
+/**
+ * Records the parts of a direct delivery sent so far; a store failure is logged and the
+ * delivery goes on (the outcome is still recorded at the end).
+ * @returns the event that holds the progress, or `progressId` unchanged when the store failed
+ */
+async function recordProgress(
+  deps: IngestDeps,
+  event: NewEvent,
+  partsSent: number,
+  progressId: string | undefined,
+): Promise<string | undefined> {
+  try {
+    return await deps.store.recordDirectProgress(event, partsSent, progressId);
+  } catch (error) {
+    log.warn("could not record the parts sent of a direct delivery for {subscription}: {reason}", {
+      subscription: event.subscription,
+      reason: (error as Error).message,
+    });
+    return progressId;
+  }
+}
+
 /** Records a direct delivery; a store failure is logged, not turned into a wrong answer. */
 async function recordDirect(
   deps: IngestDeps,
   event: NewEvent,
-  outcome: { delivered: boolean; error?: string; partsSent: number },
+  outcome: { delivered: boolean; error?: string; partsSent: number; progressId?: string },
 ): Promise<string | null> {
   try {
     return await deps.store.recordDirect(event, outcome);

@@ -268,5 +268,7 @@ function refusingOnceGone(store: StateStore, watch: StateFileWatch): StateStore 
     ...store,
     accept: (event) => watch.gone() ? refused() : store.accept(event),
     recordDirect: (event, outcome) => watch.gone() ? refused() : store.recordDirect(event, outcome),
+    recordDirectProgress: (event, partsSent, progressId) =>
+      watch.gone() ? refused() : store.recordDirectProgress(event, partsSent, progressId),
   };
 }

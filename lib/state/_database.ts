@@ -67,6 +67,11 @@ export const STATEMENTS = {
   delivered: "UPDATE events SET status = 'delivered', next_attempt_at = NULL, last_error = NULL, " +
     "updated_at = ? WHERE id = ? RETURNING subscription, delivery_id, dedupe, key_expires_at",
   setKey: "UPDATE events SET key_expires_at = ? WHERE id = ?",
+  // The outcome of a direct message whose progress was recorded (?7 is that record's error).
+  finishDirect:
+    "UPDATE events SET status = ?1, parts_sent = ?2, last_error = ?3, updated_at = ?4, " +
+    "key_expires_at = ?5 WHERE id = ?6 AND mode = 'direct' AND status = 'failed' " +
+    "AND last_error = ?7",
   // Only a message never delivered: a delivered one whose replay failed keeps its key.
   releaseFailedDirectKey: "UPDATE events SET key_expires_at = NULL " +
     "WHERE id = ?1 AND mode = 'direct' AND status = 'failed' AND key_expires_at IS NOT NULL " +

@@ -149,11 +149,28 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
 
   function recordDirectNow(event: NewEvent, outcome: DirectOutcome): string {
     const nowMs = clock();
-    const id = newId();
     const lastError = outcome.delivered ? null : outcome.error ?? "delivery failed";
     const holdsKey = outcome.delivered && event.dedupe;
     // A delivered message takes the key over from any earlier holder, expired or not.
     if (holdsKey) s.releaseKey.run(event.subscription, event.deliveryId);
+    if (outcome.progressId !== undefined) {
+      // The record of its progress becomes the record of the outcome, unless a replay took it
+      // over meanwhile (or it is gone): then the outcome is recorded on its own.
+      const finished = s.finishDirect.run(
+        outcome.delivered ? "delivered" : "failed",
+        outcome.partsSent,
+        lastError,
+        nowMs,
+        holdsKey ? nowMs + ttlMs : null,
+        outcome.progressId,
+        DIRECT_IN_PROGRESS,
+      );
+      if (finished.changes === 1) {
+        s.closeAttempt.run(nowMs, "delivery", lastError, outcome.progressId);
+        return outcome.progressId;
+      }
+    }
+    const id = newId();
     insertEvent(id, event, {
       status: outcome.delivered ? "delivered" : "failed",
       attempts: 1,
@@ -269,6 +286,18 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   return {
     accept: (event) => commits.submit(() => acceptNow(event)),
     recordDirect: (event, outcome) => commits.submit(() => recordDirectNow(event, outcome)),
+    recordDirectProgress: (event, partsSent, progressId) =>
+      commits.submit(() => {
+        if (progressId !== undefined) {
+          update(progressId, () => s.savePartsSent.run(partsSent, clock(), 0, 0, progressId));
+          return progressId;
+        }
+        return recordDirectNow(event, {
+          delivered: false,
+          error: DIRECT_IN_PROGRESS,
+          partsSent,
+        });
+      }),
     partsSentByFailedAttempts: (event) => use(() => mostPartsSent(event)),
     resumeAfter: (event) => use(() => resumeAfter(event)),
     keyHolder: (subscription, deliveryId, nowMs) =>
@@ -398,4 +427,12 @@ interface DirectOutcome {
   delivered: boolean;
   error?: string;
   partsSent: number;
+  progressId?: string;
 }
+
+/**
+ * The error of a direct message of several parts while it is being sent (see
+ * `recordDirectProgress`): what it says if the gateway stops before the outcome is recorded.
+ */
+const DIRECT_IN_PROGRESS = "interrupted: the gateway stopped while sending this message; " +
+  "the sender's retry of the same delivery sends the parts not sent yet";

@@ -153,14 +153,28 @@ export interface StateStore {
    * Stores a direct-mode event after its delivery, as `delivered` or `failed`. A delivered
    * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.
    * @param event the event
-   * @param outcome how the delivery went
+   * @param outcome how the delivery went; `progressId`: the event {@link recordDirectProgress}
+   *   stored for this delivery, which then holds the outcome instead of a second event
    * @returns the event id
    * @throws StoreUnavailableError when it could not be committed
    */
   recordDirect(
     event: NewEvent,
-    outcome: { delivered: boolean; error?: string; partsSent: number },
+    outcome: { delivered: boolean; error?: string; partsSent: number; progressId?: string },
   ): Promise<string>;
+  /**
+   * Records that a direct message of several parts has got `partsSent` out while the sender
+   * waits, before the next part goes out: stored as a failed attempt ("interrupted: the gateway
+   * stopped while sending"), so that if the gateway dies now the sender's retry resumes after
+   * these parts (see {@link partsSentByFailedAttempts}) instead of sending them again.
+   * {@link recordDirect} with `progressId` then records the outcome on the same event.
+   * @param event the event being delivered
+   * @param partsSent parts delivered so far
+   * @param progressId what the first call returned, for the later parts
+   * @returns the event id
+   * @throws StoreUnavailableError when it could not be committed
+   */
+  recordDirectProgress(event: NewEvent, partsSent: number, progressId?: string): Promise<string>;
   /**
    * Claims events that are queued and due: they become `running`, `attempts` grows by one and
    * an attempt row is opened.

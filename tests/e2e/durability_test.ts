@@ -174,6 +174,66 @@ Deno.test("kill -9 with events running and queued loses none and delivers each e
   assert.equal(await second.stop("SIGTERM"), 0);
 });
 
+Deno.test("kill -9 in the middle of a direct message of six parts: the sender's retry sends only the rest", async () => {
+  // A Telegram that takes parts 1 to 3 and holds the answer to part 4 until the gateway dies.
+  const received: string[] = [];
+  const fourthArrived = Promise.withResolvers<void>();
+  const gatewayKilled = Promise.withResolvers<void>();
+  await using telegram = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => {
+      const { text } = await request.json();
+      received.push(String(text).slice(0, 5));
+      if (received.length === 4) {
+        fourthArrived.resolve();
+        await gatewayKilled.promise; // not answered before the gateway is killed
+      }
+      return Response.json({ ok: true, result: { message_id: received.length } });
+    },
+  );
+  await using s = await stack(configWith(""), echo);
+  const env = { ...s.env, TELEGRAM_API_URL: `http://127.0.0.1:${telegram.addr.port}` };
+  const sub = await runCli([
+    "webhook",
+    "subscribe",
+    "direct",
+    "--prompt",
+    "{issue.body}",
+    "--deliver",
+    "telegram",
+    "--deliver-chat-id",
+    CHAT,
+    "--deliver-only",
+    "--secret",
+    SECRET,
+  ], env);
+  assert.equal(sub.code, 0, sub.stderr);
+  const body = Array.from({ length: 6 }, (_, i) => `Part ${i + 1}. ${"word ".repeat(700)}`)
+    .join("\n\n");
+  const payload = { ...ISSUE, issue: { ...(ISSUE.issue as object), body } };
+  const send = async (url: string) =>
+    await fetch(`${url}/webhooks/direct`, await signedGitHub(SECRET, payload, { delivery: "six" }));
+
+  await using first = await startGatewayProcess(env);
+  const cut = send(first.url).then(() => "answered", () => "connection lost");
+  await fourthArrived.promise;
+  assert.notEqual(await first.stop("SIGKILL"), 0);
+  gatewayKilled.resolve();
+  assert.equal(await cut, "connection lost");
+
+  await using second = await startGatewayProcess(env);
+  const retry = await send(second.url); // the sender's retry of the same delivery
+  assert.equal(retry.status, 200, await retry.clone().text());
+  assert.equal((await retry.json()).status, "delivered");
+  // Part 4 went out, but its answer never came back: it is the one part sent twice.
+  assert.deepEqual(received, ["(1/6)", "(2/6)", "(3/6)", "(4/6)", "(4/6)", "(5/6)", "(6/6)"]);
+  const rows = (await events(env)).filter((row) => row.delivery_id === "six");
+  assert.deepEqual(rows.map((row) => row.status).sort(), ["delivered", "failed"]);
+  const cutOff = rows.find((row) => row.status === "failed")!;
+  assert.match(cutOff.last_error ?? "", /interrupted: the gateway stopped while sending/);
+  assert.equal(await second.stop("SIGTERM"), 0);
+});
+
 Deno.test("a part already sent to Telegram is not sent again when a later part fails", async () => {
   const answer = `First paragraph.\n${"alpha ".repeat(600)}\n\nSecond paragraph.\n${
     "omega ".repeat(600)
