@@ -248,6 +248,41 @@ Deno.test("keyHolder() and recordDirect() leave a failed direct delivery retryab
   });
 });
 
+Deno.test("recordDirectProgress() puts a direct message's parts on record as it goes; recordDirect() then records its outcome on the same event", async () => {
+  const T0 = 1_700_000_000_000;
+  await withStore({ idempotencyTtlSeconds: 60, now: () => T0 + 5 }, async (store) => {
+    const event = newEvent({ mode: "direct", deliveryId: "long", receivedAtMs: T0 });
+    const id = await store.recordDirectProgress(event, 1);
+    assert.equal(await store.recordDirectProgress(event, 2, id), id);
+    assert.equal(store.partsSentByFailedAttempts({ ...event, receivedAtMs: T0 + 1 }), 2);
+    assert.equal(store.keyHolder("gh", "long", T0 + 1), null, "the sender's retry goes through");
+    assert.match(store.getEvent(id)!.lastError ?? "", /interrupted: the gateway stopped/);
+
+    assert.equal(
+      await store.recordDirect(event, { delivered: true, partsSent: 3, progressId: id }),
+      id,
+    );
+    const done = store.getEvent(id)!;
+    assert.deepEqual([done.status, done.partsSent, done.lastError], ["delivered", 3, null]);
+    assert.equal(store.keyHolder("gh", "long", T0 + 6), id);
+    assert.deepEqual(store.attempts(id).map((a) => [a.finishedAtMs, a.error]), [[T0 + 5, null]]);
+    assert.equal(store.listEvents({}).length, 1, "one event, not two");
+
+    // Replayed while it was being sent: the outcome is recorded on its own.
+    const other = newEvent({ mode: "direct", deliveryId: "other", receivedAtMs: T0 });
+    const progress = await store.recordDirectProgress(other, 1);
+    store.replay(progress, T0 + 2);
+    const outcome = await store.recordDirect(other, {
+      delivered: false,
+      error: "502",
+      partsSent: 1,
+      progressId: progress,
+    });
+    assert.notEqual(outcome, progress);
+    assert.equal(store.getEvent(progress)!.status, "queued", "the replay's, untouched");
+  });
+});
+
 Deno.test("partsSentByFailedAttempts() counts the parts failed direct attempts of the same message delivered", async () => {
   const T0 = 1_700_000_000_000;
   await withStore({ idempotencyTtlSeconds: 60 }, async (store, dbPath) => {
