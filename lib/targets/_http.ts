@@ -8,8 +8,11 @@
  * - Discord `retry_after` (float seconds): https://discord.com/developers/docs/topics/rate-limits
  * - Slack `ratelimited` + `Retry-After`: https://api.slack.com/apis/rate-limits
  * - GitHub: 403 or 429 with `retry-after` (secondary limits), or with `x-ratelimit-remaining: 0`
- *   and `x-ratelimit-reset` (epoch seconds, primary limits):
+ *   and `x-ratelimit-reset` (epoch seconds, primary limits), or with neither, a message that
+ *   says so and "wait for at least one minute":
  *   https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+ * - A 5xx or 408 with `Retry-After` (maintenance, overload; RFC 9110 §10.2.3): the retry waits
+ *   that long.
  *
  * Redirects are not followed: fetch would turn the POST into a GET (RFC 9110 §15.4.2-3), which
  * a platform answers with a list and a 200, so the message would be lost but recorded as sent.
@@ -37,7 +40,8 @@ const MAX_DETAIL_CHARS = 300;
 /** A 2xx answer that still failed (Slack's `ok: false`), as read by the platform's module. */
 export type Failure =
   | { kind: "rate_limited"; retryAfterSeconds?: number }
-  | { kind: "permanent" | "retryable"; detail: string };
+  | { kind: "retryable"; detail: string; retryAfterSeconds?: number }
+  | { kind: "permanent"; detail: string };
 
 /** One JSON POST to a platform. */
 export interface PostJsonRequest {
@@ -78,7 +82,11 @@ export async function postJson(ctx: SendContext, request: PostJsonRequest): Prom
         `${request.platform} ${request.action} failed${where}: ${
           cut(redact(failure.detail, request.secret))
         }`,
-        { permanent: failure.kind === "permanent", status },
+        {
+          permanent: failure.kind === "permanent",
+          retryAfterSeconds: failure.kind === "retryable" ? failure.retryAfterSeconds : undefined,
+          status,
+        },
       );
     }
     const seconds = failure.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS;
@@ -174,10 +182,17 @@ function classify(
         retryAfterSeconds: secondsUntilReset(headers) ?? GITHUB_RATE_LIMIT_SECONDS,
       };
     }
+    // A secondary limit may name no wait at all: GitHub asks for at least a minute then, and
+    // warns that retrying sooner can get the integration banned.
+    if (/\brate limit/i.test(describe(body))) {
+      return { kind: "rate_limited", retryAfterSeconds: GITHUB_RATE_LIMIT_SECONDS };
+    }
     if (status === 429) return { kind: "rate_limited" };
   }
   const detail = describe(body) || `HTTP ${status}`;
-  if (status >= 500 || status === 408) return { kind: "retryable", detail };
+  if (status >= 500 || status === 408) {
+    return { kind: "retryable", detail, retryAfterSeconds: retryAfter(headers, body) };
+  }
   return { kind: "permanent", detail };
 }
 

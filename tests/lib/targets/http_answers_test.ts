@@ -82,6 +82,35 @@ for (const status of [403, 429]) {
   });
 }
 
+for (const status of [403, 429]) {
+  Deno.test(`GitHub's secondary rate limit (${status}) that names no wait is retried after a minute, not failed or retried at once`, async () => {
+    await using github = scripted(() =>
+      Response.json(
+        { message: "You have exceeded a secondary rate limit. Please wait a few minutes." },
+        { status, headers: { "x-ratelimit-remaining": "4987" } },
+      )
+    );
+    const ctx = recordingContext({ GITHUB_API_URL: github.url, GITHUB_TOKEN: "ghp_token" });
+    const error = await targetError(deliver(job("github_comment", { chatId: "o/r#1" }), ctx));
+    assert.equal(error.permanent, false);
+    assert.equal(error.retryAfterSeconds, 60);
+    assert.equal(github.requests.length, 1, "no retries in place");
+  });
+}
+
+Deno.test("a 503 with Retry-After (maintenance) is retried no sooner than it asks", async () => {
+  await using telegram = scripted(() =>
+    new Response("Service Unavailable", { status: 503, headers: { "retry-after": "30" } })
+  );
+  const env = { TELEGRAM_API_URL: telegram.url, TELEGRAM_BOT_TOKEN: TOKEN };
+  const error = await targetError(
+    deliver(job("telegram", { chatId: "42" }), recordingContext(env)),
+  );
+  assert.equal(error.permanent, false);
+  assert.equal(error.retryAfterSeconds, 30);
+  assert.match(error.message, /HTTP 503/);
+});
+
 Deno.test("an absurd wait (retry_after 1e308) is read as one week, so the retry still comes", async () => {
   await using discord = scripted(() =>
     Response.json({ message: "You are being rate limited.", retry_after: 1e308 }, { status: 429 })
