@@ -261,10 +261,11 @@ async function dispatch(
     return answer(200, { status: "ignored", event });
   }
   const newEvent = buildEvent(route, info, event, { payload, json }, deps.now());
-  if (route.deliver_only) return deliverNow(newEvent, payload, deps, inFlight);
-
   let result;
   try {
+    // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
+    // how many parts went out already): a store it cannot read is a 503 there too.
+    if (route.deliver_only) return await deliverNow(newEvent, payload, deps, inFlight);
     result = await deps.store.accept(newEvent);
   } catch (error) {
     if (!(error instanceof StoreUnavailableError)) throw error;

@@ -339,6 +339,16 @@ Deno.test("a store that cannot persist makes the answer 503 with Retry-After, ne
   await response.body?.cancel();
 });
 
+Deno.test("direct mode answers 503 with Retry-After, not 500, when the store cannot be read, and sends nothing", async () => {
+  await using h = await harness();
+  await h.store.close();
+  const response = await h.request("/webhooks/direct", await github(ISSUE, { delivery: "d1" }));
+  assert.equal(response.status, 503);
+  assert.ok(response.headers.get("retry-after"));
+  assert.deepEqual(await response.json(), { error: "event store unavailable, retry later" });
+  assert.equal(h.delivered.length, 0);
+});
+
 Deno.test("a static route with an empty secret uses the global one, and without one answers 403", async () => {
   await using h = await harness();
   h.routes.set("empty", { name: "empty", origin: "static", secret: "" });
