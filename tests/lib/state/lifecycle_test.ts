@@ -280,6 +280,24 @@ Deno.test("prune() deletes old finished events with their keys, and keeps queued
   });
 });
 
+Deno.test("a pruned payload is gone from the database file, not left in its free space", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    const marker = "card-4242424242424242-of-a-customer";
+    const payload = JSON.stringify({ note: marker.repeat(20) });
+    const id = (await store.accept(newEvent({ payload, receivedAtMs: T0 }))).eventId!;
+    store.claimDue(T0, 1);
+    store.markDelivered(id, T0 + 1);
+    assert.deepEqual(store.prune(T0 + 8 * 86_400_000, { retentionDays: 7 }), { events: 1 });
+    await store.close(); // checkpoints the WAL into the file
+    const bytes = new TextDecoder("latin1").decode(await Deno.readFile(home.dbPath));
+    assert.equal(bytes.includes(marker), false);
+  } finally {
+    await home.cleanup();
+  }
+});
+
 Deno.test("prune() works in batches of maxRows, oldest first", async () => {
   const day = 86_400_000;
   await withStore({ idempotencyTtlSeconds: 60 }, async (store) => {
