@@ -1,11 +1,12 @@
 /**
  * `agent webhook replay <event-id>`: runs a stored event again, as a new attempt series with
  * the same payload, through its subscription as it is now; the running gateway picks it up
- * within a second.
+ * within a second (the output says when none runs).
  *
  * @module
  */
 import { ConfigError, UsageError } from "../lib/errors.ts";
+import { gatewayRunning } from "../lib/gateway_lock.ts";
 import { dispatchFor, findRoute } from "../lib/routes.ts";
 import { openStateStore, type StoredEvent } from "../lib/state/mod.ts";
 import { readSubscriptionsOrError } from "../lib/subscription_store.ts";
@@ -61,7 +62,10 @@ export const webhookReplay: Command = {
               (subscriptions
                 ? `subscription ${event.subscription} no longer exists.\n`
                 : "the subscription file could not be read.\n")) +
-          "The running gateway picks it up within a second; follow it with: agent webhook events",
+          (await gatewayRunning(config.paths.stateDb)
+            ? "The running gateway picks it up within a second"
+            : "No gateway is running with this home: the next agent gateway run runs it") +
+          "; follow it with: agent webhook events",
       );
       return 0;
     } finally {

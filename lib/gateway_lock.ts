@@ -45,15 +45,27 @@ export function unbracketed(host: string): string {
  * @param stateDb the path of `state/gateway.db`
  */
 export async function runningGatewayUrl(stateDb: string): Promise<string | null> {
-  const path = join(dirname(stateDb), "gateway.lock");
+  if (!(await gatewayRunning(stateDb))) return null;
   try {
-    // A shared lock that can be taken means no gateway holds its exclusive one.
-    using file = await Deno.open(path, { read: true });
-    if (await file.tryLock(false)) return null;
-    const text = (await Deno.readTextFile(path)).trim();
+    const text = (await Deno.readTextFile(join(dirname(stateDb), "gateway.lock"))).trim();
     return /^http:\/\/\S+$/.test(text) ? text : null;
   } catch {
-    return null; // never started here, or the folder is not readable
+    return null;
+  }
+}
+
+/**
+ * Whether a gateway runs with this home: one holds `state/gateway.lock`.
+ * @param stateDb the path of `state/gateway.db`
+ * @returns false too when the lock file cannot be read (never started here)
+ */
+export async function gatewayRunning(stateDb: string): Promise<boolean> {
+  try {
+    // A shared lock that can be taken means no gateway holds its exclusive one.
+    using file = await Deno.open(join(dirname(stateDb), "gateway.lock"), { read: true });
+    return !(await file.tryLock(false));
+  } catch {
+    return false; // never started here, or the folder is not readable
   }
 }
 

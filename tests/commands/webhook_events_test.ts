@@ -245,6 +245,7 @@ Deno.test("webhook replay requeues a failed event as a new series and keeps its 
     out,
     /^Queued evt_aaa002 \(gh, issues\.opened\) again, with the prompt and target it had \(to telegram chat 42\): subscription gh no longer exists\./,
   );
+  assert.match(out, /No gateway is running with this home: the next agent gateway run runs it/);
   assert.match(out, /agent webhook events/);
   const [row] = await json(h.home, ["gh", "--status", "queued"]);
   assert.equal(row.id, "evt_aaa002");

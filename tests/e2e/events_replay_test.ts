@@ -177,6 +177,7 @@ Deno.test("webhook replay by a unique id prefix delivers a failed event once the
   const replay = await runCli(["webhook", "replay", prefix], g.env);
   assert.equal(replay.code, 0, replay.stderr);
   assert.match(replay.stdout, new RegExp(`Queued ${target.id} \\(alpha, issues.opened\\) again`));
+  assert.match(replay.stdout, /The running gateway picks it up within a second/);
 
   const replayed = await eventually(async () => {
     const [row] = (await eventsJson(g.env, ["alpha"])).filter((r) => r.id === target.id);
