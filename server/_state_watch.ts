@@ -45,7 +45,22 @@ export function watchStateFile(
   const check = async () => {
     if (gone !== undefined) return;
     const now = fileIdentity(path);
-    if (sameFile(now, database)) return adoptLogs();
+    if (sameFile(now, database)) {
+      const lost = [...logs].find(([suffix, ours]) =>
+        ours !== undefined && !sameFile(fileIdentity(path + suffix), ours)
+      );
+      if (lost === undefined) return adoptLogs();
+      // Writes go on into a log that is gone, which a crash would lose, and a command that
+      // opens the database now makes a new one that does not know them. The gateway closing
+      // the database writes what the log holds into it.
+      const [suffix] = lost;
+      const state = fileIdentity(path + suffix) === undefined ? "deleted" : "replaced";
+      gone = `${path}${suffix} was ${state} while the gateway ran. Exiting, so that no event ` +
+        "is acknowledged into a log that is gone (requests get 503 until then); the events " +
+        "in it are written into the database as the gateway closes it.";
+      options.onGone(gone);
+      return;
+    }
     const moved = await moveLogsAside(path, logs);
     gone = `${path} was ${now === undefined ? "deleted" : "replaced"} while the gateway ran. ` +
       "Exiting, so that no event is acknowledged into a file that is gone (requests get 503 " +

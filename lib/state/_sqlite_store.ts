@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { fileIdentity, sameFile } from "../_fs.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../_fs.ts";
 import { NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
 import { type DatabaseOptions, openDatabase } from "./_database.ts";
 import { createGroupCommit, errorMessage, type GroupCommitStats } from "./_group_commit.ts";
@@ -55,16 +55,23 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   const clock = options.now ?? Date.now;
   const newId = options.newId ?? createIdGenerator(Date.now, cryptoRandom);
   const file = path === ":memory:" ? undefined : fileIdentity(path);
+  // The write-ahead log this connection writes to, known once a commit has written to it.
+  let log: FileIdentity | undefined;
   const commits = createGroupCommit((run) => {
     transaction(run);
-    // The batch is in the file this connection opened. If that is no longer the file at
-    // `path` (deleted, or replaced by a restored backup), nobody will open it again: its
-    // writers get StoreUnavailableError (503, so the senders retry) instead of a 202 for an
-    // event that is gone. One stat per batch, where the gateway's watch looks once a second.
-    if (file !== undefined && !sameFile(fileIdentity(path), file)) {
-      throw new StoreUnavailableError(
-        `${path} was deleted or replaced while the store had it open`,
-      );
+    if (file === undefined) return;
+    // The batch is in the files this connection opened. If the database is no longer the file
+    // at `path` (deleted, or replaced by a restored backup), nobody will open it again; if its
+    // log was deleted, the batch is in a file that a crash would lose. Either way its writers
+    // get StoreUnavailableError (503, so the senders retry) instead of a 202 for an event that
+    // may be gone. Two stats per batch, where the gateway's watch looks once a second.
+    log ??= fileIdentity(`${path}-wal`);
+    for (const [name, ours] of [[path, file], [`${path}-wal`, log]] as const) {
+      if (!sameFile(fileIdentity(name), ours)) {
+        throw new StoreUnavailableError(
+          `${name} was deleted or replaced while the store had it open`,
+        );
+      }
     }
   }, {
     maxBatch: options.maxBatch,

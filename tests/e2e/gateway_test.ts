@@ -335,6 +335,42 @@ Deno.test("the gateway exits 1 when its state database is deleted, instead of ac
   assert.match(gateway.output(), /state\/gateway\.db was deleted while the gateway ran/);
 });
 
+Deno.test("a deleted write-ahead log: 503s, the gateway exits 1, and the events it acknowledged are kept", async () => {
+  await using h = await tempHome();
+  const llm = await startFakeLlm({ answer: () => "noted" });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  const env = { AGENT_HOME: h.home, ...llm.env };
+  await using gateway = await startGatewayProcess(env);
+  const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
+  await subscribeAndPostIssue(gateway, cliEnv, "kept-0");
+  const secret = (await runCli(["webhook", "list", "--json"], cliEnv)).stdout.match(
+    /"secret":\s*"([^"]+)"/,
+  )![1];
+  const post = (delivery: string) =>
+    postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
+      event: "issues",
+      secret,
+      delivery,
+    });
+  for (const delivery of ["kept-1", "kept-2"]) assert.equal((await post(delivery)).status, 202);
+  await Deno.remove(join(h.home, "state", "gateway.db-wal"));
+  const after = await post("after").catch(() => undefined);
+  assert.equal(after?.status ?? 503, 503, "not acknowledged into a log that is gone");
+  assert.equal(await exitCodeWithin(gateway, 10_000), 1, gateway.output());
+  assert.match(gateway.output(), /gateway\.db-wal was deleted while the gateway ran/);
+
+  const listed = await runCli(["webhook", "events", "--json"], env);
+  assert.equal(listed.code, 0, listed.stderr);
+  const ids = JSON.parse(listed.stdout).map((row: { delivery_id: string }) => row.delivery_id);
+  // "after" may be there too: its batch went into the log that the close wrote back, and the
+  // sender's retry of the 503 is then a duplicate.
+  assert.deepEqual(ids.filter((id: string) => id.startsWith("kept")).sort(), [
+    "kept-0",
+    "kept-1",
+    "kept-2",
+  ]);
+});
+
 Deno.test("a state database replaced while the gateway runs is not corrupted by the old one's log", async () => {
   await using h = await tempHome();
   const llm = await startFakeLlm({ answer: () => "noted" });

@@ -52,6 +52,20 @@ Deno.test("a restored backup whose own log arrives before its database keeps tha
   }
 });
 
+Deno.test("a deleted write-ahead log is reported, though the database is still there", async () => {
+  await using f = await folder();
+  const gone: string[] = [];
+  const watch = watchStateFile(f.db, { intervalMs: 10, onGone: (m) => gone.push(m) });
+  try {
+    await Deno.remove(`${f.db}-wal`);
+    await eventually(() => gone.length > 0, { what: "onGone" });
+    assert.match(gone[0] ?? "", /gateway\.db-wal was deleted while the gateway ran/);
+    assert.equal(await Deno.readTextFile(f.db), "ours", "the database is left alone");
+  } finally {
+    await watch.stop();
+  }
+});
+
 Deno.test("a deleted database is reported as deleted", async () => {
   await using f = await folder();
   const gone: string[] = [];

@@ -184,6 +184,12 @@ Deno.test("accept() rejects with StoreUnavailableError once the database file is
     await Deno.rename(backup, home.dbPath);
     await assert.rejects(again.accept(newEvent()), StoreUnavailableError);
     await again.close();
+
+    const third = openStateStore(home.dbPath);
+    await third.accept(newEvent());
+    await Deno.remove(`${home.dbPath}-wal`);
+    await assert.rejects(third.accept(newEvent()), /gateway\.db-wal was deleted or replaced/);
+    await third.close();
   } finally {
     await home.cleanup();
   }
