@@ -62,7 +62,9 @@ export const webhookSubscribe: Command = {
     if (!config) return 1;
     refuseStatic(config, name, "subscribe");
     const changes = optionsToRecord(values);
-    if (changes.skills?.length) await checkSkills(changes.skills, config.paths.skills);
+    if (changes.skills?.length) {
+      await checkSkills(changes.skills, { skillsDir: config.paths.skills, warn: ctx.stderr });
+    }
 
     const nowIso = new Date(ctx.now()).toISOString();
     const { record, updated, warnings } = await updateSubscriptions(
@@ -157,12 +159,38 @@ function optionsToRecord(values: Record<string, string | boolean | undefined>): 
   return record;
 }
 
-async function checkSkills(names: string[], skillsDir: string): Promise<void> {
-  const installed = (await listSkills(skillsDir)).map((skill) => skill.name);
-  const unknown = names.filter((name) => !installed.includes(name));
-  if (unknown.length === 0) return;
+/**
+ * Checks the skills a subscription asks for as its runs will load them: a broken skill folder
+ * matters only when it is asked for; the others are named in one warning line each.
+ * @param names the `--skills` names
+ * @param options `skillsDir`: the `skills` folder; `warn`: prints a line on stderr
+ * @throws ConfigError naming the `SKILL.md` and the reason when an asked-for skill is broken
+ * @throws UsageError naming the unknown skills and listing the installed (and broken) ones
+ */
+async function checkSkills(
+  names: string[],
+  options: { skillsDir: string; warn: (line: string) => void },
+): Promise<void> {
+  const { skillsDir, warn } = options;
+  const { skills, broken } = await listSkills(skillsDir);
+  const installed = skills.map((skill) => skill.name);
+  // Runs find a skill by its front matter name first, then a broken one by its folder.
+  const missing = names.filter((name) => !installed.includes(name));
+  for (const name of missing) {
+    const wanted = broken.find((skill) => skill.folder === name);
+    if (wanted) throw wanted.error;
+  }
+  for (const { folder, error } of broken) {
+    warn(`Warning: skill "${folder}" cannot be used: ${error.message}`);
+  }
+  if (missing.length === 0) return;
   const choices = installed.length ? installed.join(", ") : `none (add them under ${skillsDir})`;
-  throw new UsageError(`Unknown skill ${unknown.join(", ")}. Installed skills: ${choices}`);
+  const unusable = broken.length
+    ? `; broken: ${broken.map((skill) => skill.folder).join(", ")} (see the warnings above)`
+    : "";
+  throw new UsageError(
+    `Unknown skill ${missing.join(", ")}. Installed skills: ${choices}${unusable}`,
+  );
 }
 
 /**

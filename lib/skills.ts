@@ -39,15 +39,40 @@ export const BASE_SYSTEM_PROMPT =
   "human, in plain Markdown, without preamble.";
 
 /**
- * Lists the installed skills, sorted by name.
- * @param skillsDir the `skills` folder of the home folder
- * @returns one entry per sub-folder that holds a `SKILL.md`; [] when the folder is missing
- * @throws ConfigError when a `SKILL.md` has malformed front matter (the message names the file)
+ * A skill folder whose `SKILL.md` cannot be used: it cannot be read (a folder named `SKILL.md`,
+ * no permission) or its front matter is malformed. Only subscriptions and runs that ask for it
+ * are affected.
  */
-export async function listSkills(skillsDir: string): Promise<SkillInfo[]> {
+export interface BrokenSkill {
+  /** The folder name under `skills/`: the only name known for a file that cannot be parsed. */
+  folder: string;
+  /** Why it cannot be used, on one line, naming the `SKILL.md`. */
+  error: ConfigError;
+}
+
+/** The installed skills, sorted by name, and the broken skill folders, as {@link listSkills} finds them. */
+export interface SkillListing {
+  /** The usable skills, sorted by name. */
+  skills: SkillInfo[];
+  /** The folders whose `SKILL.md` cannot be read or parsed, in directory order. */
+  broken: BrokenSkill[];
+}
+
+/**
+ * Lists the installed skills, and the skill folders that cannot be used. A broken folder is
+ * reported, not thrown: it matters only to whoever asks for that skill.
+ * @param skillsDir the `skills` folder of the home folder
+ * @returns `skills`: one entry per sub-folder that holds a usable `SKILL.md`, sorted by name;
+ *   `broken`: one entry per sub-folder whose `SKILL.md` cannot be read or has malformed front
+ *   matter; both [] when the folder is missing
+ * @throws ConfigError naming the folder when the `skills` folder itself cannot be read
+ */
+export async function listSkills(skillsDir: string): Promise<SkillListing> {
   const { skills, broken } = await readSkills(skillsDir);
-  if (broken.length > 0) throw broken[0].error;
-  return skills.map(({ name, description, path }) => ({ name, description, path }));
+  return {
+    skills: skills.map(({ name, description, path }) => ({ name, description, path })),
+    broken,
+  };
 }
 
 /**
@@ -56,8 +81,9 @@ export async function listSkills(skillsDir: string): Promise<SkillInfo[]> {
  * @param names skill names, as the subscription lists them
  * @returns the section, or "" when `names` is empty
  * @throws NotFoundError naming the first unknown skill and listing the installed ones
- * @throws ConfigError when a named skill's `SKILL.md` has malformed front matter (another
- *   skill's broken file does not matter here)
+ * @throws ConfigError naming the file when a named skill's `SKILL.md` cannot be read or has
+ *   malformed front matter (another skill's broken file does not matter here), or when the
+ *   `skills` folder itself cannot be read
  */
 export async function loadSkills(skillsDir: string, names: readonly string[]): Promise<string> {
   if (names.length === 0) return "";
@@ -82,7 +108,8 @@ export async function loadSkills(skillsDir: string, names: readonly string[]): P
  * @param names skill names, in order
  * @returns the system prompt
  * @throws NotFoundError when a skill is not installed
- * @throws ConfigError when a `SKILL.md` has malformed front matter
+ * @throws ConfigError when a named skill's `SKILL.md` cannot be read or has malformed front
+ *   matter
  */
 export async function systemPromptFor(
   skillsDir: string,
@@ -93,20 +120,24 @@ export async function systemPromptFor(
 }
 
 /**
- * Reads every `SKILL.md`: the skills, sorted by name, and the files that cannot be parsed, by
- * folder, with their errors.
+ * Reads every `SKILL.md`: the skills, sorted by name, and the folders whose file cannot be read
+ * or parsed, with their errors. One broken folder never hides the others.
+ * @throws ConfigError when the `skills` folder itself cannot be read (a missing one is empty)
  */
 async function readSkills(
   skillsDir: string,
-): Promise<{ skills: Skill[]; broken: { folder: string; error: ConfigError }[] }> {
+): Promise<{ skills: Skill[]; broken: BrokenSkill[] }> {
   const skills: Skill[] = [];
-  const broken: { folder: string; error: ConfigError }[] = [];
+  const broken: BrokenSkill[] = [];
   let entries: Deno.DirEntry[];
   try {
     entries = await Array.fromAsync(Deno.readDir(skillsDir));
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return { skills, broken };
-    throw error;
+    throw new ConfigError(`Cannot read the skills folder ${skillsDir}: ${reason(error)}`, {
+      file: skillsDir,
+      cause: error,
+    });
   }
   for (const entry of entries) {
     if (!entry.isDirectory && !entry.isSymlink) continue;
@@ -115,10 +146,16 @@ async function readSkills(
     try {
       text = await Deno.readTextFile(path);
     } catch (error) {
+      // A folder without a SKILL.md (or a symlink to a file) is not a skill.
       if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
         continue;
       }
-      throw error;
+      const message = `Cannot read ${path}: ${reason(error)}`;
+      broken.push({
+        folder: entry.name,
+        error: new ConfigError(message, { file: path, cause: error }),
+      });
+      continue;
     }
     try {
       skills.push(parseSkill(text, { folder: entry.name, path }));
@@ -130,6 +167,17 @@ async function readSkills(
   return { skills: skills.sort((a, b) => a.name.localeCompare(b.name)), broken };
 }
 
+/**
+ * The first line of an error's message, without the path Deno appends to file errors
+ * (`Is a directory (os error 21): readfile '/…/SKILL.md'`) or the code frame YAML errors add:
+ * our messages name the file already and must fit on one line.
+ */
+function reason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split(/\r?\n/, 1)[0].replace(/(\(os error \d+\)): \w+ '.*'$/, "$1")
+    .replace(/:$/, "");
+}
+
 /** Splits a `SKILL.md` into its front matter and its instructions. */
 function parseSkill(text: string, where: { folder: string; path: string }): Skill {
   const match = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
@@ -139,7 +187,7 @@ function parseSkill(text: string, where: { folder: string; path: string }): Skil
     try {
       meta = parse(match[1]) ?? {};
     } catch (cause) {
-      throw new ConfigError(`Malformed front matter in ${where.path}: ${String(cause)}`, {
+      throw new ConfigError(`Malformed front matter in ${where.path}: ${reason(cause)}`, {
         file: where.path,
         cause,
       });

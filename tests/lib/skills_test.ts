@@ -31,36 +31,69 @@ Deno.test("listSkills() reads name and description from each SKILL.md, sorted by
     "notes/README.md": "not a skill",
     "loose.md": "not a skill either",
   }, async (skillsDir) => {
-    assert.deepEqual(await listSkills(skillsDir), [
-      {
-        name: "review",
-        description: "Review: pull requests",
-        path: join(skillsDir, "review/SKILL.md"),
-      },
-      { name: "triage", description: "Label new issues", path: join(skillsDir, "triage/SKILL.md") },
-    ]);
+    assert.deepEqual(await listSkills(skillsDir), {
+      skills: [
+        {
+          name: "review",
+          description: "Review: pull requests",
+          path: join(skillsDir, "review/SKILL.md"),
+        },
+        {
+          name: "triage",
+          description: "Label new issues",
+          path: join(skillsDir, "triage/SKILL.md"),
+        },
+      ],
+      broken: [],
+    });
   });
 });
 
-Deno.test("listSkills() returns [] when the skills folder does not exist", async () => {
-  assert.deepEqual(await listSkills("/nonexistent/agent-home/skills"), []);
+Deno.test("listSkills() finds nothing when the skills folder does not exist", async () => {
+  assert.deepEqual(await listSkills("/nonexistent/agent-home/skills"), { skills: [], broken: [] });
 });
 
 Deno.test("listSkills() names a skill after its folder when the front matter has no name", async () => {
   await withSkills({ "summary/SKILL.md": "Summarise the payload." }, async (skillsDir) => {
-    const [skill] = await listSkills(skillsDir);
+    const [skill] = (await listSkills(skillsDir)).skills;
     assert.equal(skill.name, "summary");
     assert.equal(skill.description, "");
   });
 });
 
-Deno.test("listSkills() throws ConfigError naming the file when the front matter is malformed", async () => {
-  await withSkills({ "bad/SKILL.md": "---\nname: [unclosed\n---\nx" }, async (skillsDir) => {
-    await assert.rejects(listSkills(skillsDir), (error: Error) => {
-      assert.ok(error instanceof ConfigError);
-      assert.match(error.message, /bad\/SKILL\.md/);
-      return true;
-    });
+Deno.test("listSkills() reports a malformed SKILL.md as broken, on one line naming the file, and still lists the others", async () => {
+  await withSkills({
+    "triage/SKILL.md": TRIAGE,
+    "broken/SKILL.md": "---\nname: broken\ndescription: Use when: the build fails\n---\nX\n",
+  }, async (skillsDir) => {
+    const { skills, broken } = await listSkills(skillsDir);
+    assert.deepEqual(skills.map((skill) => skill.name), ["triage"]);
+    assert.equal(broken.length, 1);
+    assert.equal(broken[0].folder, "broken");
+    assert.ok(broken[0].error instanceof ConfigError);
+    assert.equal(broken[0].error.file, join(skillsDir, "broken/SKILL.md"));
+    assert.equal(
+      broken[0].error.message,
+      `Malformed front matter in ${join(skillsDir, "broken/SKILL.md")}: ` +
+        "Nested mappings are not allowed in compact mappings at line 2, column 14",
+    );
+  });
+});
+
+Deno.test("listSkills() reports a SKILL.md that cannot be read (a folder) as broken instead of throwing", async () => {
+  await withSkills({ "triage/SKILL.md": TRIAGE }, async (skillsDir) => {
+    const path = join(skillsDir, "odd", "SKILL.md");
+    await Deno.mkdir(path, { recursive: true });
+    const { skills, broken } = await listSkills(skillsDir);
+    assert.deepEqual(skills.map((skill) => skill.name), ["triage"]);
+    assert.equal(broken.length, 1);
+    assert.equal(broken[0].folder, "odd");
+    assert.ok(broken[0].error instanceof ConfigError);
+    assert.equal(broken[0].error.file, path);
+    assert.match(
+      broken[0].error.message,
+      /^Cannot read .*odd\/SKILL\.md: Is a directory \(os error \d+\)$/,
+    );
   });
 });
 
@@ -97,7 +130,21 @@ Deno.test("loadSkills() ignores another skill's broken SKILL.md, and names a bro
       (error) =>
         error instanceof ConfigError && /Malformed front matter in .*broken/.test(error.message),
     );
-    await assert.rejects(() => listSkills(skillsDir), ConfigError, "listing still reports it");
+    const { broken } = await listSkills(skillsDir);
+    assert.deepEqual(broken.map((skill) => skill.folder), ["broken"], "listing still reports it");
+  });
+});
+
+Deno.test("loadSkills() ignores another skill's unreadable SKILL.md, and names an unreadable one it needs", async () => {
+  await withSkills({ "triage/SKILL.md": TRIAGE }, async (skillsDir) => {
+    await Deno.mkdir(join(skillsDir, "odd", "SKILL.md"), { recursive: true });
+    assert.match(await loadSkills(skillsDir, ["triage"]), /Propose labels\./);
+    await assert.rejects(
+      () => loadSkills(skillsDir, ["odd"]),
+      (error) =>
+        error instanceof ConfigError &&
+        /^Cannot read .*odd\/SKILL\.md: Is a directory/.test(error.message),
+    );
   });
 });
 
