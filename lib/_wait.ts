@@ -11,7 +11,8 @@
  * @param timeoutMs the longest wait, in milliseconds
  * @param options `signal`: ends the wait when it aborts (at once when already aborted);
  *   `setTimer`: schedules a callback and returns its cancel function (tests pass a fake clock)
- * @returns once the first of the three happens
+ * @returns once the first of the three happens: true when `promise` settled, false when the
+ *   wait was cut short
  */
 export async function settledWithin(
   promise: Promise<unknown>,
@@ -20,21 +21,21 @@ export async function settledWithin(
     signal?: AbortSignal;
     setTimer?: (callback: () => void, delayMs: number) => () => void;
   } = {},
-): Promise<void> {
-  if (options.signal?.aborted) return;
+): Promise<boolean> {
+  if (options.signal?.aborted) return false;
   const setTimer = options.setTimer ?? ((callback, delayMs) => {
     const id = setTimeout(callback, delayMs);
     return () => clearTimeout(id);
   });
   let cancelTimer: (() => void) | undefined;
   let onAbort: (() => void) | undefined;
-  const cutShort = new Promise<void>((resolve) => {
-    cancelTimer = setTimer(resolve, timeoutMs);
-    onAbort = () => resolve();
+  const cutShort = new Promise<false>((resolve) => {
+    cancelTimer = setTimer(() => resolve(false), timeoutMs);
+    onAbort = () => resolve(false);
     options.signal?.addEventListener("abort", onAbort, { once: true });
   });
   try {
-    await Promise.race([promise.then(() => {}, () => {}), cutShort]);
+    return await Promise.race([promise.then(() => true, () => true), cutShort]);
   } finally {
     cancelTimer?.();
     if (onAbort) options.signal?.removeEventListener("abort", onAbort);

@@ -233,7 +233,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   }
 
   /** Waits until nothing is in progress, at most `timeoutMs` and no longer than `hurry`. */
-  function waitForRuns(timeoutMs: number, hurry?: AbortSignal): Promise<void> {
+  function waitForRuns(timeoutMs: number, hurry?: AbortSignal): Promise<boolean> {
     return settledWithin(Promise.allSettled([...running.values()]), timeoutMs, {
       signal: hurry,
       setTimer,

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { settledWithin } from "../_wait.ts";
 import { AgentError, ConfigError } from "../errors.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
@@ -40,7 +41,9 @@ export const WITHHELD_VARIABLES: ReadonlySet<string> = new Set([
  *   is inherited)
  * @returns the runner. A run fails with a retryable AgentError on a non-zero exit (with the end
  *   of stderr), an empty stdout, or a timeout (the program and its children are killed);
- *   with a permanent one when the program cannot be found
+ *   with a permanent one when the program cannot be found. The run ends when the program
+ *   exits: children still holding its stdout or stderr {@link PIPE_GRACE_AFTER_EXIT_MS} later
+ *   are killed, and an exit 0 with output is an answer
  * @throws ConfigError when `command` is missing or empty
  */
 export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
@@ -87,28 +90,45 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     const stop = () => killGroup(child);
     signal?.addEventListener("abort", stop, { once: true });
     if (signal?.aborted) stop();
+    const stopReading = new AbortController();
     try {
       let tooLong = false;
-      const [status, stdout, stderr] = await Promise.all([
-        child.status,
-        readUpTo(child.stdout, MAX_ANSWER_BYTES, () => {
-          tooLong = true;
-          killGroup(child);
+      const pipes = Promise.all([
+        readUpTo(child.stdout, MAX_ANSWER_BYTES, {
+          onOverflow: () => {
+            tooLong = true;
+            killGroup(child);
+          },
+          signal: stopReading.signal,
         }),
-        readUpTo(child.stderr, STDERR_TAIL_BYTES, undefined, { keep: "last" }),
+        readUpTo(child.stderr, STDERR_TAIL_BYTES, { keep: "last", signal: stopReading.signal }),
         writeInput(child, input),
       ]);
+      // Handled later, after the exit; this only keeps an early read error from counting as
+      // an unhandled rejection meanwhile.
+      pipes.catch(() => {});
+      const status = await child.status;
+      // The time limit is the program's: once it has exited, only the grace period remains.
+      clearTimeout(timer);
+      if (!await settledWithin(pipes, PIPE_GRACE_AFTER_EXIT_MS)) {
+        // Something the program started still holds its stdout or stderr (a daemon, a
+        // telemetry flusher): the answer is complete, so end that and keep what was read.
+        killGroup(child);
+        stopReading.abort();
+      }
+      const [stdout, stderr] = await pipes;
       const output = { ...status, stdout, stderr };
       if (tooLong) {
         throw new AgentError(
           `The agent command "${program}" printed more than ${MAX_ANSWER_BYTES} bytes`,
         );
       }
-      // A program that exited successfully keeps its answer, even if the stop came meanwhile.
+      // A program that exited successfully keeps its answer, even if the stop or the time
+      // limit came meanwhile.
       if (signal?.aborted && !output.success) {
         throw new AgentError(`The agent command "${program}" was stopped: the gateway is stopping`);
       }
-      if (timedOut) {
+      if (timedOut && !output.success) {
         throw new AgentError(
           `The agent command "${program}" did not finish within ${settings.timeoutSeconds} s`,
         );
@@ -121,38 +141,57 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
   };
 }
 
+/**
+ * How long, in milliseconds, stdout and stderr may stay open after the program has exited
+ * (1 s). A background child that inherited them (a wrapper's helper, a daemon, a telemetry
+ * flusher) would otherwise hold the run until the timeout; past this grace period the rest of
+ * the program's process group is killed and the run is judged on the program's exit status and
+ * the output read so far. Long enough for output still in the pipe to be read.
+ */
+export const PIPE_GRACE_AFTER_EXIT_MS = 1_000;
+
 /** Bytes of standard error kept for the error message (its end). */
 const STDERR_TAIL_BYTES = 4096;
 
 /**
- * Reads a stream to its end, keeping at most `maxBytes`: the first ones, or with `keep: "last"`
- * the last ones. `onOverflow` is called once when the stream brings more.
+ * Reads a stream to its end, or until `signal` aborts, keeping at most `maxBytes`: the first
+ * ones, or with `keep: "last"` the last ones. `onOverflow` is called once when the stream
+ * brings more. An abort cancels the stream and returns what was kept so far.
  */
 async function readUpTo(
   stream: ReadableStream<Uint8Array>,
   maxBytes: number,
-  onOverflow?: () => void,
-  options: { keep?: "first" | "last" } = {},
+  options: { keep?: "first" | "last"; onOverflow?: () => void; signal?: AbortSignal } = {},
 ): Promise<Uint8Array> {
+  const reader = stream.getReader();
+  // Cancelling ends the pending read at once, so no read is left running after an abort.
+  const cancel = () => reader.cancel().catch(() => {});
+  options.signal?.addEventListener("abort", cancel, { once: true });
   let kept = new Uint8Array(0);
   let overflowed = false;
-  for await (const chunk of stream) {
-    // Past the limit only the last bytes can still change what is kept; the rest drains.
-    if (overflowed && options.keep !== "last") continue;
-    const joined = new Uint8Array(kept.length + chunk.length);
-    joined.set(kept);
-    joined.set(chunk, kept.length);
-    if (joined.length <= maxBytes) {
-      kept = joined;
-      continue;
+  try {
+    while (true) {
+      const { done, value: chunk } = await reader.read();
+      if (done) return kept;
+      // Past the limit only the last bytes can still change what is kept; the rest drains.
+      if (overflowed && options.keep !== "last") continue;
+      const joined = new Uint8Array(kept.length + chunk.length);
+      joined.set(kept);
+      joined.set(chunk, kept.length);
+      if (joined.length <= maxBytes) {
+        kept = joined;
+        continue;
+      }
+      kept = options.keep === "last" ? joined.slice(-maxBytes) : joined.slice(0, maxBytes);
+      if (!overflowed) {
+        overflowed = true;
+        options.onOverflow?.();
+      }
     }
-    kept = options.keep === "last" ? joined.slice(-maxBytes) : joined.slice(0, maxBytes);
-    if (!overflowed) {
-      overflowed = true;
-      onOverflow?.();
-    }
+  } finally {
+    options.signal?.removeEventListener("abort", cancel);
+    reader.releaseLock();
   }
-  return kept;
 }
 
 function answerOf(

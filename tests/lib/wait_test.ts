@@ -14,19 +14,22 @@ function manualTimer() {
 
 Deno.test("settledWithin() returns when the promise settles, a rejection included, and cancels its timer", async () => {
   const { timer, setTimer } = manualTimer();
-  await settledWithin(Promise.reject(new Error("failed")), 5_000, { setTimer });
+  assert.equal(await settledWithin(Promise.reject(new Error("failed")), 5_000, { setTimer }), true);
   assert.equal(timer.delayMs, 5_000);
   assert.equal(timer.cancelled, true);
 });
 
 /** Asserts that `waiting` is still pending a turn later, and settles once `end()` is called. */
-async function endsOnlyWhen(waiting: Promise<void>, end: () => void): Promise<void> {
+async function endsOnlyWhen(waiting: Promise<boolean>, end: () => void): Promise<void> {
   let done = false;
-  const watched = waiting.then(() => (done = true));
+  const watched = waiting.then((settled) => {
+    done = true;
+    return settled;
+  });
   await new Promise((resolve) => setTimeout(resolve, 0));
   assert.equal(done, false);
   end();
-  await watched;
+  assert.equal(await watched, false, "cut short, not settled");
   assert.equal(done, true);
 }
 

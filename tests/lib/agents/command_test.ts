@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../../../lib/errors.ts";
 import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+import { PIPE_GRACE_AFTER_EXIT_MS } from "../../../lib/agents/command.ts";
 import { processExited } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
 
@@ -102,6 +103,93 @@ Deno.test("command runner kills a program that runs past the timeout, children i
   assert.equal(error.permanent, false);
   assert.match(error.message, /did not finish within 0.2 s/);
   assert.ok(performance.now() - started < 5_000, "the run ends soon after the timeout");
+});
+
+/** Reads the pid a program's background child wrote to `pidFile`, waiting up to 2 s for it. */
+async function childPidFrom(pidFile: string): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const pid = Number(await Deno.readTextFile(pidFile).catch(() => "0"));
+    if (pid > 0) return pid;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.fail(`no pid in ${pidFile}: the program did not start its child`);
+}
+
+Deno.test("command runner answers once the program exits 0, though a background child keeps stdout open", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const pidFile = `${dir}/child.pid`;
+    const started = performance.now();
+    const answer = await runner(
+      ["sh", "-c", `cat >/dev/null; sleep 30 & echo $! > ${pidFile}; echo answer`],
+      { timeoutSeconds: 10 },
+    )({ prompt: "p", eventId: "e" });
+    assert.equal(answer, "answer");
+    assert.ok(
+      performance.now() - started < PIPE_GRACE_AFTER_EXIT_MS + 4_000,
+      "the run ends a grace period after the exit, not at the timeout",
+    );
+    const childPid = await childPidFrom(pidFile);
+    assert.ok(await processExited(childPid), `the background child ${childPid} was killed`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("command runner reports a non-zero exit with its stderr, though a background child keeps stderr open", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const pidFile = `${dir}/child.pid`;
+    const started = performance.now();
+    const error = await agentError(
+      runner(
+        ["sh", "-c", `sleep 30 & echo $! > ${pidFile}; echo 'quota exceeded' >&2; exit 3`],
+        { timeoutSeconds: 10 },
+      )({ prompt: "p", eventId: "e" }),
+    );
+    assert.equal(error.permanent, false);
+    assert.match(error.message, /"sh" exited with 3: quota exceeded$/);
+    assert.ok(performance.now() - started < PIPE_GRACE_AFTER_EXIT_MS + 4_000, "no timeout wait");
+    const childPid = await childPidFrom(pidFile);
+    assert.ok(await processExited(childPid), `the background child ${childPid} was killed`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("command runner answers though a child outside its process group keeps stdout open", async () => {
+  // setsid puts the child in a session of its own, out of reach of the group kill: the run
+  // must still end by no longer reading, not wait for the pipe to close.
+  const dir = await Deno.makeTempDir();
+  const pidFile = `${dir}/child.pid`;
+  try {
+    const started = performance.now();
+    const answer = await runner(
+      ["sh", "-c", `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 30' & echo answer`],
+      { timeoutSeconds: 10 },
+    )({ prompt: "p", eventId: "e" });
+    assert.equal(answer, "answer");
+    assert.ok(performance.now() - started < PIPE_GRACE_AFTER_EXIT_MS + 4_000, "no timeout wait");
+  } finally {
+    const escaped = Number(await Deno.readTextFile(pidFile).catch(() => "0"));
+    if (escaped > 0) {
+      try {
+        Deno.kill(escaped, "SIGKILL");
+      } catch { /* already gone */ }
+    }
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("command runner still times out a program that closes stdout but keeps running", async () => {
+  const error = await agentError(
+    runner(["sh", "-c", "echo answer; exec >&-; sleep 30"], { timeoutSeconds: 0.5 })({
+      prompt: "",
+      eventId: "e",
+    }),
+  );
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /did not finish within 0.5 s/);
 });
 
 Deno.test("command runner kills the program and its children when the run is aborted", async () => {
