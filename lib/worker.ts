@@ -115,6 +115,9 @@ export const MAX_PAUSE_MS = 10_000;
 /** Events the endpoint failed, with no success since, that begin a pause. */
 export const UNAVAILABLE_BEFORE_PAUSE = 2;
 
+/** How long the worker leaves the store alone after it refused a write, in ms. */
+export const STORE_REFUSED_RETRY_MS = 5000;
+
 /** How long `stop()` waits for aborted agent runs to end, in ms. */
 export const ABORT_GRACE_MS = 2000;
 
@@ -137,8 +140,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   /**
    * Outcomes that could not be written (a locked or full database), by event id, oldest first:
    * their events stay `running` in the store, where nothing claims them, so the writes are
-   * tried again on every pass of the loop (every `pollIntervalMs`, and after each event ends)
-   * while the worker runs. A delivered message is thus recorded as delivered rather than sent
+   * tried again on every pass of the loop (every `pollIntervalMs`, and after each event ends;
+   * {@link STORE_REFUSED_RETRY_MS} after a refusal) while the worker runs. A delivered message is thus recorded as delivered rather than sent
    * again by a retry. What is still unwritten when the worker stops runs again at the next
    * start (at least once).
    */
@@ -147,6 +150,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let started = false;
   let stopping = false;
   let pumpQueued = false;
+  /** The store refused a write: the worker leaves it alone until the timer ends this. */
+  let storeResting = false;
   let cancelTimer: (() => void) | undefined;
   /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
@@ -157,9 +162,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
 
   function pump(): void {
-    if (!started || stopping) return;
-    recordHeldOutcomes();
-    let claimFailed = false;
+    if (!started || stopping || storeResting) return;
+    if (!recordHeldOutcomes()) return restStore();
     const free = maxConcurrency - running.size;
     if (free > 0) {
       try {
@@ -167,21 +171,39 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         const deliveryOnly = pauseLeftMs() > 0;
         for (const event of store.claimDue(deps.now(), free, { deliveryOnly })) launch(event);
       } catch (error) {
-        claimFailed = true;
         log("error", "claim failed", { error: describe(error) });
+        return restStore();
       }
     }
-    wakeLater(claimFailed);
+    wakeLater();
+  }
+
+  /**
+   * The store refused a write (locked by another process past its busy timeout, or full): each
+   * such write held the event loop for the busy timeout, which ingest needs to answer its own
+   * requests (with 503, about a second after the lock began). So for
+   * {@link STORE_REFUSED_RETRY_MS} the worker neither claims nor writes: the outcomes of the
+   * events in progress are held, as refused ones are, and written once the rest is over. With a
+   * lock held 25 s and 12 events queued, senders waited 6 to 21 s for their 503 while every
+   * outcome and claim waited out the busy timeout.
+   */
+  function restStore(): void {
+    storeResting = true;
+    cancelTimer?.();
+    cancelTimer = setTimer(() => {
+      storeResting = false;
+      pump();
+    }, STORE_REFUSED_RETRY_MS);
   }
 
   /** Sets the timer for the next due event, and never later than the poll interval. */
-  function wakeLater(useInterval: boolean): void {
+  function wakeLater(): void {
     cancelTimer?.();
     let delayMs = pollIntervalMs;
     const pausedMs = pauseLeftMs();
     if (pausedMs > 0) {
       delayMs = Math.min(pollIntervalMs, pausedMs);
-    } else if (!useInterval && running.size < maxConcurrency) {
+    } else if (running.size < maxConcurrency) {
       try {
         const due = store.nextDueAtMs();
         if (due !== null) delayMs = Math.min(pollIntervalMs, Math.max(1, due - deps.now()));
@@ -198,6 +220,11 @@ export function createWorker(deps: WorkerDeps): EventWorker {
    * loop instead of leaving the event `running` until a restart.
    */
   function record(eventId: string, write: () => void): void {
+    if (storeResting) {
+      unrecorded.set(eventId, write);
+      log("warn", "outcome held while the state database refuses writes", { eventId });
+      return;
+    }
     try {
       write();
     } catch (error) {
@@ -207,6 +234,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         eventId,
         error: describe(error),
       });
+      restStore();
     }
   }
 
@@ -214,8 +242,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
    * Tries the held writes in order. The first one the store still refuses ends the pass (each
    * refusal may have waited the busy timeout) and goes to the back of the line, so a write that
    * keeps failing does not hold up the others.
+   * @returns false when the store refused one
    */
-  function recordHeldOutcomes(): void {
+  function recordHeldOutcomes(): boolean {
     for (const [eventId, write] of [...unrecorded]) {
       try {
         write();
@@ -225,11 +254,12 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         unrecorded.delete(eventId);
         if (error instanceof StoreUnavailableError) {
           unrecorded.set(eventId, write);
-          return;
+          return false;
         }
         log("error", "cannot record the outcome", { eventId, error: describe(error) });
       }
     }
+    return true;
   }
 
   /** Waits until nothing is in progress, at most `timeoutMs` and no longer than `hurry`. */
@@ -292,11 +322,14 @@ export function createWorker(deps: WorkerDeps): EventWorker {
         partsNotRecorded = undefined;
       }
     };
+    // Kept for the outcome's write while the store rests, or if it refuses now.
     const tryRecordRefused = () => {
+      if (storeResting) return;
       try {
         recordRefused();
       } catch (error) {
         if (!(error instanceof StoreUnavailableError)) throw error;
+        restStore();
       }
     };
     try {

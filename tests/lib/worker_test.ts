@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { AgentError, NotFoundError, StoreUnavailableError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import { ABORT_GRACE_MS, createWorker, type WorkerDeps } from "../../lib/worker.ts";
+import {
+  ABORT_GRACE_MS,
+  createWorker,
+  STORE_REFUSED_RETRY_MS,
+  type WorkerDeps,
+} from "../../lib/worker.ts";
 import { newEvent } from "./state/_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
@@ -108,6 +113,20 @@ async function turnsUntil(condition: () => boolean): Promise<void> {
   for (let turn = 0; !condition(); turn++) {
     if (turn === 100) throw new Error(`not true after 100 turns: ${condition}`);
     await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}
+
+/**
+ * Moves the clock on a store rest at a time ({@link STORE_REFUSED_RETRY_MS}: the worker leaves a
+ * store that refused a write alone that long) until `condition` holds, at most 5 rests.
+ */
+async function restsUntil(h: Harness, condition: () => boolean): Promise<void> {
+  for (let rest = 0; !condition(); rest++) {
+    if (rest === 5) throw new Error(`not true after 5 rests: ${condition}`);
+    h.time.advance(STORE_REFUSED_RETRY_MS);
+    for (let turn = 0; turn < 10 && !condition(); turn++) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
   }
 }
 
@@ -711,13 +730,36 @@ Deno.test("worker records a delivery the store could not record at first, withou
       h.logs.some((l) => l.message === "cannot record the outcome yet; trying again")
     );
     assert.equal(h.store.getEvent(id)!.status, "running", "not recorded yet");
-    for (let i = 0; i < 5 && h.store.getEvent(id)!.status === "running"; i++) {
-      h.time.advance(1_000); // the poll interval: the worker tries the write again
-      await new Promise((resolve) => setTimeout(resolve, 0));
-    }
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    await restsUntil(h, () => h.store.getEvent(id)!.status === "delivered");
     assert.equal(h.jobs.length, 1, "the message was sent once");
     assert.ok(h.logs.some((l) => l.message === "outcome recorded"));
+  });
+});
+
+Deno.test("after the store refused a claim, the worker leaves it alone for a while, new events or not", async () => {
+  await withWorker({}, async (h) => {
+    const id = await accept(h.store);
+    const claimDue = h.store.claimDue;
+    let claims = 0;
+    let locked = true;
+    h.store.claimDue = (...args) => {
+      claims += 1;
+      if (locked) throw new StoreUnavailableError("State database error: database is locked");
+      return claimDue(...args);
+    };
+    h.worker.start();
+    assert.equal(claims, 1);
+    for (let second = 1; second < STORE_REFUSED_RETRY_MS / 1000; second++) {
+      h.worker.notify(); // an event accepted meanwhile
+      h.time.advance(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    assert.equal(claims, 1, "each refused write held the event loop for the busy timeout");
+    locked = false;
+    h.time.advance(1_000);
+    await h.worker.idle();
+    assert.ok(claims >= 2, "tried again once the rest is over");
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
   });
 });
 
@@ -735,11 +777,7 @@ Deno.test("worker does not let an outcome the store keeps refusing hold up the o
     };
     h.worker.start();
     await turnsUntil(() => h.jobs.length === 2);
-    for (let i = 0; i < 5 && h.store.getEvent(other)!.status === "running"; i++) {
-      h.time.advance(1_000);
-      await new Promise((resolve) => setTimeout(resolve, 0));
-    }
-    assert.equal(h.store.getEvent(other)!.status, "delivered", "recorded despite the stuck one");
+    await restsUntil(h, () => h.store.getEvent(other)!.status === "delivered");
     assert.equal(h.store.getEvent(stuck)!.status, "running");
 
     await h.worker.stop({ deadlineMs: 0 });
@@ -759,7 +797,8 @@ Deno.test("an answer the store refuses is delivered and kept, and the agent does
     const id = await accept(h.store);
     failNext(h.store, "saveResponse", 1); // locked while the answer is saved
     h.worker.start();
-    await turnsUntil(() => h.store.getEvent(id)!.status === "queued");
+    await turnsUntil(() => deliveries === 1);
+    await restsUntil(h, () => h.store.getEvent(id)!.status === "queued");
     const retried = h.store.getEvent(id)!;
     assert.equal(retried.response, "the answer", "written with the retry");
     assert.equal(h.store.attempts(id)[0].step, "delivery", "the agent step did not fail");
@@ -771,8 +810,11 @@ Deno.test("an answer the store refuses is delivered and kept, and the agent does
 });
 
 Deno.test("worker keeps the parts already sent when the store fails between parts", async () => {
+  const resumedAfter: (number | undefined)[] = [];
   const deliver: WorkerDeps["deliver"] = async (job, onPartSent) => {
-    await onPartSent((job.partsAlreadySent ?? 0) + 1, 2);
+    resumedAfter.push(job.partsAlreadySent);
+    if (resumedAfter.length > 1) return;
+    await onPartSent(1, 2);
     throw new TargetError("502 from Telegram on part 2");
   };
   await withWorker({ deliver }, async (h) => {
@@ -780,10 +822,12 @@ Deno.test("worker keeps the parts already sent when the store fails between part
     failNext(h.store, "savePartsSent", 1); // part 1 went out; recording it fails once
     failNext(h.store, "markRetry", 1);
     h.worker.start();
-    await turnsUntil(() => h.store.getEvent(id)!.status === "queued");
-    const event = h.store.getEvent(id)!;
-    assert.equal(event.partsSent, 1, "the retry resumes after part 1");
-    assert.match(event.lastError!, /part 2/);
+    await turnsUntil(() => h.logs.some((l) => l.message.startsWith("outcome held")));
+    await restsUntil(h, () => h.store.getEvent(id)!.status !== "running");
+    assert.match(h.store.attempts(id)[0].error!, /part 2/);
+    await runUntilSettled(h);
+    assert.deepEqual(resumedAfter, [0, 1], "the retry resumes after part 1");
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
   });
 });
 
