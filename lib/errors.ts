@@ -31,6 +31,20 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A well-formed request that the state of things refuses now (replaying an event that is
+ * running, or one whose delivery id a later event took). Exit code 1: the call was right, so it
+ * is not a usage error.
+ */
+export class ConflictError extends Error {
+  /** Process exit code for this error. @default {1} */
+  readonly exitCode = 1;
+  constructor(message: string) {
+    super(message);
+    this.name = "ConflictError";
+  }
+}
+
 /** A named thing (subscription, event, skill) does not exist. Exit code 1, HTTP 404. */
 export class NotFoundError extends Error {
   /** Process exit code for this error. @default {1} */

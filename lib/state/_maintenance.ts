@@ -5,7 +5,7 @@
  * @module
  */
 import type { DatabaseSync } from "node:sqlite";
-import { UsageError } from "../errors.ts";
+import { ConflictError } from "../errors.ts";
 import { rowToEvent } from "./_schema.ts";
 import type { EventDispatch, EventStatus, StoredEvent } from "./mod.ts";
 
@@ -47,7 +47,7 @@ export function listEvents(
  * @param nowMs current time: the event is due then
  * @param dispatch the mode, prompt and route to run it with; its own when omitted
  * @returns the event as stored afterwards
- * @throws UsageError when the event is running (or was when the gateway last stopped)
+ * @throws ConflictError when the event is running (or was when the gateway last stopped)
  */
 export function replayEvent(
   db: DatabaseSync,
@@ -68,7 +68,7 @@ export function replayEvent(
       "WHERE id = ?5 AND status != 'running'",
   ).run(nowMs, dispatch.mode, dispatch.prompt, route, event.id);
   if (Number(changes) === 0) {
-    throw new UsageError(
+    throw new ConflictError(
       `Cannot replay ${event.id}: it is running, or was when the gateway last stopped (the next ` +
         "start resumes it); wait until it ends",
     );

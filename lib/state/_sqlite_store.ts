@@ -4,7 +4,7 @@
  * @module
  */
 import { type FileIdentity, fileIdentity, sameFile } from "../_fs.ts";
-import { NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
+import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
 import { type DatabaseOptions, openDatabase } from "./_database.ts";
 import { createGroupCommit, errorMessage, type GroupCommitStats } from "./_group_commit.ts";
 import { listEvents, prune, recoverInterrupted, replayEvent } from "./_maintenance.ts";
@@ -85,7 +85,10 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     try {
       return run();
     } catch (error) {
-      if (error instanceof NotFoundError || error instanceof UsageError) throw error;
+      if (
+        error instanceof NotFoundError || error instanceof UsageError ||
+        error instanceof ConflictError
+      ) throw error;
       if (error instanceof StoreUnavailableError) throw error;
       throw new StoreUnavailableError(`State database error: ${errorMessage(error)}`, {
         cause: error,
@@ -194,7 +197,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
    * Refuses to replay a failed direct message whose delivery id a later event holds, expired
    * or not: the sender's own retry delivered it (or is being sent), so a replay would send it
    * twice.
-   * @throws UsageError naming that event
+   * @throws ConflictError naming that event
    */
   function refuseSuperseded(event: StoredEvent): void {
     if (event.mode !== "direct" || event.status === "delivered" || !event.dedupe) return;
@@ -203,7 +206,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     const other = findEvent(String(holder.id));
     // An older message that reused the delivery id past its key's life is not this one's retry.
     if (other !== null && other.receivedAtMs <= event.receivedAtMs) return;
-    throw new UsageError(
+    throw new ConflictError(
       `Not replayed: the sender retried delivery ${event.deliveryId} after ${event.id} failed, ` +
         `and that retry is event ${holder.id} (${other?.status ?? "unknown"}); replaying ` +
         `${event.id} would send the message twice. To send it once more anyway: ` +

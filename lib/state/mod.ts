@@ -258,7 +258,8 @@ export interface StateStore {
    *   subscription as it is now), or undefined to keep those the event has
    * @returns the event as requeued
    * @throws NotFoundError when no event matches
-   * @throws UsageError when the event is running, or was when the gateway last stopped
+   * @throws ConflictError when the event is running, or was when the gateway last stopped, or
+   *   when replaying a failed direct message would send it twice
    */
   replay(
     eventId: string,

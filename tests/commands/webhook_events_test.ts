@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { webhookEvents } from "../../commands/webhook_events.ts";
 import { webhookReplay } from "../../commands/webhook_replay.ts";
-import { NotFoundError, UsageError } from "../../lib/errors.ts";
+import { ConflictError, NotFoundError, UsageError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type SqliteStateStore } from "../../lib/state/mod.ts";
 import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
 
@@ -362,7 +362,7 @@ Deno.test("webhook replay refuses an unknown id, an ambiguous prefix and a runni
   );
   await rejectsWith(
     run(webhookReplay, h.home, ["evt_ccc001"]),
-    UsageError,
+    ConflictError,
     /Cannot replay evt_ccc001: it is running, or was when the gateway last stopped/,
   );
   await rejectsWith(run(webhookReplay, h.home, []), UsageError, /Expected one <event-id>/);
@@ -391,7 +391,7 @@ Deno.test("webhook replay refuses a failed direct message the sender's retry has
   }
   await rejectsWith(
     run(webhookReplay, h.home, ["evt_ddd001"]),
-    UsageError,
+    ConflictError,
     /^Not replayed: the sender retried delivery d-retried after evt_ddd001 failed, and that retry is event evt_ddd002 \(delivered\); .*agent webhook replay evt_ddd002$/,
   );
   const [failed] = await json(h.home, ["--status", "failed"]);

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { webhookReplay } from "../../commands/webhook_replay.ts";
-import { TargetError, UsageError } from "../../lib/errors.ts";
+import { ConflictError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createWorker, type DeliverFn } from "../../lib/worker.ts";
@@ -165,7 +165,7 @@ Deno.test("a failed direct message the sender's retry delivered is not replayed,
     });
     assert.throws(
       () => store.replay(a, T0 + 2 * HOUR),
-      (error: Error) => error instanceof UsageError && error.message.includes(`event ${b}`),
+      (error: Error) => error instanceof ConflictError && error.message.includes(`event ${b}`),
     );
     assert.equal(store.getEvent(a)!.status, "failed", "left as it was");
   } finally {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { NotFoundError, UsageError } from "../../../lib/errors.ts";
+import { ConflictError, NotFoundError } from "../../../lib/errors.ts";
 import { openStateStore } from "../../../lib/state/mod.ts";
 import { newEvent, tempHome, withStore } from "./_fixtures.ts";
 
@@ -208,12 +208,12 @@ Deno.test("replay() starts a new attempt series for a failed event", async () =>
   });
 });
 
-Deno.test("replay() throws NotFoundError for an unknown id and UsageError for a running event", async () => {
+Deno.test("replay() throws NotFoundError for an unknown id and ConflictError for a running event", async () => {
   await withStore({}, async (store) => {
     assert.throws(() => store.replay("evt_unknown", T0), NotFoundError);
     const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
     store.claimDue(T0, 1);
-    assert.throws(() => store.replay(id, T0), UsageError);
+    assert.throws(() => store.replay(id, T0), ConflictError);
     assert.equal(store.getEvent(id)?.status, "running");
   });
 });
