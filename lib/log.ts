@@ -22,6 +22,7 @@ import {
 } from "@logtape/logtape";
 import { dirname } from "node:path";
 import { writeAll } from "./_fs.ts";
+import { ConfigError } from "./errors.ts";
 
 /** Size at which the log rotates, in bytes. */
 export const LOG_MAX_BYTES = 5 * 1024 * 1024;
@@ -184,14 +185,26 @@ export function writeLine(
  * @param options.file path of `gateway.log` (its folder is created); omit to skip the file
  * @param options.console also write lines to standard error
  * @param options.extraSinks more sinks (tests capture records with one)
+ * @throws ConfigError naming the log file when its folder or the file cannot be created (a
+ *   read-only home)
  */
 export async function startLogging(
   options: { file?: string; console?: boolean; extraSinks?: ((record: LogRecord) => void)[] },
 ): Promise<void> {
   const sinks: Record<string, Sink> = {};
   if (options.file) {
-    await Deno.mkdir(dirname(options.file), { recursive: true, mode: 0o700 });
-    sinks.file = getRotatingFileSink(options.file, {
+    const file = options.file;
+    try {
+      await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      // Opened here, as the sink opens it, so that an unwritable file fails with its name.
+      (await Deno.open(file, { append: true, create: true, mode: 0o600 })).close();
+    } catch (error) {
+      throw new ConfigError(`Cannot write the gateway log ${file}: ${(error as Error).message}`, {
+        file,
+        cause: error,
+      });
+    }
+    sinks.file = getRotatingFileSink(file, {
       maxSize: LOG_MAX_BYTES,
       maxFiles: LOG_MAX_FILES,
       formatter: lineFormatter,

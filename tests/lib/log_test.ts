@@ -8,6 +8,7 @@ import {
   stopLogging,
   writeLine,
 } from "../../lib/log.ts";
+import { ConfigError } from "../../lib/errors.ts";
 import { eventually } from "../_helpers.ts";
 
 function record(
@@ -78,6 +79,23 @@ Deno.test("lineFormatter gives every record its own time", () => {
     "2026-11-21T12:00:00.001Z",
     "2026-11-21T12:01:00.000Z",
   ]);
+});
+
+Deno.test("a log that cannot be created is a one-line error naming it, not a stack trace", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "agent-log-" });
+  try {
+    // `logs` is a file here, so its folder cannot be made (as on a read-only home, even as root).
+    await Deno.writeTextFile(join(dir, "logs"), "");
+    const file = join(dir, "logs", "gateway.log");
+    await assert.rejects(
+      startLogging({ file }),
+      (error: Error) =>
+        error instanceof ConfigError &&
+        error.message.startsWith(`Cannot write the gateway log ${file}: `),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("a line reaches gateway.log within about a second while the process keeps running", async () => {
