@@ -82,7 +82,7 @@ export const webhookEvents: Command = {
             : "No events match.",
         );
       } else {
-        ctx.stdout(table(events));
+        ctx.stdout(table(events, (event) => startOfSeries(event, store.attempts(event.id))));
       }
       return 0;
     } finally {
@@ -151,7 +151,24 @@ async function isRouteName(config: Config, name: string): Promise<boolean> {
     findRoute(name, records, config.webhook.routes) !== undefined;
 }
 
-function table(events: StoredEvent[]): string {
+/**
+ * When an event's current series of attempts began: when it was received, or for a replayed
+ * event, when the replay's first attempt started (not the days before, when it first came in).
+ * @param attempts the event's attempts, oldest first
+ * @returns ms since the epoch
+ */
+function startOfSeries(event: StoredEvent, attempts: Attempt[]): number {
+  const series = withSeries(attempts);
+  const current = series.filter((attempt) => attempt.series === series.at(-1)?.series);
+  return current.length > 0 && current[0].series > 1 ? current[0].startedAtMs : event.receivedAtMs;
+}
+
+/**
+ * The human listing, one line per event. TOOK is from the start of its current series of
+ * attempts (see {@link startOfSeries}) to its outcome.
+ * @param startedAtMs when an event's current series began
+ */
+function table(events: StoredEvent[], startedAtMs: (event: StoredEvent) => number): string {
   const header = [
     "ID",
     "SUBSCRIPTION",
@@ -172,7 +189,7 @@ function table(events: StoredEvent[]): string {
     String(e.attempts),
     new Date(e.receivedAtMs).toISOString().replace("T", " ").slice(0, 19),
     e.status === "delivered" || e.status === "failed"
-      ? duration(e.updatedAtMs - e.receivedAtMs)
+      ? duration(e.updatedAtMs - startedAtMs(e))
       : "-",
     cut((e.lastError ?? "").replace(/\s+/g, " "), ERROR_COLUMN_CHARS),
   ]);

@@ -121,6 +121,26 @@ Deno.test("webhook events prints a table, newest first, with tries, duration and
   assert.doesNotMatch(out, /payload-secret/);
 });
 
+Deno.test("webhook events: a replayed event's TOOK counts from its replay, not from when it first came in", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+  });
+  try {
+    const { eventId } = await store.accept(newEvent({ receivedAtMs: T0 })) as { eventId: string };
+    store.claimDue(T0, 1);
+    store.markFailed(eventId, "down", "agent", T0 + 1000);
+    const threeDaysLater = T0 + 3 * 86_400_000;
+    store.replay(eventId, threeDaysLater);
+    store.claimDue(threeDaysLater, 1);
+    store.markDelivered(eventId, threeDaysLater + 2500);
+  } finally {
+    await store.close();
+  }
+  const { out } = await run(webhookEvents, h.home, []);
+  assert.match(out.split("\n")[1], /2026-03-01 10:00:00\s+2\.5 s$/);
+});
+
 Deno.test("webhook events cuts long delivery ids and errors so a row stays one line", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const store = openStateStore(join(h.home, "state", "gateway.db"), {
