@@ -6,7 +6,7 @@
 import { webhookUrl } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
-import { listSkills } from "../lib/skills.ts";
+import { findSkill, listSkills } from "../lib/skills.ts";
 import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
@@ -172,14 +172,11 @@ async function checkSkills(
   options: { skillsDir: string; warn: (line: string) => void },
 ): Promise<void> {
   const { skillsDir, warn } = options;
-  const { skills, broken } = await listSkills(skillsDir);
+  const listing = await listSkills(skillsDir);
+  const { skills, broken } = listing;
   const installed = skills.map((skill) => skill.name);
-  // Runs find a skill by its front matter name first, then a broken one by its folder.
-  const missing = names.filter((name) => !installed.includes(name));
-  for (const name of missing) {
-    const wanted = broken.find((skill) => skill.folder === name);
-    if (wanted) throw wanted.error;
-  }
+  // As a run finds them: an asked-for skill whose SKILL.md is broken is refused with its error.
+  const missing = names.filter((name) => findSkill(listing, name) === undefined);
   for (const { folder, error } of broken) {
     warn(`Warning: skill "${folder}" cannot be used: ${error.message}`);
   }

@@ -76,6 +76,24 @@ export async function listSkills(skillsDir: string): Promise<SkillListing> {
 }
 
 /**
+ * The skill called `name`, as a run finds it: by the name in its front matter, else the folder
+ * of that name, if its `SKILL.md` is broken.
+ * @param listing the usable skills and the broken folders (see {@link listSkills})
+ * @returns the skill, or undefined when none has that name
+ * @throws ConfigError naming the file when the folder of that name holds a broken `SKILL.md`
+ */
+export function findSkill<T extends SkillInfo>(
+  listing: { skills: T[]; broken: BrokenSkill[] },
+  name: string,
+): T | undefined {
+  const skill = listing.skills.find((candidate) => candidate.name === name);
+  if (skill) return skill;
+  const unusable = listing.broken.find((candidate) => candidate.folder === name);
+  if (unusable) throw unusable.error;
+  return undefined;
+}
+
+/**
  * Builds the skills section of a system prompt: each named skill's instructions, in order.
  * @param skillsDir the `skills` folder
  * @param names skill names, as the subscription lists them
@@ -87,13 +105,11 @@ export async function listSkills(skillsDir: string): Promise<SkillListing> {
  */
 export async function loadSkills(skillsDir: string, names: readonly string[]): Promise<string> {
   if (names.length === 0) return "";
-  const { skills: installed, broken } = await readSkills(skillsDir);
+  const listing = await readSkills(skillsDir);
   const sections = names.map((name) => {
-    const skill = installed.find((candidate) => candidate.name === name);
+    const skill = findSkill(listing, name);
     if (!skill) {
-      const unreadable = broken.find((candidate) => candidate.folder === name);
-      if (unreadable) throw unreadable.error;
-      const list = installed.map((candidate) => candidate.name).join(", ") || "none";
+      const list = listing.skills.map((candidate) => candidate.name).join(", ") || "none";
       throw new NotFoundError(`Unknown skill "${name}" (installed: ${list}; in ${skillsDir})`);
     }
     const heading = skill.description ? `## ${skill.name}: ${skill.description}` : `## ${name}`;

@@ -189,6 +189,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
    */
   function restStore(): void {
     storeResting = true;
+    if (stopping) return; // stop() writes what is held once more; no timer outlives it
     cancelTimer?.();
     cancelTimer = setTimer(() => {
       storeResting = false;
@@ -292,7 +293,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       // Earlier attempts may have failed otherwise: their own errors stay on their attempts.
       const error = `not run again: its ${
         event.attempts - event.uncountedAttempts - 1
-      } attempts are used up, the last one interrupted (crash or restart during the run)`;
+      } attempts are used up, the last one interrupted (a crash, or a stop it outlived)`;
       const nowMs = deps.now();
       record(event.id, () => store.markFailed(event.id, error, "agent", nowMs));
       log("error", "failed", { eventId: event.id, subscription: event.subscription, error });

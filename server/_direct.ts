@@ -59,10 +59,12 @@ export async function deliverNow(
     // A message of several parts is on record from its first part on, its count kept up to
     // date before each next part, so that a crash in the middle does not make the sender's
     // retry send again what went out.
-    let progressId: string | undefined;
+    let progress: { id?: string; refused?: boolean } = {};
     const onPartSent = async (sent: number, parts: number) => {
       partsSent = sent;
-      if (sent < parts) progressId = await recordProgress(deps, event, sent, progressId);
+      if (sent < parts && !progress.refused) {
+        progress = await recordProgress(deps, event, sent, progress.id);
+      }
     };
     const job: DeliveryJob = {
       target: event.route.deliver,
@@ -82,7 +84,7 @@ export async function deliverNow(
       const eventId = await recordDirect(deps, event, {
         delivered: true,
         partsSent: receipt.parts,
-        progressId,
+        progressId: progress.id,
       });
       log.info("delivered {subscription} {event} to {target}", {
         ...base,
@@ -97,7 +99,7 @@ export async function deliverNow(
         delivered: false,
         error: reason,
         partsSent,
-        progressId,
+        progressId: progress.id,
       });
       log.error("failed {subscription} {event} to {target}: {reason}", {
         ...base,
@@ -120,24 +122,27 @@ export async function deliverNow(
 }
 
 /**
- * Records the parts of a direct delivery sent so far; a store failure is logged and the
- * delivery goes on (the outcome is still recorded at the end).
- * @returns the event that holds the progress, or `progressId` unchanged when the store failed
+ * Records the parts of a direct delivery sent so far. A store failure is logged and the
+ * delivery goes on without recording its progress again: each refused write may have held the
+ * event loop for the busy timeout (a locked database), and the outcome is still recorded at
+ * the end.
+ * @returns `id`: the event that holds the progress (`progressId` when the store failed);
+ *   `refused`: the store refused the write
  */
 async function recordProgress(
   deps: IngestDeps,
   event: NewEvent,
   partsSent: number,
   progressId: string | undefined,
-): Promise<string | undefined> {
+): Promise<{ id?: string; refused?: boolean }> {
   try {
-    return await deps.store.recordDirectProgress(event, partsSent, progressId);
+    return { id: await deps.store.recordDirectProgress(event, partsSent, progressId) };
   } catch (error) {
     log.warn("could not record the parts sent of a direct delivery for {subscription}: {reason}", {
       subscription: event.subscription,
       reason: (error as Error).message,
     });
-    return progressId;
+    return { id: progressId, refused: true };
   }
 }
 

@@ -8,7 +8,6 @@
 import { getLogger } from "@logtape/logtape";
 import { createAgentRunner } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config.ts";
-import { StoreUnavailableError } from "../lib/errors.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
 import { systemPromptFor } from "../lib/skills.ts";
@@ -160,7 +159,7 @@ export async function startGateway(
     globalSecret: webhook.secret,
     verifier: createSignatureVerifier(),
     rateLimiter: createMemoryRateLimiter(),
-    store: refusingOnceGone(store, stateWatch),
+    store,
     onAccepted: () => worker.notify(),
     deliverDirect: (job, onPartSent) =>
       deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }, onPartSent),
@@ -255,20 +254,5 @@ export async function startGateway(
       await store.close();
       stateLock.close();
     },
-  };
-}
-
-/**
- * The store as ingest sees it: once the database file is gone, a new event is refused as by a
- * full disk (503 with Retry-After), not acknowledged into a file nobody can open again.
- */
-function refusingOnceGone(store: StateStore, watch: StateFileWatch): StateStore {
-  const refused = (): Promise<never> => Promise.reject(new StoreUnavailableError(watch.gone()!));
-  return {
-    ...store,
-    accept: (event) => watch.gone() ? refused() : store.accept(event),
-    recordDirect: (event, outcome) => watch.gone() ? refused() : store.recordDirect(event, outcome),
-    recordDirectProgress: (event, partsSent, progressId) =>
-      watch.gone() ? refused() : store.recordDirectProgress(event, partsSent, progressId),
   };
 }

@@ -61,6 +61,8 @@ export const STATEMENTS = {
   // on, crash or not.
   savePartsSent: "UPDATE events SET uncounted_attempts = uncounted_attempts + " +
     "(parts_sent = ?3 AND ?1 > ?3 AND ?1 < ?4), parts_sent = ?1, updated_at = ?2 WHERE id = ?5",
+  // The count alone, outside an attempt (a direct message's progress, a replay's resume point).
+  setPartsSent: "UPDATE events SET parts_sent = ?, updated_at = ? WHERE id = ?",
   setStatus: "UPDATE events SET status = ?, next_attempt_at = ?, last_error = ?, updated_at = ? " +
     "WHERE id = ?",
   // The errors of earlier attempts stay in the attempts table; the event itself no longer has one.
@@ -130,9 +132,10 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
     db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(`PRAGMA synchronous = ${options.synchronous === "FULL" ? "FULL" : "NORMAL"}`);
-    // A pruned payload is overwritten on its page, not left readable in the file's free space
-    // (FAST: without the extra writes FULL makes; https://sqlite.org/pragma.html#pragma_secure_delete).
-    db.exec("PRAGMA secure_delete = FAST");
+    // A pruned payload is overwritten with zeros, overflow pages included, not left readable in
+    // the file's free space (FAST leaves the freed overflow pages of a payload over a page, most
+    // real ones, as they were: https://sqlite.org/pragma.html#pragma_secure_delete).
+    db.exec("PRAGMA secure_delete = ON");
     if (options.maxDatabaseBytes !== undefined) limitSize(db, options.maxDatabaseBytes);
     createSchema(db);
     const statements = Object.fromEntries(

@@ -55,24 +55,27 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   const clock = options.now ?? Date.now;
   const newId = options.newId ?? createIdGenerator(Date.now, cryptoRandom);
   const file = path === ":memory:" ? undefined : fileIdentity(path);
-  // The write-ahead log this connection writes to, known once a commit has written to it.
+  // The write-ahead log this connection writes to, known once a commit has written to it (a
+  // file system without WAL support has none: then only the database is checked).
   let log: FileIdentity | undefined;
   const commits = createGroupCommit((run) => {
-    transaction(run);
-    if (file === undefined) return;
-    // The batch is in the files this connection opened. If the database is no longer the file
-    // at `path` (deleted, or replaced by a restored backup), nobody will open it again; if its
-    // log was deleted, the batch is in a file that a crash would lose. Either way its writers
-    // get StoreUnavailableError (503, so the senders retry) instead of a 202 for an event that
-    // may be gone. Two stats per batch, where the gateway's watch looks once a second.
-    log ??= fileIdentity(`${path}-wal`);
-    for (const [name, ours] of [[path, file], [`${path}-wal`, log]] as const) {
-      if (!sameFile(fileIdentity(name), ours)) {
-        throw new StoreUnavailableError(
-          `${name} was deleted or replaced while the store had it open`,
-        );
+    // A batch goes only into the files this connection opened. If the database is no longer
+    // the file at `path` (deleted, or replaced by a restored backup), nobody will open it again;
+    // if its log was deleted, a crash would lose what goes into it. Either way the batch is
+    // refused before it is written: its writers get StoreUnavailableError (503, so the senders
+    // retry) instead of a 202 for an event that may be gone. Two stats per batch, where the
+    // gateway's watch looks once a second.
+    if (file !== undefined) {
+      for (const [name, ours] of [[path, file], [`${path}-wal`, log]] as const) {
+        if (ours !== undefined && !sameFile(fileIdentity(name), ours)) {
+          throw new StoreUnavailableError(
+            `${name} was deleted or replaced while the store had it open`,
+          );
+        }
       }
     }
+    transaction(run);
+    if (file !== undefined) log ??= fileIdentity(`${path}-wal`);
   }, {
     maxBatch: options.maxBatch,
     beforeBatch: database.beforeBatch,
@@ -299,7 +302,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     recordDirectProgress: (event, partsSent, progressId) =>
       commits.submit(() => {
         if (progressId !== undefined) {
-          update(progressId, () => s.savePartsSent.run(partsSent, clock(), 0, 0, progressId));
+          update(progressId, () => s.setPartsSent.run(partsSent, clock(), progressId));
           return progressId;
         }
         return recordDirectNow(event, {
@@ -401,7 +404,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
           takeKey(replayed.id, replayed.subscription, replayed.deliveryId, nowMs);
           const resume = resumeAfter(replayed);
           if (resume > replayed.partsSent) {
-            s.savePartsSent.run(resume, nowMs, resume, resume, replayed.id);
+            s.setPartsSent.run(resume, nowMs, replayed.id);
             replayed = { ...replayed, partsSent: resume };
           }
         });
@@ -444,5 +447,5 @@ interface DirectOutcome {
  * The error of a direct message of several parts while it is being sent (see
  * `recordDirectProgress`): what it says if the gateway stops before the outcome is recorded.
  */
-const DIRECT_IN_PROGRESS = "interrupted: the gateway stopped while sending this message; " +
-  "the sender's retry of the same delivery sends the parts not sent yet";
+const DIRECT_IN_PROGRESS = "interrupted: the gateway stopped while sending this message, after " +
+  "the parts counted here; a retry of the same delivery id, or agent webhook replay, sends the rest";

@@ -184,7 +184,7 @@ function classify(
     }
     // A secondary limit may name no wait at all: GitHub asks for at least a minute then, and
     // warns that retrying sooner can get the integration banned.
-    if (/\brate limit/i.test(describe(body))) {
+    if (request.platform === "GitHub" && /\brate limit/i.test(describe(body))) {
       return { kind: "rate_limited", retryAfterSeconds: GITHUB_RATE_LIMIT_SECONDS };
     }
     if (status === 429) return { kind: "rate_limited" };

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { webhookReplay } from "../../commands/webhook_replay.ts";
-import { ConflictError, TargetError } from "../../lib/errors.ts";
+import { ConflictError, StoreUnavailableError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createWorker, type DeliverFn } from "../../lib/worker.ts";
@@ -405,6 +405,30 @@ Deno.test("a failed resend of a delivered message, replayed again, resumes after
     assert.equal(store.getEvent(b)!.partsSent, 1);
     const replayed = store.replay(b, clock.now + 1000);
     assert.equal(replayed.partsSent, 1, "after the resend's own part");
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("direct mode stops recording a long message's progress once the store refuses it, and still records the outcome", async () => {
+  const store = openStateStore(":memory:", { now: () => T0 });
+  try {
+    let refusals = 0;
+    store.recordDirectProgress = () => {
+      refusals += 1; // each refusal held the event loop for the busy timeout
+      return Promise.reject(new StoreUnavailableError("State database error: database is locked"));
+    };
+    const response = await deliverNow(direct(), {}, {
+      store,
+      deliverDirect: async (_job: DeliveryJob, onPart: (n: number, parts: number) => unknown) => {
+        for (let part = 1; part <= 6; part++) await onPart(part, 6);
+        return { target: "telegram", parts: 6, destination: "chat 42" };
+      },
+    } as unknown as IngestDeps, new Set());
+    assert.equal(response.status, 200);
+    assert.equal(refusals, 1, "tried once, not once per part");
+    const [recorded] = store.listEvents({});
+    assert.deepEqual([recorded.status, recorded.partsSent], ["delivered", 6]);
   } finally {
     await store.close();
   }

@@ -763,6 +763,22 @@ Deno.test("after the store refused a claim, the worker leaves it alone for a whi
   });
 });
 
+Deno.test("a write the store refuses during stop() is written by the stop, and no timer outlives it", async () => {
+  let release!: () => void;
+  const deliver = () => new Promise<void>((resolve) => (release = resolve));
+  await withWorker({ deliver }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await turnsUntil(() => release !== undefined);
+    failNext(h.store, "markDelivered", 1); // locked as the delivery ends during the stop
+    const stopped = h.worker.stop({ deadlineMs: 60_000 });
+    release();
+    await stopped;
+    assert.equal(h.store.getEvent(id)!.status, "delivered", "written once more by the stop");
+    assert.equal(h.time.pending(), 0, "no timer left");
+  });
+});
+
 Deno.test("worker does not let an outcome the store keeps refusing hold up the others", async () => {
   await withWorker({ maxConcurrency: 2 }, async (h) => {
     const stuck = await accept(h.store);

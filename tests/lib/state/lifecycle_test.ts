@@ -285,7 +285,8 @@ Deno.test("a pruned payload is gone from the database file, not left in its free
   try {
     const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     const marker = "card-4242424242424242-of-a-customer";
-    const payload = JSON.stringify({ note: marker.repeat(20) });
+    // 21 KB, as a real GitHub payload: most of it on overflow pages, which are freed whole.
+    const payload = JSON.stringify({ note: marker.repeat(600) });
     const id = (await store.accept(newEvent({ payload, receivedAtMs: T0 }))).eventId!;
     store.claimDue(T0, 1);
     store.markDelivered(id, T0 + 1);
