@@ -98,8 +98,10 @@ export interface EventWorker {
    */
   stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
   /**
-   * Resolves when nothing is in progress and nothing due now can start: none is due, or the due
-   * ones wait for an agent run the worker holds back after the LLM endpoint failed (for tests).
+   * Resolves when nothing is in progress and nothing due now can start: none is due, the due
+   * ones wait for an agent run the worker holds back after the LLM endpoint failed, or the
+   * worker leaves a store that refused a write alone for now (outcomes may then still be held,
+   * their events `running` in the store). For tests.
    */
   idle(): Promise<void>;
 }
