@@ -304,27 +304,48 @@ Deno.test("a second gateway on the same home exits 1 and leaves the first one's 
   assert.equal(llm.requests.length, 1, "the agent ran once");
 });
 
-Deno.test("the gateway exits 1 when its state database is deleted, instead of acknowledging into it", async () => {
-  await using h = await tempHome();
+/**
+ * A gateway on a fresh home, with a fake LLM, the subscription `gh` (answers to the log) and one
+ * issue event accepted, delivery id `first`. `post(delivery)` sends it another signed one.
+ */
+async function gatewayWithIssue(first: string) {
+  const h = await tempHome();
   const llm = await startFakeLlm({ answer: () => "noted" });
-  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
   const env = { AGENT_HOME: h.home, ...llm.env };
-  await using gateway = await startGatewayProcess(env);
+  const gateway = await startGatewayProcess(env);
   const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
-  await subscribeAndPostIssue(gateway, cliEnv, "before");
+  await subscribeAndPostIssue(gateway, cliEnv, first);
   const secret = (await runCli(["webhook", "list", "--json"], cliEnv)).stdout.match(
     /"secret":\s*"([^"]+)"/,
   )![1];
-  await Deno.remove(join(h.home, "state", "gateway.db"));
+  const post = (delivery: string) =>
+    postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
+      event: "issues",
+      secret,
+      delivery,
+    });
+  return {
+    home: h.home,
+    env,
+    gateway,
+    post,
+    [Symbol.asyncDispose]: async () => {
+      await gateway[Symbol.asyncDispose]();
+      await llm.close();
+      await h[Symbol.asyncDispose]();
+    },
+  };
+}
+
+Deno.test("the gateway exits 1 when its state database is deleted, instead of acknowledging into it", async () => {
+  await using g = await gatewayWithIssue("before");
+  const { gateway } = g;
+  await Deno.remove(join(g.home, "state", "gateway.db"));
   // From the delete on, until the gateway exits (its watch looks once a second), no event is
   // acknowledged into the file that is gone: each gets 503.
   const answers: number[] = [];
   for (let n = 0; n < 20; n++) {
-    const sent = await postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
-      event: "issues",
-      secret,
-      delivery: `after-${n}`,
-    }).catch(() => undefined);
+    const sent = await g.post(`after-${n}`).catch(() => undefined);
     if (sent === undefined) break; // the gateway has exited
     answers.push(sent.status);
   }
@@ -336,24 +357,10 @@ Deno.test("the gateway exits 1 when its state database is deleted, instead of ac
 });
 
 Deno.test("a deleted write-ahead log: 503s, the gateway exits 1, and the events it acknowledged are kept", async () => {
-  await using h = await tempHome();
-  const llm = await startFakeLlm({ answer: () => "noted" });
-  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
-  const env = { AGENT_HOME: h.home, ...llm.env };
-  await using gateway = await startGatewayProcess(env);
-  const cliEnv = { ...env, WEBHOOK_PORT: String(new URL(gateway.url).port) };
-  await subscribeAndPostIssue(gateway, cliEnv, "kept-0");
-  const secret = (await runCli(["webhook", "list", "--json"], cliEnv)).stdout.match(
-    /"secret":\s*"([^"]+)"/,
-  )![1];
-  const post = (delivery: string) =>
-    postGitHub(`${gateway.url}/webhooks/gh`, githubExample("issues"), {
-      event: "issues",
-      secret,
-      delivery,
-    });
+  await using g = await gatewayWithIssue("kept-0");
+  const { gateway, env, post } = g;
   for (const delivery of ["kept-1", "kept-2"]) assert.equal((await post(delivery)).status, 202);
-  await Deno.remove(join(h.home, "state", "gateway.db-wal"));
+  await Deno.remove(join(g.home, "state", "gateway.db-wal"));
   const after = await post("after").catch(() => undefined);
   assert.equal(after?.status ?? 503, 503, "not acknowledged into a log that is gone");
   assert.equal(await exitCodeWithin(gateway, 10_000), 1, gateway.output());
