@@ -173,6 +173,26 @@ function agentSettings(
     });
   }
   const retry = objectAt(yaml, ["retry"], file, ["agent"]);
+  const initialDelaySeconds = toInteger(
+    retry.initial_delay_seconds,
+    at("retry.initial_delay_seconds"),
+    { min: 0, max: MAX_RETRY_DELAY_SECONDS },
+  );
+  const maxDelaySeconds = toInteger(retry.max_delay_seconds, at("retry.max_delay_seconds"), {
+    min: 1,
+    max: MAX_RETRY_DELAY_SECONDS,
+  });
+  // Both set, the wrong way round: every delay would quietly be the maximum.
+  if (
+    initialDelaySeconds !== undefined && maxDelaySeconds !== undefined &&
+    initialDelaySeconds > maxDelaySeconds
+  ) {
+    throw new ConfigError(
+      `agent.retry.initial_delay_seconds (${initialDelaySeconds}) in ${file} is longer than ` +
+        `agent.retry.max_delay_seconds (${maxDelaySeconds}): the first delay cannot exceed the longest`,
+      { file },
+    );
+  }
   return {
     provider,
     model: env.AGENT_MODEL || toText(yaml.model, at("model")) || "gpt-4o-mini",
@@ -188,17 +208,8 @@ function agentSettings(
     retry: {
       maxAttempts: toInteger(retry.max_attempts, at("retry.max_attempts"), { min: 1, max: 100 }) ??
         5,
-      initialDelayMs: 1000 *
-        (toInteger(retry.initial_delay_seconds, at("retry.initial_delay_seconds"), {
-          min: 0,
-          max: MAX_RETRY_DELAY_SECONDS,
-        }) ??
-          10),
-      maxDelayMs: 1000 *
-        (toInteger(retry.max_delay_seconds, at("retry.max_delay_seconds"), {
-          min: 1,
-          max: MAX_RETRY_DELAY_SECONDS,
-        }) ?? 3600),
+      initialDelayMs: 1000 * (initialDelaySeconds ?? 10),
+      maxDelayMs: 1000 * (maxDelaySeconds ?? 3600),
     },
   };
 }

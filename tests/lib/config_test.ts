@@ -87,6 +87,10 @@ Deno.test("loadConfig() refuses durations and counts past their limits, and list
     ],
     ["agent:\n  retry: 5\n", / agent\.retry in .*config\.yaml must be a mapping/],
     [
+      "agent:\n  retry:\n    initial_delay_seconds: 3600\n    max_delay_seconds: 10\n",
+      /initial_delay_seconds \(3600\) in .*config\.yaml is longer than agent\.retry\.max_delay_seconds \(10\)/,
+    ],
+    [
       "platforms:\n  webhook:\n    extra: [1]\n",
       / platforms\.webhook\.extra in .* must be a mapping/,
     ],
