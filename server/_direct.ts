@@ -5,6 +5,7 @@
  * @module
  */
 import { TargetError } from "../lib/errors.ts";
+import { STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import type { NewEvent } from "../lib/state/mod.ts";
 import type { DeliveryJob } from "../lib/targets/mod.ts";
 import { answer, duplicate, log, reject } from "./_respond.ts";
@@ -59,10 +60,12 @@ export async function deliverNow(
     // A message of several parts is on record from its first part on, its count kept up to
     // date before each next part, so that a crash in the middle does not make the sender's
     // retry send again what went out.
-    let progress: { id?: string; refused?: boolean } = {};
+    let progress: { id?: string; refusedAtMs?: number } = {};
     const onPartSent = async (sent: number, parts: number) => {
       partsSent = sent;
-      if (sent < parts && !progress.refused) {
+      const resting = progress.refusedAtMs !== undefined &&
+        Math.abs(deps.now() - progress.refusedAtMs) < STORE_REFUSED_RETRY_MS;
+      if (sent < parts && !resting) {
         progress = await recordProgress(deps, event, sent, progress.id);
       }
     };
@@ -123,18 +126,18 @@ export async function deliverNow(
 
 /**
  * Records the parts of a direct delivery sent so far. A store failure is logged and the
- * delivery goes on without recording its progress again: each refused write may have held the
- * event loop for the busy timeout (a locked database), and the outcome is still recorded at
- * the end.
+ * delivery goes on, recording its progress again only after {@link STORE_REFUSED_RETRY_MS}, as
+ * the worker does: each refused write may have held the event loop for the busy timeout (a
+ * locked database). The outcome is still recorded at the end.
  * @returns `id`: the event that holds the progress (`progressId` when the store failed);
- *   `refused`: the store refused the write
+ *   `refusedAtMs`: when the store refused the write
  */
 async function recordProgress(
   deps: IngestDeps,
   event: NewEvent,
   partsSent: number,
   progressId: string | undefined,
-): Promise<{ id?: string; refused?: boolean }> {
+): Promise<{ id?: string; refusedAtMs?: number }> {
   try {
     return { id: await deps.store.recordDirectProgress(event, partsSent, progressId) };
   } catch (error) {
@@ -142,7 +145,7 @@ async function recordProgress(
       subscription: event.subscription,
       reason: (error as Error).message,
     });
-    return { id: progressId, refused: true };
+    return { id: progressId, refusedAtMs: deps.now() };
   }
 }
 

@@ -74,8 +74,12 @@ export interface GatewayOptions {
 /** How often the gateway checks that `state/gateway.db` is still the file it opened, in ms. */
 export const STATE_CHECK_MS = 1000;
 
-/** Rows deleted per prune batch (each batch is one short transaction). */
-const PRUNE_BATCH = 1000;
+/**
+ * Rows deleted per prune batch, each one transaction on the event loop. With secure_delete
+ * (pruned payloads overwritten), 1,000 events of 21 KB took 130 to 207 ms, during which no
+ * request is served; 250 keep a batch near 50 ms.
+ */
+const PRUNE_BATCH = 250;
 
 /** How often old events (with their idempotency keys) are pruned, in milliseconds. */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;

@@ -55,9 +55,11 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   const clock = options.now ?? Date.now;
   const newId = options.newId ?? createIdGenerator(Date.now, cryptoRandom);
   const file = path === ":memory:" ? undefined : fileIdentity(path);
-  // The write-ahead log this connection writes to, known once a commit has written to it (a
-  // file system without WAL support has none: then only the database is checked).
-  let log: FileIdentity | undefined;
+  // The write-ahead log this connection writes to, as it was when the store opened (SQLite opens
+  // it with the database), else once a commit has written to it; a file system without WAL
+  // support has none, and then only the database is checked. (A deleted `-shm` loses nothing:
+  // the gateway's watch sees it, and the gateway exits.)
+  let log: FileIdentity | undefined = file === undefined ? undefined : fileIdentity(`${path}-wal`);
   const commits = createGroupCommit((run) => {
     // A batch goes only into the files this connection opened. If the database is no longer
     // the file at `path` (deleted, or replaced by a restored backup), nobody will open it again;

@@ -9,7 +9,7 @@ import { webhookReplay } from "../../commands/webhook_replay.ts";
 import { ConflictError, StoreUnavailableError, TargetError } from "../../lib/errors.ts";
 import { type NewEvent, openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import { createWorker, type DeliverFn } from "../../lib/worker.ts";
+import { createWorker, type DeliverFn, STORE_REFUSED_RETRY_MS } from "../../lib/worker.ts";
 import { deliverNow, deliveryKey } from "../../server/_direct.ts";
 import type { IngestDeps } from "../../server/ingest.ts";
 import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
@@ -410,7 +410,7 @@ Deno.test("a failed resend of a delivered message, replayed again, resumes after
   }
 });
 
-Deno.test("direct mode stops recording a long message's progress once the store refuses it, and still records the outcome", async () => {
+Deno.test("direct mode tries to record a long message's progress once per rest while the store refuses it, and still records the outcome", async () => {
   const store = openStateStore(":memory:", { now: () => T0 });
   try {
     let refusals = 0;
@@ -418,15 +418,20 @@ Deno.test("direct mode stops recording a long message's progress once the store 
       refusals += 1; // each refusal held the event loop for the busy timeout
       return Promise.reject(new StoreUnavailableError("State database error: database is locked"));
     };
+    let now = T0;
     const response = await deliverNow(direct(), {}, {
       store,
+      now: () => now,
       deliverDirect: async (_job: DeliveryJob, onPart: (n: number, parts: number) => unknown) => {
-        for (let part = 1; part <= 6; part++) await onPart(part, 6);
+        for (let part = 1; part <= 6; part++) {
+          if (part === 4) now += STORE_REFUSED_RETRY_MS; // a slow platform
+          await onPart(part, 6);
+        }
         return { target: "telegram", parts: 6, destination: "chat 42" };
       },
     } as unknown as IngestDeps, new Set());
     assert.equal(response.status, 200);
-    assert.equal(refusals, 1, "tried once, not once per part");
+    assert.equal(refusals, 2, "at part 1, then once the rest was over, not once per part");
     const [recorded] = store.listEvents({});
     assert.deepEqual([recorded.status, recorded.partsSent], ["delivered", 6]);
   } finally {

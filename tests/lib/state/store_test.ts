@@ -190,6 +190,11 @@ Deno.test("accept() rejects with StoreUnavailableError once the database file is
     await Deno.remove(`${home.dbPath}-wal`);
     await assert.rejects(third.accept(newEvent()), /gateway\.db-wal was deleted or replaced/);
     await third.close();
+
+    const fresh = openStateStore(home.dbPath); // its log deleted before anything was written
+    await Deno.remove(`${home.dbPath}-wal`);
+    await assert.rejects(fresh.accept(newEvent()), /gateway\.db-wal was deleted or replaced/);
+    await fresh.close();
   } finally {
     await home.cleanup();
   }
