@@ -82,7 +82,7 @@ export const webhookEvents: Command = {
             : "No events match.",
         );
       } else {
-        ctx.stdout(table(events, (event) => startOfSeries(event, store.attempts(event.id))));
+        ctx.stdout(table(events));
       }
       return 0;
     } finally {
@@ -104,6 +104,7 @@ function publicFields(event: StoredEvent) {
     attempts: event.attempts,
     uncounted_attempts: event.uncountedAttempts,
     received_at: new Date(event.receivedAtMs).toISOString(),
+    replayed_at: isoOrNull(event.replayedAtMs),
     updated_at: new Date(event.updatedAtMs).toISOString(),
     next_attempt_at: isoOrNull(event.nextAttemptAtMs),
     target: event.route.deliver,
@@ -152,23 +153,10 @@ async function isRouteName(config: Config, name: string): Promise<boolean> {
 }
 
 /**
- * When an event's current series of attempts began: when it was received, or for a replayed
- * event, when the replay's first attempt started (not the days before, when it first came in).
- * @param attempts the event's attempts, oldest first
- * @returns ms since the epoch
+ * The human listing, one line per event. TOOK is from when it was received, or for a replayed
+ * event from its replay (not the days before, when it first came in), to its outcome.
  */
-function startOfSeries(event: StoredEvent, attempts: Attempt[]): number {
-  const series = withSeries(attempts);
-  const current = series.filter((attempt) => attempt.series === series.at(-1)?.series);
-  return current.length > 0 && current[0].series > 1 ? current[0].startedAtMs : event.receivedAtMs;
-}
-
-/**
- * The human listing, one line per event. TOOK is from the start of its current series of
- * attempts (see {@link startOfSeries}) to its outcome.
- * @param startedAtMs when an event's current series began
- */
-function table(events: StoredEvent[], startedAtMs: (event: StoredEvent) => number): string {
+function table(events: StoredEvent[]): string {
   const header = [
     "ID",
     "SUBSCRIPTION",
@@ -189,7 +177,7 @@ function table(events: StoredEvent[], startedAtMs: (event: StoredEvent) => numbe
     String(e.attempts),
     new Date(e.receivedAtMs).toISOString().replace("T", " ").slice(0, 19),
     e.status === "delivered" || e.status === "failed"
-      ? duration(e.updatedAtMs - startedAtMs(e))
+      ? duration(e.updatedAtMs - (e.replayedAtMs ?? e.receivedAtMs))
       : "-",
     cut((e.lastError ?? "").replace(/\s+/g, " "), ERROR_COLUMN_CHARS),
   ]);

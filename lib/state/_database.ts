@@ -8,7 +8,13 @@ import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.ts";
 import { type Checkpointer, startCheckpointer } from "./_checkpointer.ts";
 import { errorMessage } from "./_group_commit.ts";
-import { SCHEMA_SQL, SCHEMA_VERSION, UPGRADE_TO_3_SQL, UPGRADE_TO_5_SQL } from "./_schema.ts";
+import {
+  SCHEMA_SQL,
+  SCHEMA_VERSION,
+  UPGRADE_TO_3_SQL,
+  UPGRADE_TO_5_SQL,
+  UPGRADE_TO_8_SQL,
+} from "./_schema.ts";
 
 /** How the file is opened. */
 export interface DatabaseOptions {
@@ -196,6 +202,9 @@ function createSchema(db: DatabaseSync): void {
     if (hasKeysTable) db.exec(UPGRADE_TO_3_SQL);
     if (eventColumns.length > 0 && !eventColumns.some((row) => row.name === "uncounted_attempts")) {
       db.exec(UPGRADE_TO_5_SQL);
+    }
+    if (eventColumns.length > 0 && !eventColumns.some((row) => row.name === "replayed_at")) {
+      db.exec(UPGRADE_TO_8_SQL);
     }
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);

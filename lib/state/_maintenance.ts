@@ -63,7 +63,8 @@ export function replayEvent(
     "UPDATE events SET status = 'queued', attempts = 0, next_attempt_at = ?1, response = NULL, " +
       "parts_sent = CASE WHEN status != 'delivered' AND mode = 'direct' AND ?2 = 'direct' " +
       "AND prompt = ?3 AND route = ?4 THEN parts_sent ELSE 0 END, " +
-      "last_error = NULL, uncounted_attempts = 0, updated_at = ?1, mode = ?2, prompt = ?3, " +
+      "last_error = NULL, uncounted_attempts = 0, updated_at = ?1, replayed_at = ?1, mode = ?2, " +
+      "prompt = ?3, " +
       "route = ?4 " +
       "WHERE id = ?5 AND status != 'running'",
   ).run(nowMs, dispatch.mode, dispatch.prompt, route, event.id);

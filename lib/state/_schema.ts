@@ -6,7 +6,7 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -28,7 +28,9 @@ export const SCHEMA_VERSION = 7;
  * letters, warm). Version 7 adds `events_due_delivery`: the queued events whose next step is a
  * delivery (a direct message, or an agent's answer already saved), which the worker still
  * starts while the LLM endpoint is down; it holds no agent-mode event waiting for its run, so
- * the ingest path does not write to it.
+ * the ingest path does not write to it. Version 8 adds `replayed_at`: when the current series
+ * of attempts was queued by a replay (null for the first series), so `webhook events` can tell
+ * how long the replay took rather than how long ago the event first came in.
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -51,7 +53,8 @@ CREATE TABLE IF NOT EXISTS events (
   uncounted_attempts INTEGER NOT NULL DEFAULT 0,
   last_error TEXT,
   updated_at INTEGER NOT NULL,
-  key_expires_at INTEGER
+  key_expires_at INTEGER,
+  replayed_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS events_running ON events(status) WHERE status = 'running';
@@ -101,6 +104,12 @@ DROP TABLE idempotency_keys;
 export const UPGRADE_TO_5_SQL =
   "ALTER TABLE events ADD COLUMN uncounted_attempts INTEGER NOT NULL DEFAULT 0";
 
+/**
+ * Upgrades a version 1 to 7 database to version 8, after the other upgrades: when a replay
+ * queued the current series (null: none did, or before this version).
+ */
+export const UPGRADE_TO_8_SQL = "ALTER TABLE events ADD COLUMN replayed_at INTEGER";
+
 type Row = Record<string, unknown>;
 
 /**
@@ -139,6 +148,9 @@ export function rowToEvent(row: Row): StoredEvent {
     uncountedAttempts: Number(row.uncounted_attempts ?? 0),
     lastError: row.last_error === null ? null : String(row.last_error),
     updatedAtMs: Number(row.updated_at),
+    replayedAtMs: row.replayed_at === null || row.replayed_at === undefined
+      ? null
+      : Number(row.replayed_at),
   };
 }
 

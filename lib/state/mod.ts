@@ -90,6 +90,8 @@ export interface StoredEvent extends NewEvent {
   lastError: string | null;
   /** Last change, in milliseconds since the epoch. */
   updatedAtMs: number;
+  /** When a replay queued the current series of attempts, in ms since the epoch; null if none. */
+  replayedAtMs: number | null;
 }
 
 /** One attempt at an event: the agent run and/or the delivery. */

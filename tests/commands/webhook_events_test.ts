@@ -139,6 +139,8 @@ Deno.test("webhook events: a replayed event's TOOK counts from its replay, not f
   }
   const { out } = await run(webhookEvents, h.home, []);
   assert.match(out.split("\n")[1], /2026-03-01 10:00:00\s+2\.5 s$/);
+  const [row] = await json(h.home);
+  assert.equal(row.replayed_at, new Date(T0 + 3 * 86_400_000).toISOString());
 });
 
 Deno.test("webhook events cuts long delivery ids and errors so a row stays one line", async () => {
@@ -180,6 +182,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
     attempts: 2,
     uncounted_attempts: 0,
     received_at: "2026-03-01T10:00:00.001Z",
+    replayed_at: null,
     updated_at: "2026-03-01T10:00:03.000Z",
     next_attempt_at: null,
     target: "telegram",

@@ -398,7 +398,7 @@ async function upgradeMovesKeys(schema: string): Promise<void> {
   const { user_version } = check.prepare("PRAGMA user_version").get() as { user_version: number };
   check.close();
   await home.cleanup();
-  assert.equal(user_version, 7);
+  assert.equal(user_version, 8);
   assert.ok(names.includes("events_key") && names.includes("events_received"), String(names));
   assert.ok(names.includes("events_direct_parts"), String(names));
   assert.ok(names.includes("events_failed_subscription"), String(names));
@@ -439,7 +439,7 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
     };
     check.close();
     assert.ok(index, "the index was created");
-    assert.equal(user_version, 7);
+    assert.equal(user_version, 8);
   } finally {
     await home.cleanup();
   }
@@ -511,6 +511,30 @@ Deno.test("markDelivered() leaves a delivery id's key with the event that holds 
   });
 });
 
+Deno.test("opening a version 7 database adds the column of replay times, null for every event, set by a replay", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    await store.close();
+    const old = new DatabaseSync(home.dbPath);
+    old.exec("ALTER TABLE events DROP COLUMN replayed_at; PRAGMA user_version = 7;");
+    old.close();
+
+    const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    try {
+      assert.equal(upgraded.getEvent(id)?.replayedAtMs, null);
+      upgraded.claimDue(T0, 1);
+      upgraded.markFailed(id, "down", "agent", T0 + 1);
+      assert.equal(upgraded.replay(id, T0 + 5_000).replayedAtMs, T0 + 5_000);
+    } finally {
+      await upgraded.close();
+    }
+  } finally {
+    await home.cleanup();
+  }
+});
+
 Deno.test("opening a version 4 database adds the column of uncounted attempts, 0 for every event", async () => {
   const home = await tempHome();
   try {
@@ -538,7 +562,7 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
       user_version: number;
     };
     check.close();
-    assert.equal(user_version, 7);
+    assert.equal(user_version, 8);
   } finally {
     await home.cleanup();
   }
