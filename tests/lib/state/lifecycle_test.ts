@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { ConflictError, NotFoundError } from "../../../lib/errors.ts";
-import { openStateStore } from "../../../lib/state/mod.ts";
+import { openStateStore, type StateStore } from "../../../lib/state/mod.ts";
+import { SCHEMA_VERSION } from "../../../lib/state/_schema.ts";
 import { newEvent, tempHome, withStore } from "./_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
@@ -511,49 +512,26 @@ Deno.test("markDelivered() leaves a delivery id's key with the event that holds 
   });
 });
 
-Deno.test("opening a version 7 database adds the column of replay times, null for every event, set by a replay", async () => {
+/**
+ * A database with one event (`id`, received at T0), made older by `downgrade` (SQL that drops
+ * what a later version added and sets `user_version`), then opened again by `upgraded`; the
+ * upgrade must end at the current version.
+ */
+async function withOlderDatabase(
+  downgrade: string,
+  body: (upgraded: StateStore, id: string) => void,
+): Promise<void> {
   const home = await tempHome();
   try {
     const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
     await store.close();
     const old = new DatabaseSync(home.dbPath);
-    old.exec("ALTER TABLE events DROP COLUMN replayed_at; PRAGMA user_version = 7;");
+    old.exec(downgrade);
     old.close();
-
     const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     try {
-      assert.equal(upgraded.getEvent(id)?.replayedAtMs, null);
-      upgraded.claimDue(T0, 1);
-      upgraded.markFailed(id, "down", "agent", T0 + 1);
-      assert.equal(upgraded.replay(id, T0 + 5_000).replayedAtMs, T0 + 5_000);
-    } finally {
-      await upgraded.close();
-    }
-  } finally {
-    await home.cleanup();
-  }
-});
-
-Deno.test("opening a version 4 database adds the column of uncounted attempts, 0 for every event", async () => {
-  const home = await tempHome();
-  try {
-    const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
-    const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-    await store.close();
-    // As version 4 left it: the same tables, without the column.
-    const old = new DatabaseSync(home.dbPath);
-    old.exec("ALTER TABLE events DROP COLUMN uncounted_attempts; PRAGMA user_version = 4;");
-    old.close();
-
-    const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
-    try {
-      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 0);
-      upgraded.claimDue(T0, 1);
-      upgraded.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
-      upgraded.markRetry(id, "rate limited", "delivery", T0 + 1, T0);
-      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 1);
-      assert.equal(upgraded.replay(id, T0 + 2).uncountedAttempts, 0, "a replay starts afresh");
+      body(upgraded, id);
     } finally {
       await upgraded.close();
     }
@@ -562,10 +540,38 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
       user_version: number;
     };
     check.close();
-    assert.equal(user_version, 8);
+    assert.equal(user_version, SCHEMA_VERSION);
   } finally {
     await home.cleanup();
   }
+}
+
+Deno.test("opening a version 7 database adds the column of replay times, null for every event, set by a replay", async () => {
+  await withOlderDatabase(
+    "ALTER TABLE events DROP COLUMN replayed_at; PRAGMA user_version = 7;",
+    (upgraded, id) => {
+      assert.equal(upgraded.getEvent(id)?.replayedAtMs, null);
+      upgraded.claimDue(T0, 1);
+      upgraded.markFailed(id, "down", "agent", T0 + 1);
+      assert.equal(upgraded.replay(id, T0 + 5_000).replayedAtMs, T0 + 5_000);
+    },
+  );
+});
+
+Deno.test("opening a version 4 database adds the column of uncounted attempts, 0 for every event", async () => {
+  // As version 4 left it: the same tables, without the column.
+  await withOlderDatabase(
+    "ALTER TABLE events DROP COLUMN uncounted_attempts; ALTER TABLE events DROP COLUMN " +
+      "replayed_at; PRAGMA user_version = 4;",
+    (upgraded, id) => {
+      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 0);
+      upgraded.claimDue(T0, 1);
+      upgraded.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
+      upgraded.markRetry(id, "rate limited", "delivery", T0 + 1, T0);
+      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 1);
+      assert.equal(upgraded.replay(id, T0 + 2).uncountedAttempts, 0, "a replay starts afresh");
+    },
+  );
 });
 
 Deno.test("replay() of a direct message takes its delivery id at once, so a retry while it waits is a duplicate", async () => {
