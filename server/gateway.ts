@@ -6,6 +6,8 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { dirname, join } from "node:path";
+import { agentProcessNotes, killLeftoverAgents } from "../lib/agents/_leftovers.ts";
 import { createAgentRunner } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
@@ -129,9 +131,10 @@ export async function startGateway(
   };
   // Direct deliveries under way, shared by the HTTP side and the worker (see IngestDeps.sending).
   const sending = new Set<string>();
+  const processNotes = agentProcessNotes(join(dirname(paths.stateDb), "agents"));
   const worker = createWorker({
     store,
-    runAgent: createAgentRunner(agent, { fetch: fetchFn, env: config.env }),
+    runAgent: createAgentRunner(agent, { fetch: fetchFn, env: config.env, processNotes }),
     deliver: (job, onPartSent) => deliver(job, targets, onPartSent),
     systemPrompt: (skills) => systemPromptFor(paths.skills, skills),
     now,
@@ -213,7 +216,14 @@ export async function startGateway(
     throw error;
   }
   // Bound to the port: only now may the worker take over events left running (a gateway that
-  // cannot listen must not touch them).
+  // cannot listen must not touch them). Their agent programs, if a gateway that died left them
+  // running, go first: the worker is about to run those events again.
+  const leftovers = killLeftoverAgents(join(dirname(paths.stateDb), "agents"));
+  if (leftovers.length > 0) {
+    workerLog.warn("killed agent commands a gateway that died left running: {pids}", {
+      pids: leftovers.join(","),
+    });
+  }
   worker.start();
   server.finished.catch((error) =>
     failed.resolve(

@@ -80,6 +80,8 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
         cause: error,
       });
     }
+    // Noted while it runs: if the gateway dies meanwhile, the next start kills the group.
+    deps.processNotes?.started(child.pid);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -137,6 +139,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", stop);
+      deps.processNotes?.ended(child.pid);
     }
   };
 }

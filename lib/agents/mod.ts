@@ -9,6 +9,7 @@
  * @module
  */
 import { ConfigError } from "../errors.ts";
+import type { AgentProcessNotes } from "./_leftovers.ts";
 import { createCommandRunner } from "./command.ts";
 import { createOpenAiRunner } from "./openai.ts";
 
@@ -60,6 +61,11 @@ export interface AgentDeps {
   fetch: typeof fetch;
   /** Environment (process merged with `.env`): fallbacks for the settings, and the program's. */
   env: Record<string, string | undefined>;
+  /**
+   * Where a `command` agent's process group is noted while it runs, so that the next start
+   * can kill it if the gateway dies meanwhile (see `_leftovers.ts`); none when omitted.
+   */
+  processNotes?: AgentProcessNotes;
 }
 
 /**

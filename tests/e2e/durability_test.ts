@@ -417,6 +417,27 @@ Deno.test("SIGTERM kills a command agent still running at the deadline; the next
   assert.equal(await second.stop(), 0);
 });
 
+Deno.test("kill -9 during a command agent's run: the next start kills what the agent left running, then runs the event again", async () => {
+  // The first run is the slow agent; later runs answer at once.
+  const script = 'if [ -e "$AGENT_HOME/ran" ]; then echo "answered after restart"; else ' +
+    `touch "$AGENT_HOME/ran"; ${SLOW_AGENT}; fi`;
+  await using s = await stack(commandAgent(script), echo);
+  await using first = await startGatewayProcess(s.env);
+  const childPid = await startSlowAgentRun(first.url, s.home, "orphan");
+  assert.notEqual(await first.stop("SIGKILL"), 0);
+  assert.equal(await processExited(childPid), false, "the agent outlives a killed gateway");
+
+  await using second = await startGatewayProcess(s.env);
+  assert.ok(await processExited(childPid), `the agent's child ${childPid} was left running`);
+  await allDelivered(s.env, 1);
+  assert.deepEqual(s.telegram.messages.map((message) => message.text), [
+    "answered after restart",
+  ]);
+  assert.match(second.output(), /killed agent commands a gateway that died left running/);
+  assert.deepEqual([...Deno.readDirSync(join(s.home, "state", "agents"))], [], "no note left");
+  assert.equal(await second.stop(), 0);
+});
+
 Deno.test("a second SIGTERM stops a running command agent at once", async () => {
   await using s = await stack(commandAgent(SLOW_AGENT), echo);
   await using gateway = await startGatewayProcess(s.env);
