@@ -81,7 +81,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
       });
     }
     // Noted while it runs: if the gateway dies meanwhile, the next start kills the group.
-    deps.processNotes?.started(child.pid);
+    deps.processNotes?.started(child.pid, eventId);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;

@@ -1,50 +1,90 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { agentProcessNotes, killLeftoverAgents } from "../../../lib/agents/_leftovers.ts";
-import { processExited } from "../../_helpers.ts";
+import { eventually, processExited } from "../../_helpers.ts";
 
-Deno.test("killLeftoverAgents() kills a noted process group whose leader is still the same process", async () => {
-  const dir = join(await Deno.makeTempDir(), "agents");
-  // A group of its own, as the command runner starts its programs.
-  const child = new Deno.Command("sleep", { args: ["30"], detached: true, stdout: "null" })
+/** A program in a session of its own, as the command runner starts agents. */
+function startDetached(script: string, env: Record<string, string>): Deno.ChildProcess {
+  return new Deno.Command("sh", { args: ["-c", script], detached: true, env, stdout: "null" })
     .spawn();
+}
+
+/** The folder of notes in a new temporary directory, removed by `await using`. */
+async function notesFolder() {
+  const parent = await Deno.makeTempDir();
+  return {
+    dir: join(parent, "agents"),
+    /** Where a test's agent writes the pid of its child. */
+    pidFile: join(parent, "child.pid"),
+    [Symbol.asyncDispose]: () => Deno.remove(parent, { recursive: true }),
+  };
+}
+
+Deno.test("killLeftoverAgents() kills the noted agent and what it started, though a child left its process group", async () => {
+  await using f = await notesFolder();
+  // GNU timeout puts itself in a process group of its own, in the agent's session.
+  const agent = startDetached(`timeout 60 sleep 61 & echo $! > ${f.pidFile}; wait`, {
+    AGENT_EVENT_ID: "evt_1",
+  });
   try {
-    agentProcessNotes(dir).started(child.pid);
-    assert.deepEqual(killLeftoverAgents(dir), [child.pid]);
-    await child.status;
-    assert.ok(await processExited(child.pid));
-    assert.deepEqual([...Deno.readDirSync(dir)], [], "the note is forgotten");
+    agentProcessNotes(f.dir).started(agent.pid, "evt_1");
+    const timeoutPid = await eventually(
+      async () => Number(await Deno.readTextFile(f.pidFile).catch(() => "")) || null,
+      { what: "the agent's child" },
+    );
+    const killed = killLeftoverAgents(f.dir);
+    assert.ok(killed.includes(agent.pid) && killed.includes(timeoutPid), String(killed));
+    await agent.status;
+    assert.ok(await processExited(timeoutPid), "the child that left the group");
+    assert.deepEqual([...Deno.readDirSync(f.dir)], [], "the note is forgotten");
   } finally {
     try {
-      child.kill("SIGKILL");
+      agent.kill("SIGKILL");
     } catch { /* killed by the test */ }
-    await Deno.remove(join(dir, ".."), { recursive: true });
   }
 });
 
-Deno.test("killLeftoverAgents() spares a process that took a noted id, and forgets the note", async () => {
-  const dir = join(await Deno.makeTempDir(), "agents");
+Deno.test("killLeftoverAgents() spares a session whose id was reused by another program", async () => {
+  await using f = await notesFolder();
+  // Another program now leads a session with the noted id: it started later and does not carry
+  // the event id.
+  const other = startDetached("sleep 30", {});
   try {
-    Deno.mkdirSync(dir);
-    // This test's own process id, noted with another start time: the id was reused.
-    Deno.writeTextFileSync(join(dir, String(Deno.pid)), "1");
-    assert.deepEqual(killLeftoverAgents(dir), []);
-    assert.deepEqual([...Deno.readDirSync(dir)], []);
+    agentProcessNotes(f.dir).started(other.pid, "evt_2");
+    const path = join(f.dir, String(other.pid));
+    const note = JSON.parse(Deno.readTextFileSync(path));
+    Deno.writeTextFileSync(path, JSON.stringify({ ...note, start: "1" }));
+    assert.deepEqual(killLeftoverAgents(f.dir), []);
+    assert.equal(await processExited(other.pid), false, "still running");
+    assert.deepEqual([...Deno.readDirSync(f.dir)], []);
   } finally {
-    await Deno.remove(join(dir, ".."), { recursive: true });
+    other.kill("SIGKILL");
+    await other.status;
+  }
+});
+
+Deno.test("killLeftoverAgents() forgets a note of another boot or pid namespace without killing", async () => {
+  await using f = await notesFolder();
+  const agent = startDetached("sleep 30", { AGENT_EVENT_ID: "evt_3" });
+  try {
+    agentProcessNotes(f.dir).started(agent.pid, "evt_3");
+    const path = join(f.dir, String(agent.pid));
+    const note = JSON.parse(Deno.readTextFileSync(path));
+    Deno.writeTextFileSync(path, JSON.stringify({ ...note, boot: "another-boot" }));
+    assert.deepEqual(killLeftoverAgents(f.dir), []);
+    assert.equal(await processExited(agent.pid), false, "still running");
+  } finally {
+    agent.kill("SIGKILL");
+    await agent.status;
   }
 });
 
 Deno.test("a run that ended leaves no note, and no notes is nothing to kill", async () => {
-  const dir = join(await Deno.makeTempDir(), "agents");
-  try {
-    assert.deepEqual(killLeftoverAgents(dir), [], "no folder yet");
-    const notes = agentProcessNotes(dir);
-    notes.started(Deno.pid);
-    assert.deepEqual([...Deno.readDirSync(dir)].map((entry) => entry.name), [String(Deno.pid)]);
-    notes.ended(Deno.pid);
-    assert.deepEqual([...Deno.readDirSync(dir)], []);
-  } finally {
-    await Deno.remove(join(dir, ".."), { recursive: true });
-  }
+  await using f = await notesFolder();
+  assert.deepEqual(killLeftoverAgents(f.dir), [], "no folder yet");
+  const notes = agentProcessNotes(f.dir);
+  notes.started(Deno.pid, "evt_4");
+  assert.deepEqual([...Deno.readDirSync(f.dir)].map((entry) => entry.name), [String(Deno.pid)]);
+  notes.ended(Deno.pid);
+  assert.deepEqual([...Deno.readDirSync(f.dir)], []);
 });
