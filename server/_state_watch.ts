@@ -55,9 +55,12 @@ export function watchStateFile(
       // the database writes what the log holds into it.
       const [suffix] = lost;
       const state = fileIdentity(path + suffix) === undefined ? "deleted" : "replaced";
-      gone = `${path}${suffix} was ${state} while the gateway ran. Exiting, so that no event ` +
-        "is acknowledged into a log that is gone (requests get 503 until then); the events " +
-        "in it are written into the database as the gateway closes it.";
+      gone = `${path}${suffix} was ${state} while the gateway ran. Exiting, ` +
+        (suffix === "-wal"
+          ? "so that no event is acknowledged into a log that is gone (requests get 503 until " +
+            "then); the events in it are written into the database as the gateway closes it."
+          : "so that no command opens the database without the gateway's index of its log " +
+            "(the events accepted meanwhile are in the log, and kept).");
       options.onGone(gone);
       return;
     }
