@@ -117,8 +117,8 @@ export function recoverInterrupted(
 }
 
 /**
- * Deletes delivered and failed events received before the retention window, with their
- * attempts. Queued and running events are kept: they are work. An event's idempotency key
+ * Deletes delivered and failed events received (and, if replayed, replayed) before the
+ * retention window, with their attempts. Queued and running events are kept: they are work. An event's idempotency key
  * goes with it (an expired key just stays on its row until then, or until a newer event with
  * the same delivery id takes it over).
  * @param db the database
@@ -136,8 +136,11 @@ export function prune(
   const cutoff = nowMs - options.retentionDays * 86_400_000;
   // Oldest first, through the received_at index, at most maxRows at a time: the caller
   // repeats while a batch comes back full, yielding to requests in between.
-  const old = "SELECT id FROM events WHERE received_at < ? AND status IN ('delivered', 'failed') " +
-    "ORDER BY received_at LIMIT ?";
+  // A replay starts the window again: a dead letter replayed after the window is kept as long
+  // as a new event would be.
+  const old =
+    "SELECT id FROM events WHERE received_at < ?1 AND status IN ('delivered', 'failed') " +
+    "AND (replayed_at IS NULL OR replayed_at < ?1) ORDER BY received_at LIMIT ?2";
   let events = 0;
   transaction(() => {
     db.prepare(`DELETE FROM attempts WHERE event_id IN (${old})`).run(cutoff, options.maxRows);

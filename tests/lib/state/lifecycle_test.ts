@@ -281,6 +281,20 @@ Deno.test("prune() deletes old finished events with their keys, and keeps queued
   });
 });
 
+Deno.test("prune() keeps an old event replayed within the retention window as long as a new one", async () => {
+  const day = 86_400_000;
+  await withStore({}, async (store) => {
+    const old = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    store.claimDue(T0, 1);
+    store.markFailed(old, "down", "agent", T0 + 1);
+    store.replay(old, T0 + 9 * day); // the dead letter, replayed nine days later
+    store.claimDue(T0 + 9 * day, 1);
+    store.markDelivered(old, T0 + 9 * day + 1);
+    assert.deepEqual(store.prune(T0 + 10 * day, { retentionDays: 7 }), { events: 0 });
+    assert.deepEqual(store.prune(T0 + 17 * day, { retentionDays: 7 }), { events: 1 });
+  });
+});
+
 Deno.test("a pruned payload is gone from the database file, not left in its free space", async () => {
   const home = await tempHome();
   try {
