@@ -52,14 +52,27 @@ export interface GroupCommit {
  *   (@default {512}); otherwise it is committed from `setImmediate`, after the event loop has
  *   handled the I/O already waiting, so every request read in the same turn shares the
  *   transaction without a timer's millisecond of added latency. `beforeBatch`: may return a
- *   promise the batch waits for (the WAL checkpointer's gate); operations keep queueing meanwhile
+ *   promise the batch waits for (the WAL checkpointer's gate); operations keep queueing
+ *   meanwhile. `failFastMs`: after a batch fails, the batches of the next `failFastMs` are
+ *   refused at once, without being tried (@default {0}: every batch is tried): a database
+ *   locked past its busy timeout would hold each of them, and the event loop, that long again,
+ *   so that a request that needs a few turns of the loop waited many seconds for its 503.
+ *   `now`: a monotonic clock in ms (@default {performance.now})
  * @returns the queue
  */
 export function createGroupCommit(
   transaction: (run: () => void) => void,
-  options: { maxBatch?: number; beforeBatch?: () => Promise<void> | undefined } = {},
+  options: {
+    maxBatch?: number;
+    beforeBatch?: () => Promise<void> | undefined;
+    failFastMs?: number;
+    now?: () => number;
+  } = {},
 ): GroupCommit {
   const maxBatch = options.maxBatch ?? 512;
+  const now = options.now ?? (() => performance.now());
+  /** The last failure, and until when batches are refused without being tried. */
+  let refused: { until: number; reason: string } | undefined;
   const counters: GroupCommitStats = { commits: 0, operations: 0, failures: 0 };
   const pending: Pending[] = [];
   let timer: ReturnType<typeof setImmediate> | undefined;
@@ -78,6 +91,9 @@ export function createGroupCommit(
         `Cannot persist ${batch.length} event(s): ${errorMessage(cause)}`,
         { cause },
       );
+      if (options.failFastMs) {
+        refused = { until: now() + options.failFastMs, reason: errorMessage(cause) };
+      }
       for (const item of batch) item.reject(error);
       return;
     }
@@ -89,6 +105,15 @@ export function createGroupCommit(
   function flush(): void {
     if (timer !== undefined) clearImmediate(timer);
     timer = undefined;
+    if (refused !== undefined && now() < refused.until) {
+      const batch = pending.splice(0);
+      const error = new StoreUnavailableError(
+        `Cannot persist ${batch.length} event(s): ${refused.reason} (the last batch was ` +
+          "refused a moment ago; not tried again yet)",
+      );
+      for (const item of batch) item.reject(error);
+      return;
+    }
     while (pending.length > 0) commit(pending.splice(0, maxBatch));
   }
 

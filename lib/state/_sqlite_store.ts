@@ -81,6 +81,9 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   }, {
     maxBatch: options.maxBatch,
     beforeBatch: database.beforeBatch,
+    // A refused batch held the event loop for the busy timeout: for as long again, batches are
+    // refused at once (503), not each held as long, so at most half the loop waits on a lock.
+    failFastMs: path === ":memory:" ? 0 : Math.max(0, options.busyTimeoutMs ?? 5000),
   });
   let closed = false;
 

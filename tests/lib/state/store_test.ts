@@ -127,14 +127,19 @@ Deno.test("accept() commits 1,000 concurrent events in a few transactions", asyn
 });
 
 Deno.test("accept() rejects with StoreUnavailableError while another connection holds the write lock", async () => {
-  await withStore({ busyTimeoutMs: 30 }, async (store, dbPath) => {
+  await withStore({ busyTimeoutMs: 300 }, async (store, dbPath) => {
     const other = new DatabaseSync(dbPath);
     other.exec("BEGIN IMMEDIATE");
     const started = performance.now();
     await assert.rejects(store.accept(newEvent()), StoreUnavailableError);
     assert.ok(performance.now() - started < 2000, "accept must give up after busyTimeoutMs");
+    // For as long again, a batch is refused at once, without waiting on the lock.
+    const refusedAt = performance.now();
+    await assert.rejects(store.accept(newEvent()), /refused a moment ago; not tried again yet/);
+    assert.ok(performance.now() - refusedAt < 150, "refused without waiting the busy timeout");
     other.exec("ROLLBACK");
     other.close();
+    await new Promise((resolve) => setTimeout(resolve, 350));
     assert.equal((await store.accept(newEvent())).status, "accepted");
     assert.equal(store.listEvents({}).length, 1, "the rejected event was not stored");
   });
