@@ -480,6 +480,9 @@ Deno.test("a locked state database answers 503 with Retry-After and the retry is
   assert.ok(Number(refused.headers.get("retry-after")) > 0);
   assert.deepEqual(await refused.json(), { error: "event store unavailable, retry later" });
 
+  // A sender waits its Retry-After (5 s); the gateway refuses at once only for the busy
+  // timeout (1 s) after a refused write, so a second is enough here.
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
   const retried = await postIssue(gateway.url, "during-lock");
   assert.equal(retried.status, 202, "the 503 left the delivery id unclaimed");
   await retried.body?.cancel();
