@@ -29,6 +29,10 @@ export async function deliverNow(
   inFlight: Set<string>,
 ): Promise<Response> {
   const { subscription, eventType: eventName, deliveryId } = event;
+  // Delivered while the database refused to record it: held in memory, a duplicate all the same.
+  if (event.dedupe && deps.heldDirect?.delivered(subscription, deliveryId)) {
+    return duplicate(subscription, eventName, deliveryId);
+  }
   if (event.dedupe) {
     // Any holder, its key expired or not: a replay that waited longer than the key's life is
     // still this message.
@@ -149,7 +153,11 @@ async function recordProgress(
   }
 }
 
-/** Records a direct delivery; a store failure is logged, not turned into a wrong answer. */
+/**
+ * Records a direct delivery. A store failure is not turned into a wrong answer: the record is
+ * held in memory and written once the database takes writes again (see `_held_direct.ts`).
+ * @returns the event id, or null while the record is held
+ */
 async function recordDirect(
   deps: IngestDeps,
   event: NewEvent,
@@ -158,10 +166,12 @@ async function recordDirect(
   try {
     return await deps.store.recordDirect(event, outcome);
   } catch (error) {
-    log.error("could not record direct delivery for {subscription}: {reason}", {
-      subscription: event.subscription,
-      reason: (error as Error).message,
-    });
+    log.error(
+      "could not record direct delivery for {subscription} yet: {reason}; it is held and " +
+        "written once the state database takes writes again",
+      { subscription: event.subscription, reason: (error as Error).message },
+    );
+    deps.heldDirect?.hold(event, outcome);
     return null;
   }
 }

@@ -18,9 +18,10 @@ import { settledWithin } from "../lib/_wait.ts";
 import { findRoute } from "../lib/routes.ts";
 import { SubscriptionFileCache } from "../lib/subscription_store.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
-import { createWorker } from "../lib/worker.ts";
+import { createWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
 import { deliveryKey } from "./_direct.ts";
+import { createHeldDirectRecords } from "./_held_direct.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
 
@@ -132,6 +133,7 @@ export async function startGateway(
   // Direct deliveries under way, shared by the HTTP side and the worker (see IngestDeps.sending).
   const sending = new Set<string>();
   const processNotes = agentProcessNotes(join(dirname(paths.stateDb), "agents"));
+  const heldDirect = createHeldDirectRecords(store, { retryMs: STORE_REFUSED_RETRY_MS });
   const worker = createWorker({
     store,
     runAgent: createAgentRunner(agent, { fetch: fetchFn, env: config.env, processNotes }),
@@ -173,6 +175,7 @@ export async function startGateway(
     now,
     newId: () => crypto.randomUUID(),
     sending,
+    heldDirect,
   });
 
   let stopping = false;
@@ -265,6 +268,14 @@ export async function startGateway(
         settledWithin(server.shutdown(), deadlineMs, { signal: hurry }),
         worker.stop({ deadlineMs, hurry }),
       ]);
+      // Direct deliveries whose record the database refused: written now if it takes them.
+      const unrecorded = await heldDirect.flush();
+      heldDirect.stop();
+      if (unrecorded > 0) {
+        workerLog.error("stopped with {count} direct deliveries not recorded", {
+          count: unrecorded,
+        });
+      }
       await store.close();
       stateLock.close();
     },

@@ -15,6 +15,7 @@ import { acceptedSecrets, NAME_PATTERN, type Route } from "../lib/subscription.t
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
 import { BodyDeadlines, BodyError, parsePayload, readBody } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
+import type { HeldDirectRecords } from "./_held_direct.ts";
 import { answer, duplicate, log, reject, REJECTED } from "./_respond.ts";
 import {
   DEFAULT_TOLERANCE_SECONDS,
@@ -61,6 +62,11 @@ export interface IngestDeps {
    * that a replay does not send a message the sender's retry is sending. @default {a new set}
    */
   sending?: Set<string>;
+  /**
+   * Direct deliveries whose record the store refused, written later; a retry of one that was
+   * delivered is a duplicate meanwhile. @default {none: such a record is only logged}
+   */
+  heldDirect?: HeldDirectRecords;
 }
 
 /** The lines written on every request they answer, read once (see `writeLine`). */
