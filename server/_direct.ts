@@ -30,7 +30,7 @@ export async function deliverNow(
 ): Promise<Response> {
   const { subscription, eventType: eventName, deliveryId } = event;
   // Delivered while the database refused to record it: held in memory, a duplicate all the same.
-  if (event.dedupe && deps.heldDirect?.delivered(subscription, deliveryId)) {
+  if (event.dedupe && deps.heldDirect?.delivered(subscription, deliveryId, event.receivedAtMs)) {
     return duplicate(subscription, eventName, deliveryId);
   }
   if (event.dedupe) {
@@ -171,7 +171,7 @@ async function recordDirect(
         "written once the state database takes writes again",
       { subscription: event.subscription, reason: (error as Error).message },
     );
-    deps.heldDirect?.hold(event, outcome);
+    deps.heldDirect?.hold(event, outcome, deps.now());
     return null;
   }
 }

@@ -133,7 +133,18 @@ export async function startGateway(
   // Direct deliveries under way, shared by the HTTP side and the worker (see IngestDeps.sending).
   const sending = new Set<string>();
   const processNotes = agentProcessNotes(join(dirname(paths.stateDb), "agents"));
-  const heldDirect = createHeldDirectRecords(store, { retryMs: STORE_REFUSED_RETRY_MS });
+  const heldDirect = createHeldDirectRecords(store, {
+    retryMs: STORE_REFUSED_RETRY_MS,
+    ttlMs: webhook.idempotencyTtlSeconds * 1000,
+    onDropped: (event) =>
+      workerLog.error(
+        "direct delivery {delivery_id} of {subscription} not recorded: too many held",
+        {
+          subscription: event.subscription,
+          delivery_id: event.deliveryId,
+        },
+      ),
+  });
   const worker = createWorker({
     store,
     runAgent: createAgentRunner(agent, { fetch: fetchFn, env: config.env, processNotes }),
@@ -144,7 +155,11 @@ export async function startGateway(
     maxConcurrency: agent.maxConcurrency,
     retry: agent.retry,
     log: (level, message, properties) => workerLog[level](message, properties),
-    isBeingSent: (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
+    // Being sent, or delivered with its record held: a replay waits for the record, then finds
+    // that the message went out.
+    isBeingSent: (subscription, deliveryId) =>
+      sending.has(deliveryKey(subscription, deliveryId)) ||
+      heldDirect.delivered(subscription, deliveryId, now()),
   });
 
   const subscriptionLog = getLogger(["agent", "subscriptions"]);

@@ -166,7 +166,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   }
 
   function recordDirectNow(event: NewEvent, outcome: DirectOutcome): string {
-    const nowMs = clock();
+    const nowMs = outcome.atMs ?? clock();
     const lastError = outcome.delivered ? null : outcome.error ?? "delivery failed";
     const holdsKey = outcome.delivered && event.dedupe;
     // A delivered message takes the key over from any earlier holder, expired or not.
@@ -446,6 +446,7 @@ interface DirectOutcome {
   error?: string;
   partsSent: number;
   progressId?: string;
+  atMs?: number;
 }
 
 /**

@@ -156,13 +156,21 @@ export interface StateStore {
    * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.
    * @param event the event
    * @param outcome how the delivery went; `progressId`: the event {@link recordDirectProgress}
-   *   stored for this delivery, which then holds the outcome instead of a second event
+   *   stored for this delivery, which then holds the outcome instead of a second event; `atMs`:
+   *   when the delivery ended, for a record written later (@default now): the delivery id's
+   *   idempotency window counts from it
    * @returns the event id
    * @throws StoreUnavailableError when it could not be committed
    */
   recordDirect(
     event: NewEvent,
-    outcome: { delivered: boolean; error?: string; partsSent: number; progressId?: string },
+    outcome: {
+      delivered: boolean;
+      error?: string;
+      partsSent: number;
+      progressId?: string;
+      atMs?: number;
+    },
   ): Promise<string>;
   /**
    * Records that a direct message of several parts has got `partsSent` out while the sender

@@ -28,6 +28,7 @@ Deno.test("a direct message delivered while the store refuses its record: the re
   const timers: (() => void)[] = [];
   const held = createHeldDirectRecords(store, {
     retryMs: 5000,
+    ttlMs: 3_600_000,
     setTimer: (callback) => (timers.push(callback), () => {}),
   });
   const recordDirect = store.recordDirect;
@@ -62,7 +63,7 @@ Deno.test("a direct message delivered while the store refuses its record: the re
     await held.flush();
     const [recorded] = store.listEvents({});
     assert.equal(recorded?.status, "delivered");
-    assert.equal(held.delivered("ci", "d-locked"), false, "no longer held");
+    assert.equal(held.delivered("ci", "d-locked", T0), false, "no longer held");
     const later = await deliverNow(direct("d-locked"), {}, deps, new Set());
     assert.equal((await later.json()).status, "duplicate", "now from the store");
     assert.equal(sent.length, 1);
@@ -81,16 +82,54 @@ Deno.test("held records are written in order, and those still refused stay held"
       written.push(event.deliveryId);
       return Promise.resolve(event.deliveryId);
     },
-  }, { retryMs: 5000, setTimer: () => () => {} });
-  held.hold(direct("a"), { delivered: true, partsSent: 1 });
-  held.hold(direct("b"), { delivered: true, partsSent: 1 });
-  held.hold(direct("c"), { delivered: false, error: "502", partsSent: 0 });
+  }, { retryMs: 5000, ttlMs: 60_000, setTimer: () => () => {} });
+  held.hold(direct("a"), { delivered: true, partsSent: 1 }, T0);
+  held.hold(direct("b"), { delivered: true, partsSent: 1 }, T0);
+  held.hold(direct("c"), { delivered: false, error: "502", partsSent: 0 }, T0);
   assert.equal(await held.flush(), 2, "b refused, so c waits behind it");
   assert.deepEqual(written, ["a"]);
-  assert.equal(held.delivered("ci", "b"), true);
-  assert.equal(held.delivered("ci", "c"), false, "a failed delivery is not a duplicate");
+  assert.equal(held.delivered("ci", "b", T0 + 59_999), true);
+  assert.equal(held.delivered("ci", "b", T0 + 60_000), false, "not past the idempotency window");
+  assert.equal(held.delivered("ci", "c", T0), false, "a failed delivery is not a duplicate");
   refuse = new Set();
   assert.equal(await held.flush(), 0);
   assert.deepEqual(written, ["a", "b", "c"]);
   held.stop();
+});
+
+Deno.test("a record held while a flush writes an older one of the same delivery id is kept and written", async () => {
+  const written: string[] = [];
+  let release!: () => void;
+  const slow = new Promise<void>((resolve) => (release = resolve));
+  const held = createHeldDirectRecords({
+    recordDirect: async (event, outcome) => {
+      if (!outcome.delivered) await slow; // the failed attempt's record is being written
+      written.push(outcome.delivered ? "delivered" : "failed");
+      return event.deliveryId;
+    },
+  }, { retryMs: 5000, ttlMs: 60_000, setTimer: () => () => {} });
+  held.hold(direct("x"), { delivered: false, error: "502", partsSent: 0 }, T0);
+  const flushing = held.flush();
+  held.hold(direct("x"), { delivered: true, partsSent: 1 }, T0 + 10); // the sender's retry
+  release();
+  assert.equal(await flushing, 0, "the newer one written in the same flush");
+  assert.deepEqual(written, ["failed", "delivered"]);
+});
+
+Deno.test("a record is written with the time of its delivery, and no timer starts after stop()", async () => {
+  const times: (number | undefined)[] = [];
+  let timers = 0;
+  const held = createHeldDirectRecords({
+    recordDirect: (event, outcome) => {
+      times.push(outcome.atMs);
+      return Promise.resolve(event.deliveryId);
+    },
+  }, { retryMs: 5000, ttlMs: 60_000, setTimer: () => (timers++, () => {}) });
+  held.hold(direct("y"), { delivered: true, partsSent: 1 }, T0 + 7);
+  assert.equal(await held.flush(), 0);
+  assert.deepEqual(times, [T0 + 7]);
+  held.stop();
+  const before = timers;
+  held.hold(direct("z"), { delivered: true, partsSent: 1 }, T0 + 8);
+  assert.equal(timers, before, "nothing retries a store that is closing");
 });
