@@ -6,7 +6,7 @@
  */
 import { TargetError } from "../lib/errors.ts";
 import { STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
-import type { NewEvent } from "../lib/state/mod.ts";
+import type { DirectOutcome, NewEvent } from "../lib/state/mod.ts";
 import type { DeliveryJob } from "../lib/targets/mod.ts";
 import { answer, duplicate, log, reject } from "./_respond.ts";
 import type { IngestDeps } from "./ingest.ts";
@@ -161,7 +161,7 @@ async function recordProgress(
 async function recordDirect(
   deps: IngestDeps,
   event: NewEvent,
-  outcome: { delivered: boolean; error?: string; partsSent: number; progressId?: string },
+  outcome: DirectOutcome,
 ): Promise<string | null> {
   try {
     return await deps.store.recordDirect(event, outcome);

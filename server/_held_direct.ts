@@ -9,11 +9,8 @@
  *
  * @module
  */
-import type { NewEvent, StateStore } from "../lib/state/mod.ts";
+import type { DirectOutcome, NewEvent, StateStore } from "../lib/state/mod.ts";
 import { deliveryKey } from "./_direct.ts";
-
-/** A direct delivery's outcome, as `StateStore.recordDirect` takes it. */
-export type DirectOutcome = Parameters<StateStore["recordDirect"]>[1];
 
 /** The most records held at once: each keeps its event, payload included. */
 export const MAX_HELD_RECORDS = 1000;

@@ -15,7 +15,14 @@ import {
   rowToAttempt,
   rowToEvent,
 } from "./_schema.ts";
-import type { AcceptResult, EventStatus, NewEvent, StateStore, StoredEvent } from "./mod.ts";
+import type {
+  AcceptResult,
+  DirectOutcome,
+  EventStatus,
+  NewEvent,
+  StateStore,
+  StoredEvent,
+} from "./mod.ts";
 
 /** Options of {@link openStateStore}. */
 export interface StateStoreOptions extends DatabaseOptions {
@@ -439,14 +446,6 @@ interface Progress {
   partsSent: number;
   lastError: string | null;
   updatedAtMs: number;
-}
-
-interface DirectOutcome {
-  delivered: boolean;
-  error?: string;
-  partsSent: number;
-  progressId?: string;
-  atMs?: number;
 }
 
 /**

@@ -68,6 +68,25 @@ export interface NewEvent {
  */
 export type EventDispatch = Pick<NewEvent, "mode" | "prompt" | "route">;
 
+/** How a direct delivery went, as {@link StateStore.recordDirect} records it. */
+export interface DirectOutcome {
+  delivered: boolean;
+  /** Why it failed, when it did. */
+  error?: string;
+  /** Parts of the message delivered. */
+  partsSent: number;
+  /**
+   * The event {@link StateStore.recordDirectProgress} stored for this delivery, which then
+   * holds the outcome instead of a second event.
+   */
+  progressId?: string;
+  /**
+   * When the delivery ended, for a record written later, in ms since the epoch (@default now):
+   * the delivery id's idempotency window counts from it.
+   */
+  atMs?: number;
+}
+
 /** An event as stored, with its progress. */
 export interface StoredEvent extends NewEvent {
   /** Short sortable id, e.g. `evt_0m3x8k2qa4f9z1c0b`. */
@@ -155,23 +174,11 @@ export interface StateStore {
    * Stores a direct-mode event after its delivery, as `delivered` or `failed`. A delivered
    * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.
    * @param event the event
-   * @param outcome how the delivery went; `progressId`: the event {@link recordDirectProgress}
-   *   stored for this delivery, which then holds the outcome instead of a second event; `atMs`:
-   *   when the delivery ended, for a record written later (@default now): the delivery id's
-   *   idempotency window counts from it
+   * @param outcome how the delivery went
    * @returns the event id
    * @throws StoreUnavailableError when it could not be committed
    */
-  recordDirect(
-    event: NewEvent,
-    outcome: {
-      delivered: boolean;
-      error?: string;
-      partsSent: number;
-      progressId?: string;
-      atMs?: number;
-    },
-  ): Promise<string>;
+  recordDirect(event: NewEvent, outcome: DirectOutcome): Promise<string>;
   /**
    * Records that a direct message of several parts has got `partsSent` out while the sender
    * waits, before the next part goes out: stored as a failed attempt ("interrupted: the gateway
