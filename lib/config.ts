@@ -189,7 +189,8 @@ function agentSettings(
   ) {
     throw new ConfigError(
       `agent.retry.initial_delay_seconds (${initialDelaySeconds}) in ${file} is longer than ` +
-        `agent.retry.max_delay_seconds (${maxDelaySeconds}): the first delay cannot exceed the longest`,
+        `agent.retry.max_delay_seconds (${maxDelaySeconds}): ` +
+        "the first delay cannot exceed the longest",
       { file },
     );
   }

@@ -50,7 +50,7 @@ export interface BrokenSkill {
   error: ConfigError;
 }
 
-/** The installed skills, sorted by name, and the broken skill folders, as {@link listSkills} finds them. */
+/** The installed skills, sorted by name, and the broken skill folders ({@link listSkills}). */
 export interface SkillListing {
   /** The usable skills, sorted by name. */
   skills: SkillInfo[];

@@ -143,9 +143,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
    * Outcomes that could not be written (a locked or full database), by event id, oldest first:
    * their events stay `running` in the store, where nothing claims them, so the writes are
    * tried again on every pass of the loop (every `pollIntervalMs`, and after each event ends;
-   * {@link STORE_REFUSED_RETRY_MS} after a refusal) while the worker runs. A delivered message is thus recorded as delivered rather than sent
-   * again by a retry. What is still unwritten when the worker stops runs again at the next
-   * start (at least once).
+   * {@link STORE_REFUSED_RETRY_MS} after a refusal) while the worker runs. A delivered message
+   * is thus recorded as delivered rather than sent again by a retry. What is still unwritten
+   * when the worker stops runs again at the next start (at least once).
    */
   const unrecorded = new Map<string, () => void>();
   const stopRuns = new AbortController();
@@ -159,7 +159,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let pausedUntilMs = 0;
   /** How long that pause was when it was set, in ms. */
   let pauseLengthMs = 0;
-  /** Events whose agent run the endpoint failed (`AgentError.unavailable`) since the last success. */
+  /** Events whose run the endpoint failed (`AgentError.unavailable`) since the last success. */
   const failedByEndpoint = new Set<string>();
   const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
 

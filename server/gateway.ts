@@ -132,7 +132,9 @@ export async function startGateway(
   };
   // Direct deliveries under way, shared by the HTTP side and the worker (see IngestDeps.sending).
   const sending = new Set<string>();
-  const processNotes = agentProcessNotes(join(dirname(paths.stateDb), "agents"));
+  // Where running `command` agents are noted, for the next start to kill if this gateway dies.
+  const agentsDir = join(dirname(paths.stateDb), "agents");
+  const processNotes = agentProcessNotes(agentsDir);
   const heldDirect = createHeldDirectRecords(store, {
     retryMs: STORE_REFUSED_RETRY_MS,
     ttlMs: webhook.idempotencyTtlSeconds * 1000,
@@ -236,7 +238,7 @@ export async function startGateway(
   // Bound to the port: only now may the worker take over events left running (a gateway that
   // cannot listen must not touch them). Their agent programs, if a gateway that died left them
   // running, go first: the worker is about to run those events again.
-  const leftovers = killLeftoverAgents(join(dirname(paths.stateDb), "agents"));
+  const leftovers = killLeftoverAgents(agentsDir);
   if (leftovers.length > 0) {
     workerLog.warn("killed agent commands a gateway that died left running: {pids}", {
       pids: leftovers.join(","),

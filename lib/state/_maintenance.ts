@@ -64,8 +64,7 @@ export function replayEvent(
       "parts_sent = CASE WHEN status != 'delivered' AND mode = 'direct' AND ?2 = 'direct' " +
       "AND prompt = ?3 AND route = ?4 THEN parts_sent ELSE 0 END, " +
       "last_error = NULL, uncounted_attempts = 0, updated_at = ?1, replayed_at = ?1, mode = ?2, " +
-      "prompt = ?3, " +
-      "route = ?4 " +
+      "prompt = ?3, route = ?4 " +
       "WHERE id = ?5 AND status != 'running'",
   ).run(nowMs, dispatch.mode, dispatch.prompt, route, event.id);
   if (Number(changes) === 0) {
@@ -118,9 +117,9 @@ export function recoverInterrupted(
 
 /**
  * Deletes delivered and failed events received (and, if replayed, replayed) before the
- * retention window, with their attempts. Queued and running events are kept: they are work. An event's idempotency key
- * goes with it (an expired key just stays on its row until then, or until a newer event with
- * the same delivery id takes it over).
+ * retention window, with their attempts. Queued and running events are kept: they are work. An
+ * event's idempotency key goes with it (an expired key just stays on its row until then, or
+ * until a newer event with the same delivery id takes it over).
  * @param db the database
  * @param transaction the transaction runner
  * @param nowMs current time

@@ -453,4 +453,5 @@ interface Progress {
  * `recordDirectProgress`): what it says if the gateway stops before the outcome is recorded.
  */
 const DIRECT_IN_PROGRESS = "interrupted: the gateway stopped while sending this message, after " +
-  "the parts counted here; a retry of the same delivery id, or agent webhook replay, sends the rest";
+  "the parts counted here; a retry of the same delivery id, or agent webhook replay, sends the " +
+  "rest";
