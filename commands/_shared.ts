@@ -7,6 +7,8 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type Config, loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
+import { gatewayRunning } from "../lib/gateway_lock.ts";
+import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscription_store.ts";
 import type { CommandContext } from "./_command.ts";
 
 /**
@@ -17,8 +19,21 @@ import type { CommandContext } from "./_command.ts";
 export async function loadEnabledConfig(ctx: CommandContext): Promise<Config | null> {
   const config = await loadConfig(ctx.env);
   if (config.webhook.enabled) return config;
-  ctx.stderr(platformDisabledMessage(config.paths));
+  ctx.stderr(platformDisabledMessage(config.paths, config.webhook.enabledBy));
   return null;
+}
+
+/**
+ * Waits, after a subscription change was written, until a gateway running with this home uses
+ * it: the gateway trusts its copy of the subscription file for up to
+ * {@link SUBSCRIPTION_RECHECK_MS}, so without this wait a removed subscription, a revoked
+ * secret or a narrower filter would still pass for that long after the command returned.
+ * Returns at once when no gateway runs here.
+ * @param config the command's configuration (the state folder, where the gateway's lock is)
+ */
+export async function untilGatewaySeesChange(config: Config): Promise<void> {
+  if (!(await gatewayRunning(config.paths.stateDb))) return;
+  await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTION_RECHECK_MS + 20));
 }
 
 /**

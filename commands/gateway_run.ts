@@ -43,7 +43,7 @@ export const gatewayRun: Command = {
       config = await loadConfig(env);
     }
     if (!config.webhook.enabled) {
-      ctx.stderr(platformDisabledMessage(config.paths));
+      ctx.stderr(platformDisabledMessage(config.paths, config.webhook.enabledBy));
       return 1;
     }
     await startLogging({ file: config.paths.log, console: !values.quiet });

@@ -10,6 +10,7 @@ import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
 import { setEnvValues } from "../lib/env_file.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
+import { installedUnit } from "./gateway_service.ts";
 import { generateSecret, parseFlags } from "./_shared.ts";
 
 const usage = `Usage: agent gateway setup [options]
@@ -166,8 +167,10 @@ async function settingNotes(
   }
   const running = changed ? await runningGatewayUrl(effective.paths.stateDb) : null;
   if (running) {
+    const service = await installedUnit(ctx.env) ? " (systemctl --user restart agent-gateway)" : "";
     notes.push(
-      `A gateway is running with this home (${running}): restart it for these settings to apply.`,
+      `A gateway is running with this home (${running}): restart it${service} for these ` +
+        "settings to apply.",
     );
   }
   return notes.length ? ["", ...notes] : [];

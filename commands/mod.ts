@@ -6,6 +6,7 @@
 import { UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { gatewayRun } from "./gateway_run.ts";
+import { gatewayInstall, gatewayUninstall } from "./gateway_service.ts";
 import { gatewaySetup } from "./gateway_setup.ts";
 import { webhookEvents } from "./webhook_events.ts";
 import { webhookList } from "./webhook_list.ts";
@@ -28,6 +29,8 @@ export const COMMANDS: readonly Command[] = [
   webhookReplay,
   gatewaySetup,
   gatewayRun,
+  gatewayInstall,
+  gatewayUninstall,
 ];
 
 /** The top-level help text. */

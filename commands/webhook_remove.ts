@@ -7,7 +7,7 @@ import { NotFoundError, UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
-import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { loadEnabledConfig, parseFlags, untilGatewaySeesChange } from "./_shared.ts";
 
 const usage = `Usage: agent webhook remove <name>
 
@@ -32,6 +32,7 @@ export const webhookRemove: Command = {
       }
       delete records[name];
     });
+    await untilGatewaySeesChange(config);
     ctx.stdout(`Removed subscription "${name}"`);
     return 0;
   },

@@ -11,7 +11,12 @@ import type { Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
 import type { Command } from "./_command.ts";
-import { generateSecret, loadEnabledConfig, parseFlags } from "./_shared.ts";
+import {
+  generateSecret,
+  loadEnabledConfig,
+  parseFlags,
+  untilGatewaySeesChange,
+} from "./_shared.ts";
 
 /** Grace period when `--grace` is not given: one day. */
 export const DEFAULT_GRACE = "24h";
@@ -70,6 +75,8 @@ export const webhookRotateSecret: Command = {
       records[name] = result.record;
       return result;
     });
+    // With --grace 0 the old secret is refused from the moment this command returns.
+    await untilGatewaySeesChange(config);
 
     const url = webhookUrl(config.webhook, name);
     ctx.stdout(

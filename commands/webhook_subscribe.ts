@@ -12,7 +12,13 @@ import { updateSubscriptions } from "../lib/subscription_store.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import type { Command } from "./_command.ts";
-import { commaList, generateSecret, loadEnabledConfig, parseFlags } from "./_shared.ts";
+import {
+  commaList,
+  generateSecret,
+  loadEnabledConfig,
+  parseFlags,
+  untilGatewaySeesChange,
+} from "./_shared.ts";
 
 const usage = `Usage: agent webhook subscribe <name> [options]
 
@@ -97,6 +103,8 @@ export const webhookSubscribe: Command = {
         return { record: merged, updated: existing !== undefined, warnings };
       },
     );
+    // A new name is looked up afresh by the gateway; a changed one may be cached a moment.
+    if (updated) await untilGatewaySeesChange(config);
     for (const warning of warnings) ctx.stderr(`Warning: ${warning}`);
     const url = webhookUrl(config.webhook, name);
     if (values.json) {

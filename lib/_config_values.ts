@@ -96,8 +96,10 @@ export function toText(value: unknown, from: Source): string | undefined {
 }
 
 /**
- * Reads an http(s) URL, without its trailing slashes.
- * @throws ConfigError for anything else
+ * Reads the http(s) URL that paths are appended to (`public_url`, `base_url`), without its
+ * trailing slashes.
+ * @throws ConfigError for anything else, and for a URL with a query or a fragment, which would
+ *   end up in the middle of every URL made from it (`https://x/?a=1/webhooks/name`)
  */
 export function toUrl(value: unknown, from: Source): string | undefined {
   const text = toText(value, from);
@@ -105,6 +107,13 @@ export function toUrl(value: unknown, from: Source): string | undefined {
   if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) {
     throw new ConfigError(
       `${from.key} in ${from.file} must be an http(s) URL, not ${JSON.stringify(text)}`,
+      { file: from.file },
+    );
+  }
+  if (/[?#]/.test(text)) {
+    throw new ConfigError(
+      `${from.key} in ${from.file} must be a base URL without "?" or "#" (paths are added to ` +
+        `its end), not ${JSON.stringify(text)}`,
       { file: from.file },
     );
   }

@@ -34,6 +34,11 @@ export const MAX_RETRY_DELAY_SECONDS = MAX_WAIT_SECONDS;
 export interface WebhookSettings {
   /** `platforms.webhook.enabled` / `WEBHOOK_ENABLED`. @default {false} */
   enabled: boolean;
+  /**
+   * Where `enabled` came from: `file` is `config.yaml`, `.env` or "the process environment",
+   * `key` the YAML key or variable. @default {config.yaml, platforms.webhook.enabled}
+   */
+  enabledBy?: { file: string; key: string };
   /** Listen address. @default {"127.0.0.1"} */
   host: string;
   /** Listen port; 0 picks a free one. @default {8644} */
@@ -122,6 +127,7 @@ export async function loadConfig(
 
   const webhook: WebhookSettings = {
     enabled: toBoolean(enabled.value, enabled.from) ?? false,
+    enabledBy: enabled.from,
     host: toHost(toText(host.value, host.from) ?? "127.0.0.1", host.from),
     port: toInteger(port.value, port.from, { min: 0, max: 65535 }) ?? 8644,
     secret: toText(secret.value, secret.from) || undefined,
@@ -383,7 +389,8 @@ const LOCAL_HOSTS = new Set(["0.0.0.0", "::", "[::]", "127.0.0.1", "::1", "[::1]
 
 /**
  * The base of webhook URLs (CONTRACT §3): `public_url`, else `http://localhost:<port>` when the
- * host is a wildcard or loopback address, else `http://<host>:<port>`.
+ * host is a wildcard or loopback address, else `http://<host>:<port>`. Other addresses of
+ * 127.0.0.0/8 are printed as they are: `localhost` would reach 127.0.0.1, not them.
  * @param webhook the merged webhook settings
  * @returns a URL without a trailing slash
  */
@@ -409,8 +416,18 @@ export function webhookUrl(
   return `${webhookBaseUrl(webhook)}/webhooks/${name}`;
 }
 
-/** The answer to every webhook command when the platform is disabled (CONTRACT §10). */
-export function platformDisabledMessage(paths: HomePaths): string {
+/**
+ * The answer to every webhook command when the platform is disabled (CONTRACT §10): the three
+ * ways to enable it, and, when `WEBHOOK_ENABLED` is what turns it off, that variable and where
+ * it is set (it wins over the wizard and `config.yaml`).
+ * @param paths the home's files
+ * @param enabledBy where the `enabled` value came from (`WebhookSettings.enabledBy`)
+ */
+export function platformDisabledMessage(
+  paths: HomePaths,
+  enabledBy?: { file: string; key: string },
+): string {
+  const variable = enabledBy?.key === "WEBHOOK_ENABLED" ? enabledBy : undefined;
   return [
     "Webhook platform is not enabled. Enable it in one of three ways:",
     "  1. run the setup wizard:   agent gateway setup",
@@ -419,5 +436,11 @@ export function platformDisabledMessage(paths: HomePaths): string {
     "         webhook:",
     "           enabled: true",
     `  3. in ${paths.envFile}:   WEBHOOK_ENABLED=true`,
+    ...(variable
+      ? [
+        `Now WEBHOOK_ENABLED in ${variable.file} turns it off, whatever config.yaml says: ` +
+        (variable.file === paths.envFile ? "set it to true or remove that line." : "unset it."),
+      ]
+      : []),
   ].join("\n");
 }

@@ -28,7 +28,9 @@ export const gitlab: Scheme = {
 /**
  * Bearer: `Authorization: Bearer <secret>`, for monitoring tools and devices that can set a
  * header but not sign. The `Bearer` keyword is case-insensitive; another authorization scheme
- * (`Basic ...`) is invalid, as the header still commits the request to this scheme.
+ * (`Basic ...`) is invalid, as the header still commits the request to this scheme. The token
+ * is the rest of the header, so a secret with blanks in it (which RFC 6750's token syntax has
+ * no room for, but `subscribe --secret` takes) still matches itself.
  * Source: RFC 6750 §2.1, https://www.rfc-editor.org/rfc/rfc6750#section-2.1
  */
 export const bearer: Scheme = {
@@ -36,7 +38,7 @@ export const bearer: Scheme = {
   headers: ["authorization"],
   check(context) {
     const value = headerValue(context.headers, "authorization");
-    const token = value === null ? null : /^Bearer +(\S+)$/i.exec(value)?.[1] ?? null;
+    const token = value === null ? null : /^Bearer +(\S.*)$/i.exec(value)?.[1] ?? null;
     return matches(context, token);
   },
 };

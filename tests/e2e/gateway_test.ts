@@ -9,9 +9,12 @@ import { DatabaseSync } from "node:sqlite";
 import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
+import { runCommand } from "../../commands/mod.ts";
 import { SCHEME_NAMES } from "../../server/signatures/mod.ts";
 import {
+  enabledConfig,
   eventually,
+  fakeContext,
   type GatewayProcess,
   runCli,
   signedGitHub,
@@ -214,6 +217,37 @@ Deno.test("the gateway refuses to start when config.yaml says enabled: false", a
   assert.match(result.stderr, /agent gateway setup/);
 });
 
+Deno.test("the not-enabled message names a WEBHOOK_ENABLED that overrides config.yaml, and where it is", async () => {
+  await using h = await tempHome({ config: enabledConfig(0), env: "WEBHOOK_ENABLED=false\n" });
+  const fromFile = await runCli(["webhook", "list"], { AGENT_HOME: h.home });
+  assert.equal(fromFile.code, 1);
+  assert.match(fromFile.stderr, /Webhook platform is not enabled/);
+  assert.match(
+    fromFile.stderr,
+    new RegExp(
+      `Now WEBHOOK_ENABLED in ${h.home}/\\.env turns it off, whatever config\\.yaml says: set it to true or remove that line\\.`,
+    ),
+  );
+  await Deno.writeTextFile(join(h.home, ".env"), "");
+  const fromShell = await runCli(["gateway", "run"], {
+    AGENT_HOME: h.home,
+    WEBHOOK_ENABLED: "off",
+  });
+  assert.equal(fromShell.code, 1);
+  assert.match(
+    fromShell.stderr,
+    /Now WEBHOOK_ENABLED in the process environment turns it off.*: unset it\./,
+  );
+  // Disabled by config.yaml itself: the three ways alone.
+  await Deno.writeTextFile(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: false\n",
+  );
+  const fromYaml = await runCli(["webhook", "list"], { AGENT_HOME: h.home });
+  assert.equal(fromYaml.code, 1);
+  assert.doesNotMatch(fromYaml.stderr, /Now WEBHOOK_ENABLED/);
+});
+
 Deno.test("a new subscription is picked up by the running gateway without a restart", async () => {
   await using h = await tempHome();
   const env = { AGENT_HOME: h.home };
@@ -233,6 +267,34 @@ Deno.test("a new subscription is picked up by the running gateway without a rest
   const gone = await fetch(`${gateway.url}/webhooks/late`, { method: "POST", body: "{}" });
   assert.equal(gone.status, 404);
   await gone.body?.cancel();
+});
+
+Deno.test("once remove, rotate-secret --grace 0 or a narrower --events returns, the running gateway applies it", async () => {
+  await using h = await tempHome();
+  const env = { AGENT_HOME: h.home };
+  await using gateway = await startGatewayProcess(env);
+  // The commands run in this process, so the next request follows their return at once (a
+  // subprocess takes longer than the gateway's 100 ms recheck to exit).
+  const cli = async (...args: string[]) => {
+    const ctx = fakeContext(env);
+    assert.equal(await runCommand(args, ctx), 0, ctx.err.join("\n"));
+  };
+  const post = (secret: string, event = "issues") =>
+    postGitHub(`${gateway.url}/webhooks/gh`, { action: "opened" }, { event, secret });
+  for (let round = 0; round < 3; round++) {
+    await cli("webhook", "subscribe", "gh", "--secret", "old-secret-1");
+    // Requests keep the gateway's copy of the subscription file fresh right up to the change.
+    assert.equal((await post("old-secret-1")).status, 202);
+    await cli("webhook", "remove", "gh");
+    assert.equal((await post("old-secret-1")).status, 404, `round ${round}: removed`);
+  }
+  await cli("webhook", "subscribe", "gh", "--secret", "old-secret-1");
+  assert.equal((await post("old-secret-1")).status, 202);
+  await cli("webhook", "rotate-secret", "gh", "--grace", "0", "--secret", "new-secret-2");
+  assert.equal((await post("old-secret-1")).status, 401);
+  assert.equal((await post("new-secret-2")).status, 202);
+  await cli("webhook", "subscribe", "gh", "--events", "push");
+  assert.equal((await post("new-secret-2")).body.status, "ignored");
 });
 
 Deno.test("out of file descriptors, the gateway exits non-zero with a reason and keeps its events", async () => {
@@ -436,12 +498,24 @@ Deno.test("webhook test and gateway setup find a gateway started on another port
   assert.equal(opened.code, 0, opened.stdout + opened.stderr);
   assert.match(opened.stdout, /"status":"accepted"/);
 
-  const setup = await runCli(["gateway", "setup", "--port", "9999"], env);
+  const xdg = join(h.home, "xdg");
+  const setup = await runCli(["gateway", "setup", "--port", "9999"], {
+    ...env,
+    XDG_CONFIG_HOME: xdg,
+  });
   assert.equal(setup.code, 0, setup.stderr);
   assert.match(
     setup.stdout,
-    new RegExp(`A gateway is running with this home \\(${gateway.url}\\): restart it`),
+    new RegExp(`A gateway is running with this home \\(${gateway.url}\\): restart it for`),
   );
+  // Run as the systemd service, the note says how to restart it.
+  await Deno.mkdir(join(xdg, "systemd", "user"), { recursive: true });
+  await Deno.writeTextFile(join(xdg, "systemd", "user", "agent-gateway.service"), "[Unit]\n");
+  const again = await runCli(["gateway", "setup", "--port", "9998"], {
+    ...env,
+    XDG_CONFIG_HOME: xdg,
+  });
+  assert.match(again.stdout, /restart it \(systemctl --user restart agent-gateway\) for/);
 });
 
 Deno.test("webhook test signs as the scheme a subscription is pinned to, for every scheme", async () => {

@@ -67,6 +67,30 @@ Deno.test("loadConfig() names the key and the file of a malformed value", async 
   );
 });
 
+Deno.test("loadConfig() refuses a public_url or base_url with a query or a fragment", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  for (const url of ["https://hooks.example.com/?a=1", "https://hooks.example.com/x#top"]) {
+    await assert.rejects(
+      () => loadConfig({ AGENT_HOME: h.home, WEBHOOK_PUBLIC_URL: url }),
+      /WEBHOOK_PUBLIC_URL in the process environment must be a base URL without "\?" or "#"/,
+    );
+  }
+  await Deno.writeTextFile(
+    join(h.home, "config.yaml"),
+    enabledConfig() + "agent:\n  base_url: https://llm.example.com/v1?key=x\n",
+  );
+  await assert.rejects(
+    () => loadConfig({ AGENT_HOME: h.home }),
+    /agent\.base_url in .*config\.yaml must be a base URL/,
+  );
+  await Deno.writeTextFile(join(h.home, "config.yaml"), enabledConfig());
+  const config = await loadConfig({
+    AGENT_HOME: h.home,
+    WEBHOOK_PUBLIC_URL: "https://hooks.example.com/base/",
+  });
+  assert.equal(webhookUrl(config.webhook, "gh"), "https://hooks.example.com/base/webhooks/gh");
+});
+
 Deno.test("loadConfig() refuses durations and counts past their limits, and lists as numbers", async () => {
   const cases: [string, RegExp][] = [
     [

@@ -169,6 +169,16 @@ Deno.test("verify() reads the Bearer keyword case-insensitively and refuses othe
   }
 });
 
+Deno.test("verify() matches a Bearer secret with blanks in it, whole and only whole", async () => {
+  const secret = "It's a Secret to Everybody";
+  const verify = (value: string) =>
+    verifier.verify({ ...request({ Authorization: value }), secrets: [secret] });
+  assert.deepEqual(await verify(`Bearer ${secret}`), { ok: true, scheme: "bearer" });
+  for (const value of ["Bearer It's", `Bearer ${secret} x`, "Bearer Secret to Everybody"]) {
+    assert.deepEqual(await verify(value), { ok: false, scheme: "bearer", reason: "invalid" });
+  }
+});
+
 Deno.test("verify() refuses a GitLab token that is a prefix or extension of the secret", async () => {
   for (const value of [SECRET.slice(0, -1), `${SECRET}x`, SECRET.toUpperCase()]) {
     assert.deepEqual(await verifier.verify(request({ "X-Gitlab-Token": value })), {

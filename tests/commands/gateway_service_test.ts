@@ -1,0 +1,299 @@
+/**
+ * `agent gateway install` / `uninstall`, run as the real CLI with a stand-in `systemctl` first
+ * on the PATH (it records its arguments; these machines have no user systemd to talk to). The
+ * unit it writes is checked by systemd's own `systemd-analyze verify`, and its ExecStart line,
+ * read back as systemd reads it, must start a gateway that answers `/health`.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { systemdUnit } from "../../commands/gateway_service.ts";
+import { cleanEnv, enabledConfig, runCli, tempHome } from "../_helpers.ts";
+
+/** A bin folder holding a fake `systemctl` that logs each call; `FAIL` makes a call fail. */
+async function fakeSystemctl(dir: string): Promise<{ path: string; calls(): Promise<string[]> }> {
+  const bin = join(dir, "bin");
+  await Deno.mkdir(bin);
+  const log = join(dir, "systemctl.log");
+  await Deno.writeTextFile(
+    join(bin, "systemctl"),
+    `#!/bin/sh
+echo "$*" >> '${log}'
+if [ -n "$FAKE_SYSTEMCTL_FAIL" ] && [ "$2" = "$FAKE_SYSTEMCTL_FAIL" ]; then
+  echo "Failed to connect to bus: No medium found" >&2
+  exit 1
+fi
+exit 0
+`,
+    { mode: 0o755 },
+  );
+  return {
+    path: `${bin}:${Deno.env.get("PATH")}`,
+    calls: async () => (await Deno.readTextFile(log).catch(() => "")).split("\n").filter(Boolean),
+  };
+}
+
+/**
+ * Splits a unit file's command line or assignment as systemd does (systemd.syntax(7)): blanks
+ * separate words, double quotes group them with C-style escapes inside, `%%` is `%` and, in a
+ * command, `$$` is `$`. A lone `%` (a specifier systemd would resolve) or, in a command, a lone
+ * `$` (a variable it would expand) throws: the word would not reach the program as written.
+ */
+function systemdWords(line: string, where: "command" | "environment"): string[] {
+  const words: string[] = [];
+  let word = "";
+  let quoted = false;
+  let started = false;
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i];
+    if (quoted && char === "\\") {
+      const next = line[++i];
+      word += next === "n" ? "\n" : next;
+    } else if (char === '"') {
+      quoted = !quoted;
+      started = true;
+    } else if (!quoted && /\s/.test(char)) {
+      if (started) words.push(word);
+      word = "";
+      started = false;
+    } else {
+      word += char;
+      started = true;
+    }
+  }
+  if (started) words.push(word);
+  return words.map((w) => {
+    if (/%/.test(w.replaceAll("%%", ""))) throw new Error(`unescaped % in ${w}`);
+    if (where === "command" && /\$/.test(w.replaceAll("$$", ""))) {
+      throw new Error(`unescaped $ in ${w}`);
+    }
+    const text = w.replaceAll("%%", "%");
+    return where === "command" ? text.replaceAll("$$", "$") : text;
+  });
+}
+
+/** A home whose path needs quoting in a unit file: a blank, `%` and `$`. */
+async function awkwardHome(root: string, config = enabledConfig(0)): Promise<string> {
+  const home = join(root, "my home 100% $HOME");
+  await Deno.mkdir(home);
+  await Deno.writeTextFile(join(home, "config.yaml"), config);
+  return home;
+}
+
+const hasSystemdAnalyze = new Deno.Command("sh", {
+  args: ["-c", "command -v systemd-analyze"],
+  stdout: "null",
+}).outputSync().success;
+
+/** Asserts that systemd's own checker finds no fatal error in a unit file, where it is installed. */
+async function systemdVerifies(file: string): Promise<void> {
+  if (!hasSystemdAnalyze) return;
+  const verify = await new Deno.Command("systemd-analyze", {
+    args: ["verify", file],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(verify.success, new TextDecoder().decode(verify.stderr));
+}
+
+Deno.test("install writes agent-gateway.service, enables and starts it; the unit runs the gateway", async () => {
+  await using h = await tempHome();
+  const home = await awkwardHome(h.home);
+  const systemctl = await fakeSystemctl(h.home);
+  const xdg = join(h.home, "xdg");
+  const env = { AGENT_HOME: home, XDG_CONFIG_HOME: xdg, PATH: systemctl.path };
+
+  const result = await runCli(["gateway", "install"], env);
+  assert.equal(result.code, 0, result.stderr);
+  const unitFile = join(xdg, "systemd", "user", "agent-gateway.service");
+  assert.match(result.stdout, /Installed agent-gateway\.service: .*agent-gateway\.service/);
+  assert.match(result.stdout, /journalctl --user -u agent-gateway/);
+  assert.match(result.stdout, /loginctl enable-linger/);
+  assert.deepEqual(await systemctl.calls(), [
+    "--user --version",
+    "--user daemon-reload",
+    "--user enable agent-gateway.service",
+    "--user restart agent-gateway.service",
+  ]);
+
+  const unit = await Deno.readTextFile(unitFile);
+  assert.match(unit, /^Restart=on-failure$/m);
+  assert.match(unit, /^KillMode=mixed$/m);
+  assert.match(unit, /^WantedBy=default\.target$/m);
+  const line = (key: string) => unit.split("\n").filter((l) => l.startsWith(`${key}=`));
+  const environment = Object.fromEntries(
+    line("Environment").map((l) => {
+      const [assignment] = systemdWords(l.slice("Environment=".length), "environment");
+      const equals = assignment.indexOf("=");
+      return [assignment.slice(0, equals), assignment.slice(equals + 1)];
+    }),
+  );
+  assert.equal(environment.AGENT_HOME, home);
+  assert.equal(environment.PATH, systemctl.path);
+
+  // The command line, read back as systemd reads it, starts this gateway with this home.
+  const [program, ...args] = systemdWords(
+    line("ExecStart")[0].slice("ExecStart=".length),
+    "command",
+  );
+  const child = new Deno.Command(program, {
+    args,
+    env: cleanEnv({ ...environment, WEBHOOK_PORT: "0" }),
+    clearEnv: true,
+    cwd: "/",
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  try {
+    let text = "";
+    const decoder = new TextDecoder();
+    const reader = child.stdout.getReader();
+    let url: string | undefined;
+    while (url === undefined) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the unit's command did not start a gateway:\n${text}`);
+      text += decoder.decode(value);
+      url = text.match(/listening on (http:\/\/\S+)/)?.[1];
+    }
+    reader.releaseLock();
+    const health = await fetch(`${url}/health`);
+    assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" });
+    assert.ok((await Deno.stat(join(home, "state", "gateway.db"))).isFile);
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+    await child.stderr.cancel();
+  }
+
+  await systemdVerifies(unitFile);
+
+  const again = await runCli(["gateway", "install", "--no-start"], env);
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /Updated agent-gateway\.service/);
+  assert.deepEqual((await systemctl.calls()).slice(4), [
+    "--user --version",
+    "--user daemon-reload",
+    "--user enable agent-gateway.service",
+  ]);
+});
+
+Deno.test("uninstall stops, disables and removes the unit; a second uninstall says it is not installed", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const systemctl = await fakeSystemctl(h.home);
+  const xdg = join(h.home, "xdg");
+  const env = { AGENT_HOME: h.home, XDG_CONFIG_HOME: xdg, PATH: systemctl.path };
+  assert.equal((await runCli(["gateway", "install"], env)).code, 0);
+  const unitFile = join(xdg, "systemd", "user", "agent-gateway.service");
+
+  const removed = await runCli(["gateway", "uninstall"], env);
+  assert.equal(removed.code, 0, removed.stderr);
+  assert.match(removed.stdout, /Removed agent-gateway\.service/);
+  await assert.rejects(Deno.stat(unitFile), Deno.errors.NotFound);
+  assert.deepEqual((await systemctl.calls()).slice(4), [
+    "--user disable --now agent-gateway.service",
+    "--user daemon-reload",
+  ]);
+
+  const again = await runCli(["gateway", "uninstall"], env);
+  assert.equal(again.code, 0);
+  assert.match(again.stdout, /agent-gateway\.service is not installed/);
+});
+
+Deno.test("install where systemctl fails keeps the unit and prints the commands to finish", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const systemctl = await fakeSystemctl(h.home);
+  const env = {
+    AGENT_HOME: h.home,
+    XDG_CONFIG_HOME: join(h.home, "xdg"),
+    PATH: systemctl.path,
+    FAKE_SYSTEMCTL_FAIL: "daemon-reload",
+  };
+  const result = await runCli(["gateway", "install"], env);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /`systemctl --user daemon-reload` failed: Failed to connect to bus/);
+  assert.match(result.stderr, /systemctl --user enable agent-gateway\.service/);
+  assert.ok(
+    (await Deno.stat(join(h.home, "xdg", "systemd", "user", "agent-gateway.service"))).isFile,
+  );
+
+  // Uninstall does not remove a unit that systemd may still be running.
+  env.FAKE_SYSTEMCTL_FAIL = "disable";
+  const removed = await runCli(["gateway", "uninstall"], env);
+  assert.equal(removed.code, 1);
+  assert.match(removed.stderr, /is left in place/);
+  assert.ok(
+    (await Deno.stat(join(h.home, "xdg", "systemd", "user", "agent-gateway.service"))).isFile,
+  );
+});
+
+Deno.test("install without systemctl writes nothing and points to --print", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const empty = join(h.home, "empty-bin");
+  await Deno.mkdir(empty);
+  const env = { AGENT_HOME: h.home, XDG_CONFIG_HOME: join(h.home, "xdg"), PATH: empty };
+  const result = await runCli(["gateway", "install"], env);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /systemctl is not available here/);
+  assert.match(result.stderr, /agent gateway install --print/);
+  await assert.rejects(Deno.stat(join(h.home, "xdg")), Deno.errors.NotFound);
+
+  const printed = await runCli(["gateway", "install", "--print"], env);
+  assert.equal(printed.code, 0);
+  assert.match(printed.stdout, /^ExecStart=\S+ .*gateway run$/m);
+  await assert.rejects(Deno.stat(join(h.home, "xdg")), Deno.errors.NotFound);
+});
+
+Deno.test("install refuses a disabled platform, and names variables the service would not see", async () => {
+  await using h = await tempHome({
+    config: enabledConfig(0).replace("enabled: true", "enabled: false"),
+  });
+  const systemctl = await fakeSystemctl(h.home);
+  const env = { AGENT_HOME: h.home, XDG_CONFIG_HOME: join(h.home, "xdg"), PATH: systemctl.path };
+  const refused = await runCli(["gateway", "install"], env);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /Webhook platform is not enabled/);
+  assert.deepEqual(await systemctl.calls(), []);
+
+  await Deno.writeTextFile(join(h.home, "config.yaml"), enabledConfig(0));
+  await Deno.writeTextFile(join(h.home, ".env"), "TELEGRAM_BOT_TOKEN=1:in-the-file\n");
+  const installed = await runCli(["gateway", "install"], {
+    ...env,
+    TELEGRAM_BOT_TOKEN: "1:in-the-file",
+    OPENAI_API_KEY: "sk-only-in-this-shell",
+  });
+  assert.equal(installed.code, 0, installed.stderr);
+  assert.match(installed.stdout, /Note: OPENAI_API_KEY is set in this shell but not in .*\.env/);
+  assert.doesNotMatch(installed.stdout, /TELEGRAM_BOT_TOKEN/);
+  assert.doesNotMatch(installed.stdout, /sk-only-in-this-shell/);
+});
+
+Deno.test("the unit quotes paths with blanks, quotes, backslashes, % and $ as systemd reads them", async () => {
+  await using h = await tempHome();
+  // systemd refuses quotes, backslashes and "$" in the program's own path ("special
+  // characters"), so those are in an argument here.
+  const folder = join(h.home, "my agent 100%");
+  await Deno.mkdir(folder);
+  const program = join(folder, "agent");
+  await Deno.writeTextFile(program, "#!/bin/sh\n", { mode: 0o755 });
+  const home = join(h.home, "home 50% $HOME");
+  const config = join(h.home, `a "b" $HOME \\ 5%`, "deno.json");
+  const command = [program, "--config", config, "gateway", "run"];
+  const unit = systemdUnit({ command, home, path: "/usr/bin:/bin" });
+  const value = (key: string) =>
+    unit.split("\n").find((l) => l.startsWith(`${key}=`))!.slice(key.length + 1);
+  assert.deepEqual(systemdWords(value("ExecStart"), "command"), command);
+  assert.deepEqual(systemdWords(value("Environment"), "environment"), [`AGENT_HOME=${home}`]);
+  const file = join(h.home, "agent-gateway.service");
+  await Deno.writeTextFile(file, unit);
+  await systemdVerifies(file);
+});
+
+Deno.test("a program path systemd would refuse is refused when the unit is made", () => {
+  for (const program of ["/opt/$x/agent", '/opt/"a"/agent', "/opt/a\\b/agent", "/opt/a\tb"]) {
+    assert.throws(
+      () => systemdUnit({ command: [program, "gateway", "run"], home: "/h" }),
+      /systemd cannot run a program whose path holds/,
+    );
+  }
+});
