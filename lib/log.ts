@@ -179,17 +179,25 @@ export function writeLine(
   logger.emit(record);
 }
 
+/** Lines the console sink buffers before it writes; twice as many wait at most. */
+export const CONSOLE_BUFFER_LINES = 1000;
+
 /**
  * Configures LogTape for one process: the rotating gateway log, plus standard error when
  * `console` is set. Call once; dispose with {@link stopLogging}.
  * @param options.file path of `gateway.log` (its folder is created); omit to skip the file
- * @param options.console also write lines to standard error
+ * @param options.console also write lines to standard error (or, for tests, to this stream);
+ *   lines it cannot keep up with are dropped there, not in the file
  * @param options.extraSinks more sinks (tests capture records with one)
  * @throws ConfigError naming the log file when its folder or the file cannot be created (a
  *   read-only home)
  */
 export async function startLogging(
-  options: { file?: string; console?: boolean; extraSinks?: ((record: LogRecord) => void)[] },
+  options: {
+    file?: string;
+    console?: boolean | WritableStream<Uint8Array>;
+    extraSinks?: ((record: LogRecord) => void)[];
+  },
 ): Promise<void> {
   const sinks: Record<string, Sink> = {};
   if (options.file) {
@@ -220,7 +228,15 @@ export async function startLogging(
     });
   }
   if (options.console) {
-    sinks.console = getStreamSink(stderrWithoutClose(), { formatter: lineFormatter });
+    const stream = options.console === true ? stderrWithoutClose() : options.console;
+    sinks.console = getStreamSink(stream, {
+      formatter: lineFormatter,
+      // Bounded: at most 2,000 lines wait for standard error, the oldest dropped past that (the
+      // file has them all). Writing each line as it came kept one pending write per line for
+      // as long as standard error lagged: a flood of refused requests with standard error on a
+      // pipe grew the gateway by 15 MB a second, and a stop waited for the backlog.
+      nonBlocking: { bufferSize: CONSOLE_BUFFER_LINES, flushInterval: 100 },
+    });
   }
   options.extraSinks?.forEach((sink, i) => {
     sinks[`extra${i}`] = sink;

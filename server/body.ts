@@ -6,10 +6,10 @@
  * @module
  */
 
-/** Why a body was refused; `status` is the HTTP answer. */
+/** Why a body was refused; `status` is the HTTP answer (503: {@link BodyBudget} is spent). */
 export class BodyError extends Error {
-  readonly status: 400 | 408 | 413;
-  constructor(status: 400 | 408 | 413, message: string) {
+  readonly status: 400 | 408 | 413 | 503;
+  constructor(status: 400 | 408 | 413 | 503, message: string) {
     super(message);
     this.name = "BodyError";
     this.status = status;
@@ -67,49 +67,120 @@ export class BodyDeadlines {
   }
 }
 
+/** The least {@link BodyBudget} a gateway gets: 32 MiB. */
+export const MIN_BODY_BUDGET_BYTES = 32 * 1024 * 1024;
+
 /**
- * Reads the raw body, refusing it as soon as it is known to be larger than `maxBytes`, or when
- * it has not fully arrived by its deadline (a sender that stalls must not hold a request, and a
- * graceful stop, for ever).
+ * The bytes of request bodies being received at once, over every request and connection.
+ * Each body reserves its size (its Content-Length up front, else chunk by chunk) before it is
+ * read and keeps it until reading ends; one that would take the total past the budget is
+ * refused with 503 (the sender retries later) instead of being read. Without it, senders that
+ * never finish their bodies (a thousand HTTP/1.1 connections, or one HTTP/2 connection with
+ * hundreds of streams) made the gateway hold gigabytes for bodies it would never use.
+ */
+export class BodyBudget {
+  /** The budget, in bytes. */
+  readonly maxBytes: number;
+  #reserved = 0;
+
+  /**
+   * @param maxBodyBytes the largest body accepted
+   * @param maxBytes the budget @default {four times `maxBodyBytes`, and at least
+   *   {@link MIN_BODY_BUDGET_BYTES}, so several of the largest bodies fit at once}
+   */
+  constructor(maxBodyBytes: number, maxBytes?: number) {
+    this.maxBytes = maxBytes ?? Math.max(MIN_BODY_BUDGET_BYTES, 4 * maxBodyBytes);
+  }
+
+  /** Bytes reserved now. */
+  get reserved(): number {
+    return this.#reserved;
+  }
+
+  /**
+   * Reserves `bytes` if they fit.
+   * @returns false, reserving nothing, when they would take the total past the budget
+   */
+  reserve(bytes: number): boolean {
+    if (this.#reserved + bytes > this.maxBytes) return false;
+    this.#reserved += bytes;
+    return true;
+  }
+
+  /** Gives back bytes reserved earlier. */
+  release(bytes: number): void {
+    this.#reserved = Math.max(0, this.#reserved - bytes);
+  }
+}
+
+/**
+ * The body's declared size, checked before anything is read.
  * @param request the incoming request
  * @param maxBytes the largest body accepted, in bytes
- * @param deadlines the shared body deadlines (30 s when omitted)
+ * @returns the Content-Length, or null when there is none (a chunked body, or no body)
+ * @throws BodyError 400 for a Content-Length that is not a number, 413 for one over `maxBytes`
+ */
+export function declaredLength(request: Request, maxBytes: number): number | null {
+  const declared = request.headers.get("content-length");
+  if (declared === null) return null;
+  const length = Number(declared);
+  if (!/^\d+$/.test(declared.trim()) || !Number.isSafeInteger(length)) {
+    throw new BodyError(400, "invalid Content-Length");
+  }
+  if (length > maxBytes) throw tooLarge(maxBytes);
+  return length;
+}
+
+/**
+ * Reads the raw body, refusing it as soon as it is known to be larger than `maxBytes`, when
+ * it does not fit in what `budget` has left, or when it has not fully arrived by its deadline
+ * (a sender that stalls must not hold a request, and a graceful stop, for ever).
+ * @param request the incoming request
+ * @param maxBytes the largest body accepted, in bytes
+ * @param limits `deadlines`: the shared body deadlines (30 s when omitted); `budget`: the
+ *   shared budget of bytes being received (unbounded when omitted)
  * @returns the body bytes (empty for no body)
- * @throws BodyError 413 when too large (Content-Length or counted), 408 when too slow, 400
- *   when the stream breaks
+ * @throws BodyError 413 when too large (Content-Length or counted), 503 when over the budget,
+ *   408 when too slow, 400 when the stream breaks
  */
 export async function readBody(
   request: Request,
   maxBytes: number,
-  deadlines: BodyDeadlines = new BodyDeadlines(),
+  limits: { deadlines?: BodyDeadlines; budget?: BodyBudget } = {},
 ): Promise<Uint8Array> {
-  const { expired, done } = deadlines.watch();
+  const { expired, done } = (limits.deadlines ?? new BodyDeadlines()).watch();
   try {
-    return await Promise.race([readWhole(request, maxBytes), expired]);
+    return await Promise.race([readWhole(request, maxBytes, limits.budget), expired]);
   } finally {
     done();
   }
 }
 
-async function readWhole(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null) {
-    const length = Number(declared);
-    if (!/^\d+$/.test(declared.trim()) || !Number.isSafeInteger(length)) {
-      throw new BodyError(400, "invalid Content-Length");
-    }
-    if (length > maxBytes) throw tooLarge(maxBytes);
+const BUSY = "too many request bodies are being received at once; retry later";
+
+async function readWhole(
+  request: Request,
+  maxBytes: number,
+  budget: BodyBudget | undefined,
+): Promise<Uint8Array> {
+  const length = declaredLength(request, maxBytes);
+  if (length !== null) {
+    if (budget && !budget.reserve(length)) throw new BodyError(503, BUSY);
     // The HTTP server enforces Content-Length framing, so the body cannot exceed it; reading
-    // it whole is about twice as fast as counting chunks.
+    // it whole is about twice as fast as counting chunks. The reservation lasts until the
+    // read ends, even past a 408: what arrived meanwhile is held until then.
     try {
       return new Uint8Array(await request.arrayBuffer());
     } catch {
       throw new BodyError(400, "the request body could not be read");
+    } finally {
+      budget?.release(length);
     }
   }
   if (!request.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let total = 0;
+  let held = 0; // reserved from the budget
   const reader = request.body.getReader();
   try {
     while (true) {
@@ -120,11 +191,21 @@ async function readWhole(request: Request, maxBytes: number): Promise<Uint8Array
         await reader.cancel().catch(() => {});
         throw tooLarge(maxBytes);
       }
+      if (budget) {
+        if (!budget.reserve(value.byteLength)) {
+          await reader.cancel().catch(() => {});
+          throw new BodyError(503, BUSY);
+        }
+        held += value.byteLength;
+      }
       chunks.push(value);
     }
   } catch (error) {
     if (error instanceof BodyError) throw error;
     throw new BodyError(400, "the request body could not be read");
+  } finally {
+    // The chunks' bytes go back when reading ends, whatever ended it.
+    budget?.release(held);
   }
   if (chunks.length === 1) return chunks[0];
   const body = new Uint8Array(total);

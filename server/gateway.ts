@@ -68,6 +68,11 @@ export interface GatewayOptions {
   now?: () => number;
   /** Time allowed to receive a whole request body, in milliseconds. @default {30000} */
   bodyTimeoutMs?: number;
+  /**
+   * Bytes of request bodies received at once, over all requests; past it a body is refused
+   * with 503 before it is read. @default {four times `max_body_bytes`, at least 32 MiB}
+   */
+  bodyBudgetBytes?: number;
   /** Waits out platform rate limits (429 `retry_after`); tests pass a fake. */
   sleep?: (ms: number) => Promise<void>;
   /** Called once listening, with the URL. */
@@ -181,6 +186,7 @@ export async function startGateway(
     findRoute: (name, options) => findRoute(name, subscriptions.current(options), webhook.routes),
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
+    bodyBudgetBytes: options.bodyBudgetBytes,
     rateLimitPerMinute: webhook.rateLimitPerMinute,
     globalSecret: webhook.secret,
     verifier: createSignatureVerifier(),

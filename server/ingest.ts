@@ -13,12 +13,20 @@ import { dispatchFor } from "../lib/routes.ts";
 import type { NewEvent, StateStore } from "../lib/state/mod.ts";
 import { acceptedSecrets, NAME_PATTERN, type Route } from "../lib/subscription.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
-import { BodyDeadlines, BodyError, parsePayload, readBody } from "./body.ts";
+import {
+  BodyBudget,
+  BodyDeadlines,
+  BodyError,
+  declaredLength,
+  parsePayload,
+  readBody,
+} from "./body.ts";
 import { deliverNow } from "./_direct.ts";
 import type { HeldDirectRecords } from "./_held_direct.ts";
 import { answer, duplicate, log, reject, REJECTED } from "./_respond.ts";
 import {
   DEFAULT_TOLERANCE_SECONDS,
+  detectScheme,
   type SchemeName,
   type SignatureVerifier,
 } from "./signatures/mod.ts";
@@ -35,6 +43,11 @@ export interface IngestDeps {
   maxBodyBytes: number;
   /** Time allowed to receive a whole body, in milliseconds. @default {30000} */
   bodyTimeoutMs?: number;
+  /**
+   * Bytes of bodies received at once (see `BodyBudget`).
+   * @default {four times `maxBodyBytes`, at least 32 MiB}
+   */
+  bodyBudgetBytes?: number;
   /** Default requests per minute per subscription. */
   rateLimitPerMinute: number;
   /** Global secret (`extra.secret`): used by static routes without a secret of their own. */
@@ -73,8 +86,18 @@ export interface IngestDeps {
 const ACCEPTED = lineTemplate("accepted {subscription} {event}");
 const IGNORED = lineTemplate("ignored {subscription}: event {event} not in filter");
 
-/** Seconds a sender is asked to wait after a 503 from the state database. */
+/** Seconds a sender is asked to wait after a 503 (the state database, or too many bodies). */
 const STORE_RETRY_AFTER_SECONDS = 5;
+
+/** What the handler keeps between requests. */
+interface HandlerState {
+  /** The direct deliveries under way, keyed by `deliveryKey`. */
+  inFlight: Set<string>;
+  deadlines: BodyDeadlines;
+  budget: BodyBudget;
+}
+
+const NO_BODY = new Uint8Array();
 
 /** Handles one request to `/webhooks/<name>`; see {@link createWebhookHandler}. */
 export type WebhookHandler = (request: Request, name: string) => Promise<Response>;
@@ -86,9 +109,10 @@ export type WebhookHandler = (request: Request, name: string) => Promise<Respons
  *   bad input never throws, unexpected errors reach `app.onError`
  */
 export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
-  const state = {
+  const state: HandlerState = {
     inFlight: deps.sending ?? new Set<string>(),
     deadlines: new BodyDeadlines(deps.bodyTimeoutMs),
+    budget: new BodyBudget(deps.maxBodyBytes, deps.bodyBudgetBytes),
   };
   return (request, name) => handleWebhook(request, name, deps, state);
 }
@@ -97,7 +121,7 @@ async function handleWebhook(
   request: Request,
   name: string,
   deps: IngestDeps,
-  { inFlight, deadlines }: { inFlight: Set<string>; deadlines: BodyDeadlines },
+  { inFlight, deadlines, budget }: HandlerState,
 ): Promise<Response> {
   if (request.method !== "POST") {
     return reject(name, 405, `method ${request.method} not allowed: use POST`, { allow: "POST" });
@@ -108,10 +132,19 @@ async function handleWebhook(
 
   let body: Uint8Array;
   try {
-    body = await readBody(request, deps.maxBodyBytes, deadlines);
+    // A request without any signature header is refused (401, or 403 without a secret) before
+    // its body is read: it cannot make the gateway receive and hold a body. Only once its size
+    // is known to be within the limit (Content-Length), as the size step comes first; a
+    // chunked one is read, and counted, first.
+    const unsigned = declaredLength(request, deps.maxBodyBytes) !== null &&
+      detectScheme(request.headers) === null;
+    body = unsigned ? NO_BODY : await readBody(request, deps.maxBodyBytes, { deadlines, budget });
   } catch (error) {
-    if (error instanceof BodyError) return reject(name, error.status, error.message);
-    throw error;
+    if (!(error instanceof BodyError)) throw error;
+    const retry = error.status === 503
+      ? { "retry-after": `${STORE_RETRY_AFTER_SECONDS}` }
+      : undefined;
+    return reject(name, error.status, error.message, retry);
   }
 
   const nowMs = deps.now();
@@ -133,7 +166,9 @@ async function handleWebhook(
     if (error instanceof BodyError) return reject(name, error.status, error.message);
     throw error;
   }
-  if (scheme === "linear" && !linearTimestampFresh(payload.value, nowMs)) {
+  if (
+    carriesLinearTimestamp(scheme, payload.value) && !linearTimestampFresh(payload.value, nowMs)
+  ) {
     return refuseSignature(name, scheme, "stale");
   }
   return dispatch(route, scheme, request.headers, payload, deps, inFlight);
@@ -220,6 +255,25 @@ function formsSignedBy(scheme: SchemeName, headers: Headers): "any" | "payload" 
 }
 
 /**
+ * Whether a request's freshness is Linear's `webhookTimestamp`: Linear's own requests, and a
+ * body carrying that field verified by a scheme that signs the body alone as Linear does
+ * (GitHub's hex, Shopify's base64 of the same HMAC, the generic ones). On a subscription not
+ * pinned to Linear, a Linear request captured hours ago, its signature moved into
+ * `X-Hub-Signature-256`, passes GitHub's check, which has no timestamp: this keeps it to
+ * Linear's window. No sender of those schemes puts a `webhookTimestamp` in its payloads.
+ */
+function carriesLinearTimestamp(scheme: SchemeName, payload: unknown): boolean {
+  if (scheme === "linear") return true;
+  if (!BODY_ONLY_SCHEMES.has(scheme) || typeof payload !== "object" || payload === null) {
+    return false;
+  }
+  return Object.hasOwn(payload, "webhookTimestamp");
+}
+
+/** Schemes whose HMAC covers the body and nothing else, as Linear's does. */
+const BODY_ONLY_SCHEMES = new Set<SchemeName>(["github", "shopify", "generic"]);
+
+/**
  * Linear puts its timestamp in the signed body (`webhookTimestamp`, milliseconds) and asks
  * receivers to refuse one more than a minute old; the gateway's replay window, 5 minutes either
  * way, applies as to the other timestamped schemes. A payload without it is refused.
@@ -231,6 +285,19 @@ function linearTimestampFresh(payload: unknown, nowMs: number): boolean {
     Math.abs(nowMs - sent) <= DEFAULT_TOLERANCE_SECONDS * 1000;
 }
 
+/**
+ * The scheme whose rules give an event's id, type and source. Generic V2 signs `<ts>.<body>`,
+ * exactly what Stripe signs: on a subscription not pinned to Stripe, a Stripe request re-sent
+ * as generic V2 (with a new `Idempotency-Key`, or an `X-GitHub-Event` that renames it) passes.
+ * A Stripe event (`"object": "event"`, an `evt_` id) that generic V2 verified is read as
+ * Stripe's, from its signed payload, so such a copy is a duplicate of the original.
+ */
+function senderScheme(scheme: SchemeName, payload: unknown): SchemeName {
+  if (scheme !== "generic" || typeof payload !== "object" || payload === null) return scheme;
+  const { object, id } = payload as { object?: unknown; id?: unknown };
+  return object === "event" && typeof id === "string" && id.startsWith("evt_") ? "stripe" : scheme;
+}
+
 /** The filter, dedupe and dispatch steps, once the request is authentic and parsed. */
 async function dispatch(
   route: Route,
@@ -240,7 +307,7 @@ async function dispatch(
   deps: IngestDeps,
   inFlight: Set<string>,
 ): Promise<Response> {
-  const info = eventInfo(headers, payload, deps.newId, scheme);
+  const info = eventInfo(headers, payload, deps.newId, senderScheme(scheme, payload));
   const event = eventLabel(info);
   const subscription = route.name;
   if (info.source === "github" && info.type === "ping") {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { getLogger, type LogRecord } from "@logtape/logtape";
 import {
+  CONSOLE_BUFFER_LINES,
   lineFormatter,
   lineTemplate,
   startLogging,
@@ -167,4 +168,33 @@ Deno.test("lineTemplate refuses what LogTape would read differently", () => {
   for (const raw of ["a {b.c}", "a {{b}}", "a {b", "a }"]) {
     assert.throws(() => lineTemplate(raw), /not a plain log template/, raw);
   }
+});
+
+Deno.test("a console that stops taking lines holds a bounded backlog, and the file gets every line", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "gateway.log");
+  let written = 0;
+  let unblock!: () => void;
+  const blocked = new Promise<void>((resolve) => unblock = resolve);
+  // Standard error on a pipe nobody reads: the first write never finishes until unblocked.
+  const console = new WritableStream<Uint8Array>({
+    async write() {
+      await blocked;
+      written += 1;
+    },
+  });
+  await startLogging({ file, console });
+  const log = getLogger(["agent", "ingest"]);
+  const lines = 20 * CONSOLE_BUFFER_LINES;
+  try {
+    for (let i = 0; i < lines; i++) log.warn("rejected {n}: unknown subscription", { n: i });
+  } finally {
+    unblock();
+    await stopLogging();
+  }
+  // Unbounded, each line waited for the console: all 20,000 would be written after the stop.
+  assert.ok(written > 0 && written <= 3 * CONSOLE_BUFFER_LINES, `${written} lines written`);
+  const text = await Deno.readTextFile(file);
+  assert.equal(text.split("\n").filter((line) => line.includes("rejected")).length, lines);
+  await Deno.remove(dir, { recursive: true });
 });

@@ -194,7 +194,9 @@ const CASES: Case[] = [
   },
   {
     name: "Content-Length longer than the body, sender gives up",
-    request: () => post({ "content-length": 500 }, issue),
+    // With a signature header, so the body is read (one without is refused before that).
+    request: async () =>
+      post({ "content-length": 500, "x-hub-signature-256": await signature(issue) }, issue),
     status: 400,
     match: /could not be read/,
     closeWrite: true,
@@ -465,7 +467,12 @@ Deno.test({
     const options: GatewayOptions = { ...OPTIONS, bodyTimeoutMs: 200 };
     const gateway = await startSuite(home.home, options);
     try {
-      const response = await exchange(gateway.port, post({ "content-length": 500 }, issue));
+      // Signed (the signature is of the whole body, which never comes), so the body is read.
+      const signedHead = post({
+        "content-length": 500,
+        "x-hub-signature-256": await signature(issue.padEnd(500)),
+      }, issue);
+      const response = await exchange(gateway.port, signedHead);
       assert.equal(response?.status, 408, response?.text);
       assert.deepEqual(gateway.store.listEvents({}), []);
     } finally {
@@ -473,3 +480,80 @@ Deno.test({
     }
   },
 });
+
+Deno.test("a request without any signature header is refused before its body arrives", async () => {
+  await using home = await tempHome({ config: CONFIG });
+  const gateway = await startSuite(home.home);
+  try {
+    // Headers only: the declared body never comes. Without the early refusal this waits out
+    // the 30 s body timeout (and `exchange` gives up after 10 s).
+    const started = Date.now();
+    const response = await exchange(gateway.port, post({ "content-length": 60_000 }));
+    assert.equal(response?.status, 401, response?.text);
+    assert.deepEqual(JSON.parse(response.body), { error: "missing signature" });
+    assert.ok(Date.now() - started < 5_000);
+    // Over the size limit, the size step still answers first.
+    const large = await exchange(gateway.port, post({ "content-length": MAX_BODY + 1 }));
+    assert.equal(large?.status, 413, large?.text);
+  } finally {
+    await gateway.stop({ deadlineMs: 0 });
+  }
+});
+
+Deno.test("bodies that never finish cannot hold more than the body budget: the next gets 503", async () => {
+  await using home = await tempHome({ config: CONFIG });
+  const budget = 3 * MAX_BODY;
+  const gateway = await startSuite(home.home, { ...OPTIONS, bodyBudgetBytes: budget });
+  const stalled: Deno.TcpConn[] = [];
+  /** A signed request whose body stops after its first 100 bytes, on a connection kept open. */
+  const stall = async (headers: HeaderMap) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: gateway.port });
+    stalled.push(conn);
+    const body = "x".repeat(MAX_BODY);
+    const request = await signed(body, headers);
+    await conn.write(request.subarray(0, request.length - MAX_BODY + 100));
+  };
+  try {
+    // Three bodies of MAX_BODY declared, and one chunked body of MAX_BODY so far: the budget.
+    for (let i = 0; i < 3; i++) await stall({});
+    await eventuallyBusy(gateway.port);
+    // The chunked kind counts its chunks as they come, and is refused once they do not fit.
+    const half = "y".repeat(MAX_BODY / 2);
+    const chunkedBody = `${half.length.toString(16)}\r\n${half}\r\n0\r\n\r\n`;
+    const refused = await exchange(
+      gateway.port,
+      await signed(chunkedBody, { "content-length": null, "transfer-encoding": "chunked" }),
+    );
+    assert.equal(refused?.status, 503, refused?.text);
+    assert.equal(refused.headers.get("retry-after"), "5");
+    assert.deepEqual(gateway.store.listEvents({}), []);
+  } finally {
+    for (const conn of stalled.splice(0)) conn.close();
+  }
+  try {
+    // Once those senders are gone, their reservations are given back.
+    let accepted: RawResponse | null = null;
+    for (let i = 0; i < 100 && accepted?.status !== 202; i++) {
+      accepted = await exchange(gateway.port, await signed(issue));
+      if (accepted?.status !== 202) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(accepted?.status, 202, accepted?.text);
+  } finally {
+    await gateway.stop({ deadlineMs: 0 });
+  }
+});
+
+/** Waits until a signed request with a declared body of MAX_BODY is refused 503 at once. */
+async function eventuallyBusy(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const response = await exchange(port, await signed("z".repeat(MAX_BODY)));
+    if (response?.status === 503) {
+      assert.equal(response.headers.get("retry-after"), "5");
+      assert.match(JSON.parse(response.body).error, /too many request bodies/);
+      return;
+    }
+    assert.notEqual(response?.status, 202, "a body over the budget was accepted");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.fail("no 503 with the budget taken by stalled bodies");
+}

@@ -169,6 +169,92 @@ Deno.test("Linear: a stale webhookTimestamp is refused, and Linear-Delivery dedu
   assert.equal(g.stored(), 1);
 });
 
+Deno.test("a Linear request captured hours ago is refused under every scheme that signs the body alone", async () => {
+  await using g = await gateway();
+  const body = JSON.stringify({
+    action: "create",
+    type: "Issue",
+    webhookTimestamp: NOW_MS - 7_200_000,
+  });
+  const json = { "content-type": "application/json" };
+  assert.equal(
+    (await g.post(body, { ...json, "linear-signature": hmac(body, "hex") })).status,
+    401,
+  );
+  const replays: [string, Record<string, string>][] = [
+    ["github", {
+      "x-hub-signature-256": `sha256=${hmac(body, "hex")}`,
+      "x-github-delivery": "r-1",
+    }],
+    ["shopify", { "x-shopify-hmac-sha256": hmac(body, "base64"), "x-shopify-webhook-id": "r-2" }],
+    ["generic", { "x-webhook-signature": `sha256=${hmac(body, "hex")}`, "idempotency-key": "r-3" }],
+  ];
+  for (const [scheme, headers] of replays) {
+    const replay = await g.post(body, { ...json, ...headers });
+    assert.equal(replay.status, 401, `${scheme}: ${JSON.stringify(replay.body)}`);
+    assert.equal(replay.body.error, "invalid signature");
+  }
+  // Within Linear's window the same body passes under them, as under Linear.
+  const fresh = JSON.stringify({
+    action: "create",
+    type: "Issue",
+    webhookTimestamp: NOW_MS - 1000,
+  });
+  const github = await g.post(fresh, {
+    ...json,
+    "x-hub-signature-256": `sha256=${hmac(fresh, "hex")}`,
+    "x-github-delivery": "r-4",
+  });
+  assert.equal(github.status, 202, JSON.stringify(github.body));
+  assert.equal(g.stored(), 1);
+});
+
+Deno.test("a Stripe request re-sent as generic V2 is a duplicate of itself, typed by its payload", async () => {
+  await using g = await gateway();
+  const stripe = new Stripe("sk_test_x");
+  const event = JSON.stringify({
+    id: "evt_captured",
+    object: "event",
+    type: "payment_intent.succeeded",
+    data: {},
+  });
+  const header = await stripe.webhooks.generateTestHeaderStringAsync({
+    payload: event,
+    secret: SECRET,
+    timestamp: NOW - 5,
+  });
+  const json = { "content-type": "application/json" };
+  assert.equal((await g.post(event, { ...json, "stripe-signature": header })).status, 202);
+  const [, t, v1] = header.match(/t=(\d+),v1=([0-9a-f]+)/)!;
+  for (const key of ["new-1", "new-2"]) {
+    const copy = await g.post(event, {
+      ...json,
+      "x-webhook-signature-v2": v1,
+      "x-webhook-timestamp": t,
+      "idempotency-key": key,
+      "x-github-event": "issues",
+    });
+    assert.equal(copy.status, 200, JSON.stringify(copy.body));
+    assert.equal(copy.body.status, "duplicate");
+    assert.equal(copy.body.delivery_id, "evt_captured");
+  }
+  // A first copy arriving under generic V2 is still the Stripe event it is.
+  const other = JSON.stringify({ id: "evt_other", object: "event", type: "charge.failed" });
+  const ts = `${NOW}`;
+  const first = await g.post(other, {
+    ...json,
+    "x-webhook-signature-v2": hmac(`${ts}.${other}`, "hex"),
+    "x-webhook-timestamp": ts,
+    "x-github-event": "issues",
+  });
+  assert.equal(first.status, 202, JSON.stringify(first.body));
+  const [stored] = g.store.listEvents({ limit: 1 });
+  assert.equal(stored.eventType, "charge.failed");
+  assert.equal(stored.source, "stripe");
+  assert.equal(stored.deliveryId, "evt_other");
+  assert.equal(g.stored(), 2);
+});
+
 Deno.test("Slack's url_verification challenge is answered, and not dispatched", async () => {
   await using g = await gateway();
   const body = JSON.stringify({
