@@ -8,19 +8,27 @@
  *
  * @module
  */
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { dirname, resolve } from "node:path";
 import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { writeFileAtomic } from "../lib/_fs.ts";
 import { UsageError } from "../lib/errors.ts";
+import { runningGatewayUrl } from "../lib/gateway_lock.ts";
+import {
+  CARRIED_VARIABLES,
+  gatewayCommand,
+  systemdUnit,
+  UNIT_NAME,
+  unitPath,
+} from "../lib/systemd_unit.ts";
 import type { Command } from "./_command.ts";
 import { parseFlags } from "./_shared.ts";
 
-/** The unit's name (CONTRACT: "the systemd user unit is `agent-gateway`"). */
-export const UNIT_NAME = "agent-gateway.service";
-
-/** Variables the gateway reads that a service does not inherit from the installing shell. */
-const GATEWAY_VARIABLES = /^(WEBHOOK_|OPENAI_|TELEGRAM_|DISCORD_|SLACK_|GITHUB_|GH_|GITLAB_)/;
+/**
+ * Variables the gateway reads that the service does not inherit from the installing shell, and
+ * that belong in `.env` (AGENT_HOME is set by the unit).
+ */
+const GATEWAY_VARIABLES =
+  /^(WEBHOOK_|OPENAI_|TELEGRAM_|DISCORD_|SLACK_|GITHUB_|GH_|GITLAB_|AGENT_)/;
 
 const installUsage = `Usage: agent gateway install [--no-start] [--print]
 
@@ -41,102 +49,6 @@ const uninstallUsage = `Usage: agent gateway uninstall
 
 Stops the agent-gateway systemd user unit, disables it and removes its file. Events still
 queued stay in the state database for the next \`agent gateway run\`.`;
-
-/**
- * What systemd runs: this program, as it was started, with `gateway run`. A compiled `agent`
- * runs itself; under `deno run`, Deno runs this checkout's `main.ts` with its `deno.json`.
- * @returns the argv of ExecStart, absolute paths only
- */
-export function gatewayCommand(): string[] {
-  if (Deno.build.standalone) return [Deno.execPath(), "gateway", "run"];
-  const root = dirname(dirname(fileURLToPath(import.meta.url)));
-  return [
-    Deno.execPath(),
-    "run",
-    "--allow-all",
-    "--config",
-    join(root, "deno.json"),
-    join(root, "main.ts"),
-    "gateway",
-    "run",
-  ];
-}
-
-/**
- * The text of `agent-gateway.service`.
- * @param options `command`: ExecStart's argv (absolute program path); `home`: the absolute
- *   home folder (AGENT_HOME); `path`: the PATH the gateway and its command agents get, if any
- * @returns the unit file, ending in a newline
- * @throws RangeError when the program's path holds a character systemd refuses in one (a quote,
- *   a backslash, `$` or a control character: "Executable name contains special characters")
- */
-export function systemdUnit(options: { command: string[]; home: string; path?: string }): string {
-  const program = options.command[0];
-  if (/["'\\$\p{Cc}]/u.test(program)) {
-    throw new RangeError(
-      `systemd cannot run a program whose path holds quotes, backslashes, "$" or control ` +
-        `characters: ${JSON.stringify(program)}; move it to a plainer path`,
-    );
-  }
-  const environment = [`AGENT_HOME=${options.home}`];
-  if (options.path) environment.push(`PATH=${options.path}`);
-  return [
-    "# Written by `agent gateway install`; `agent gateway uninstall` removes it.",
-    "[Unit]",
-    "Description=agent webhook gateway",
-    "Wants=network-online.target",
-    "After=network-online.target",
-    "",
-    "[Service]",
-    "Type=exec",
-    `ExecStart=${options.command.map((word) => quoteUnitWord(word, "command")).join(" ")}`,
-    ...environment.map((assignment) => `Environment=${quoteUnitWord(assignment, "environment")}`),
-    // systemd restarts it after a failure (exit 1: the HTTP server or the database gone), not
-    // after `systemctl stop`.
-    "Restart=on-failure",
-    "RestartSec=2",
-    // SIGTERM to the gateway alone: it stops taking requests and lets running agent work
-    // finish (10 s in all); command agents still running after it exits are killed then.
-    "KillMode=mixed",
-    "TimeoutStopSec=30",
-    "",
-    "[Install]",
-    "WantedBy=default.target",
-    "",
-  ].join("\n");
-}
-
-/**
- * One word of a unit file's ExecStart, or one `Environment=` assignment, quoted as systemd
- * reads it (systemd.syntax(7), systemd.service(5) "Command lines"): `%` is a specifier, so
- * `%%`; in a command `$` expands a variable, so `$$`; a word with blanks, quotes or
- * backslashes goes in double quotes with C-style escapes.
- */
-function quoteUnitWord(word: string, where: "command" | "environment"): string {
-  let text = word.replaceAll("%", "%%");
-  if (where === "command") text = text.replaceAll("$", "$$$$");
-  if (/^[^\s"'\\;]+$/.test(text)) return text;
-  return `"${text.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n")}"`;
-}
-
-/** Where the unit goes: `$XDG_CONFIG_HOME/systemd/user`, else `~/.config/systemd/user`. */
-function unitPath(env: Record<string, string | undefined>): string {
-  const base = env.XDG_CONFIG_HOME || (env.HOME ? join(env.HOME, ".config") : undefined);
-  if (!base) throw new UsageError("Cannot find ~/.config: set HOME or XDG_CONFIG_HOME");
-  return join(resolve(base), "systemd", "user", UNIT_NAME);
-}
-
-/**
- * Whether `agent gateway install` wrote the `agent-gateway` unit for this user.
- * @param env the process environment (`XDG_CONFIG_HOME`, `HOME`)
- */
-export async function installedUnit(env: Record<string, string | undefined>): Promise<boolean> {
-  try {
-    return (await Deno.stat(unitPath(env))).isFile;
-  } catch {
-    return false;
-  }
-}
 
 /** What a `systemctl --user` call did. */
 interface SystemctlResult {
@@ -181,7 +93,14 @@ export const gatewayInstall: Command = {
       print: { type: "boolean" },
     }, installUsage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${installUsage}`);
-    const config = await loadConfig(ctx.env);
+    const shellConfig = await loadConfig(ctx.env);
+    const environment: Record<string, string> = { AGENT_HOME: resolve(shellConfig.paths.home) };
+    for (const key of ["PATH", ...CARRIED_VARIABLES]) {
+      if (ctx.env[key]) environment[key] = ctx.env[key]!;
+    }
+    // The configuration as the service will see it: its own variables, and HOME, which systemd
+    // sets; not this shell's WEBHOOK_* or tokens.
+    const config = await loadConfig({ ...environment, HOME: ctx.env.HOME });
     // A home without config.yaml is fine: the service's first run creates one, enabled.
     if (config.configFileExists && !config.webhook.enabled) {
       ctx.stderr(platformDisabledMessage(config.paths, config.webhook.enabledBy));
@@ -189,11 +108,7 @@ export const gatewayInstall: Command = {
     }
     let unit: string;
     try {
-      unit = systemdUnit({
-        command: gatewayCommand(),
-        home: resolve(config.paths.home),
-        path: ctx.env.PATH,
-      });
+      unit = systemdUnit({ command: gatewayCommand(), environment });
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
       ctx.stderr(error.message);
@@ -215,6 +130,17 @@ export const gatewayInstall: Command = {
       return 1;
     }
     const previous = await Deno.readTextFile(path).catch(() => undefined);
+    // A gateway started by hand holds this home: the service would fail beside it. (With a
+    // unit already there, the running one is taken for the service, which restart replaces.)
+    const running = await runningGatewayUrl(config.paths.stateDb);
+    if (running && previous === undefined && values.start !== false) {
+      ctx.stderr(
+        `A gateway is already running with this home (${running}); the service could not ` +
+          "start beside it. Stop that one first, or install with --no-start and start the " +
+          "service once it is stopped.",
+      );
+      return 1;
+    }
     await Deno.mkdir(dirname(path), { recursive: true });
     await writeFileAtomic(path, unit);
     const steps = [["daemon-reload"], ["enable", UNIT_NAME]];
@@ -235,13 +161,19 @@ export const gatewayInstall: Command = {
       [
         `${previous === undefined ? "Installed" : "Updated"} ${UNIT_NAME}: ${path}`,
         values.start === false
-          ? "  enabled; start it with: systemctl --user start agent-gateway"
+          ? previous === undefined
+            ? "  enabled; start it with: systemctl --user start agent-gateway"
+            : "  enabled; a running service keeps its old command until: " +
+              "systemctl --user restart agent-gateway"
           : "  started, and enabled at login",
         "  status:  systemctl --user status agent-gateway",
         `  logs:    journalctl --user -u agent-gateway, and ${config.paths.log}`,
         "  restart: systemctl --user restart agent-gateway (after changing config.yaml or .env)",
         "  To keep it running while you are logged out: loginctl enable-linger $USER",
         ...notInEnvFile(ctx.env, config.paths.envFile),
+        ...(Object.keys(environment).length > 2
+          ? [`  carried from this shell: ${Object.keys(environment).slice(2).join(", ")}`]
+          : []),
       ].join("\n"),
     );
     return 0;
@@ -253,7 +185,9 @@ export const gatewayInstall: Command = {
  * service will not see them.
  */
 function notInEnvFile(shell: Record<string, string | undefined>, envFile: string): string[] {
-  const missing = Object.keys(shell).filter((key) => GATEWAY_VARIABLES.test(key) && shell[key]);
+  const missing = Object.keys(shell).filter((key) =>
+    GATEWAY_VARIABLES.test(key) && key !== "AGENT_HOME" && shell[key]
+  );
   const fromFile = new Set<string>();
   try {
     for (const line of Deno.readTextFileSync(envFile).split(/\r?\n/)) {

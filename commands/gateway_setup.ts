@@ -10,7 +10,7 @@ import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
 import { setEnvValues } from "../lib/env_file.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
-import { installedUnit } from "./gateway_service.ts";
+import { installedUnit } from "../lib/systemd_unit.ts";
 import { generateSecret, parseFlags } from "./_shared.ts";
 
 const usage = `Usage: agent gateway setup [options]

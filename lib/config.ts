@@ -203,7 +203,9 @@ function agentSettings(
   return {
     provider,
     model: env.AGENT_MODEL || toText(yaml.model, at("model")) || "gpt-4o-mini",
-    baseUrl: env.OPENAI_BASE_URL || toUrl(yaml.base_url, at("base_url")),
+    baseUrl:
+      toUrl(env.OPENAI_BASE_URL, { file: "the environment or .env", key: "OPENAI_BASE_URL" }) ??
+        toUrl(yaml.base_url, at("base_url")),
     apiKey: env.OPENAI_API_KEY || undefined,
     command: command as string[] | undefined,
     timeoutSeconds: toInteger(yaml.timeout_seconds, at("timeout_seconds"), {

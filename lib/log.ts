@@ -179,7 +179,10 @@ export function writeLine(
   logger.emit(record);
 }
 
-/** Lines the console sink buffers before it writes; twice as many wait at most. */
+/**
+ * Lines the console sink buffers before it writes: at most twice as many are buffered, and one
+ * batch more is being written.
+ */
 export const CONSOLE_BUFFER_LINES = 1000;
 
 /**
@@ -231,10 +234,11 @@ export async function startLogging(
     const stream = options.console === true ? stderrWithoutClose() : options.console;
     sinks.console = getStreamSink(stream, {
       formatter: lineFormatter,
-      // Bounded: at most 2,000 lines wait for standard error, the oldest dropped past that (the
-      // file has them all). Writing each line as it came kept one pending write per line for
-      // as long as standard error lagged: a flood of refused requests with standard error on a
-      // pipe grew the gateway by 15 MB a second, and a stop waited for the backlog.
+      // Bounded: at most about 3,000 lines wait for standard error (2,000 buffered, 1,000 being
+      // written), the oldest dropped past that (the file has them all). Writing each line as it
+      // came kept one pending write per line for as long as standard error lagged: a flood of
+      // refused requests with standard error on a pipe grew the gateway by 15 MB a second, and
+      // a stop waited for the backlog. A crash loses up to 100 ms of console lines.
       nonBlocking: { bufferSize: CONSOLE_BUFFER_LINES, flushInterval: 100 },
     });
   }

@@ -72,11 +72,11 @@ export const MIN_BODY_BUDGET_BYTES = 32 * 1024 * 1024;
 
 /**
  * The bytes of request bodies being received at once, over every request and connection.
- * Each body reserves its size (its Content-Length up front, else chunk by chunk) before it is
- * read and keeps it until reading ends; one that would take the total past the budget is
- * refused with 503 (the sender retries later) instead of being read. Without it, senders that
- * never finish their bodies (a thousand HTTP/1.1 connections, or one HTTP/2 connection with
- * hundreds of streams) made the gateway hold gigabytes for bodies it would never use.
+ * A body reserves its declared size (a chunked one: its chunks as they arrive) and keeps it
+ * until reading ends (the whole body read, or refused at its 408, 413 or 503); a body that would
+ * take the total past the budget is refused with 503 (the sender retries later). Without it, senders that never finish their bodies (a
+ * thousand HTTP/1.1 connections, or one HTTP/2 connection with hundreds of streams) made the
+ * gateway hold gigabytes for bodies it would never use.
  */
 export class BodyBudget {
   /** The budget, in bytes. */
@@ -133,78 +133,67 @@ export function declaredLength(request: Request, maxBytes: number): number | nul
 
 /**
  * Reads the raw body, refusing it as soon as it is known to be larger than `maxBytes`, when
- * it does not fit in what `budget` has left, or when it has not fully arrived by its deadline
- * (a sender that stalls must not hold a request, and a graceful stop, for ever).
+ * what has arrived does not fit in what `budget` has left, or when it has not fully arrived by
+ * its deadline (a sender that stalls must not hold a request, and a graceful stop, for ever).
+ * A body with a Content-Length reserves it whole before it is read; a chunked one reserves its
+ * chunks as they arrive. So a sender that declares a body and never sends it holds its
+ * declared size until its 408 (30 s). Whatever ends the read early (408,
+ * 413, 503, a broken stream), the body is cancelled and its bytes given back at once.
+ * (Measured on the 2-core machine with 2 KB bodies, reading chunks costs no more than
+ * `arrayBuffer()`: 25 to 33 µs of event loop per request against 27 to 38.)
  * @param request the incoming request
  * @param maxBytes the largest body accepted, in bytes
  * @param limits `deadlines`: the shared body deadlines (30 s when omitted); `budget`: the
  *   shared budget of bytes being received (unbounded when omitted)
  * @returns the body bytes (empty for no body)
- * @throws BodyError 413 when too large (Content-Length or counted), 503 when over the budget,
- *   408 when too slow, 400 when the stream breaks
+ * @throws BodyError 400 for a Content-Length that is not a number or a stream that breaks, 413
+ *   when too large (Content-Length or counted), 503 when over the budget, 408 when too slow
  */
 export async function readBody(
   request: Request,
   maxBytes: number,
   limits: { deadlines?: BodyDeadlines; budget?: BodyBudget } = {},
 ): Promise<Uint8Array> {
-  const { expired, done } = (limits.deadlines ?? new BodyDeadlines()).watch();
-  try {
-    return await Promise.race([readWhole(request, maxBytes, limits.budget), expired]);
-  } finally {
-    done();
-  }
-}
-
-const BUSY = "too many request bodies are being received at once; retry later";
-
-async function readWhole(
-  request: Request,
-  maxBytes: number,
-  budget: BodyBudget | undefined,
-): Promise<Uint8Array> {
   const length = declaredLength(request, maxBytes);
-  if (length !== null) {
-    if (budget && !budget.reserve(length)) throw new BodyError(503, BUSY);
-    // The HTTP server enforces Content-Length framing, so the body cannot exceed it; reading
-    // it whole is about twice as fast as counting chunks. The reservation lasts until the
-    // read ends, even past a 408: what arrived meanwhile is held until then.
-    try {
-      return new Uint8Array(await request.arrayBuffer());
-    } catch {
-      throw new BodyError(400, "the request body could not be read");
-    } finally {
-      budget?.release(length);
-    }
-  }
   if (!request.body) return new Uint8Array();
+  const { budget } = limits;
+  // A declared body is reserved whole before anything of it is read, and one that does not fit
+  // is refused unread: the server then does not take it in (an HTTP/2 sender keeps it, for want
+  // of flow-control credit). Reserving only what had arrived let every stream of a flood start
+  // reading at once, and the gateway held 411 MB for 1,000 streams of 1 MiB, 536 MB for 2,000,
+  // against 170 and 176 MB this way.
+  if (budget && length !== null && !budget.reserve(length)) throw new BodyError(503, BUSY);
+  let held = budget && length !== null ? length : 0; // reserved from the budget
+  let reader: ReadableStreamDefaultReader<Uint8Array>;
+  try {
+    reader = request.body.getReader();
+  } catch {
+    budget?.release(held);
+    throw new BodyError(400, "the request body could not be read");
+  }
+  const { expired, done } = (limits.deadlines ?? new BodyDeadlines()).watch();
   const chunks: Uint8Array[] = [];
   let total = 0;
-  let held = 0; // reserved from the budget
-  const reader = request.body.getReader();
   try {
     while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
+      const { done: end, value } = await Promise.race([reader.read(), expired]);
+      if (end) break;
       total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => {});
-        throw tooLarge(maxBytes);
-      }
-      if (budget) {
-        if (!budget.reserve(value.byteLength)) {
-          await reader.cancel().catch(() => {});
-          throw new BodyError(503, BUSY);
-        }
+      if (total > maxBytes) throw tooLarge(maxBytes);
+      // A chunked body (no Content-Length) is reserved chunk by chunk as it arrives.
+      if (budget && length === null) {
+        if (!budget.reserve(value.byteLength)) throw new BodyError(503, BUSY);
         held += value.byteLength;
       }
       chunks.push(value);
     }
   } catch (error) {
+    // Nothing more of this body is wanted: the server stops receiving it.
+    reader.cancel().catch(() => {});
     if (error instanceof BodyError) throw error;
     throw new BodyError(400, "the request body could not be read");
   } finally {
-    // The chunks' bytes go back when reading ends, whatever ended it.
+    done();
     budget?.release(held);
   }
   if (chunks.length === 1) return chunks[0];
@@ -216,6 +205,8 @@ async function readWhole(
   }
   return body;
 }
+
+const BUSY = "too many request bodies are being received at once; retry later";
 
 function tooLarge(maxBytes: number): BodyError {
   return new BodyError(413, `body larger than ${maxBytes} bytes`);

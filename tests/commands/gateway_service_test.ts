@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { systemdUnit } from "../../commands/gateway_service.ts";
-import { cleanEnv, enabledConfig, runCli, tempHome } from "../_helpers.ts";
+import { systemdUnit } from "../../lib/systemd_unit.ts";
+import { cleanEnv, enabledConfig, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
 
 /** A bin folder holding a fake `systemctl` that logs each call; `FAIL` makes a call fail. */
 async function fakeSystemctl(dir: string): Promise<{ path: string; calls(): Promise<string[]> }> {
@@ -79,6 +79,12 @@ async function awkwardHome(root: string, config = enabledConfig(0)): Promise<str
   return home;
 }
 
+/** This Deno's cache folder (`deno info --json`). */
+async function denoDir(): Promise<string> {
+  const output = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  return JSON.parse(new TextDecoder().decode(output.stdout)).denoDir;
+}
+
 const hasSystemdAnalyze = new Deno.Command("sh", {
   args: ["-c", "command -v systemd-analyze"],
   stdout: "null",
@@ -92,7 +98,10 @@ async function systemdVerifies(file: string): Promise<void> {
     stdout: "piped",
     stderr: "piped",
   }).output();
-  assert.ok(verify.success, new TextDecoder().decode(verify.stderr));
+  // It returns 0 even when it drops a line ("Invalid environment assignment, ignoring"), so
+  // it must say nothing at all.
+  const said = new TextDecoder().decode(verify.stderr);
+  assert.ok(verify.success && said.trim() === "", said);
 }
 
 Deno.test("install writes agent-gateway.service, enables and starts it; the unit runs the gateway", async () => {
@@ -244,13 +253,14 @@ Deno.test("install without systemctl writes nothing and points to --print", asyn
   await assert.rejects(Deno.stat(join(h.home, "xdg")), Deno.errors.NotFound);
 });
 
-Deno.test("install refuses a disabled platform, and names variables the service would not see", async () => {
+Deno.test("install judges the platform as the service will see it, and says what the service will not see", async () => {
   await using h = await tempHome({
     config: enabledConfig(0).replace("enabled: true", "enabled: false"),
   });
   const systemctl = await fakeSystemctl(h.home);
   const env = { AGENT_HOME: h.home, XDG_CONFIG_HOME: join(h.home, "xdg"), PATH: systemctl.path };
-  const refused = await runCli(["gateway", "install"], env);
+  // WEBHOOK_ENABLED in this shell does not reach the service: config.yaml disables it there.
+  const refused = await runCli(["gateway", "install"], { ...env, WEBHOOK_ENABLED: "true" });
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /Webhook platform is not enabled/);
   assert.deepEqual(await systemctl.calls(), []);
@@ -261,11 +271,50 @@ Deno.test("install refuses a disabled platform, and names variables the service 
     ...env,
     TELEGRAM_BOT_TOKEN: "1:in-the-file",
     OPENAI_API_KEY: "sk-only-in-this-shell",
+    AGENT_MODEL: "gpt-4o",
+    HTTPS_PROXY: "http://127.0.0.1:3128",
+    // The CLI runs with them too: the cache it already has, and a proxy it will not need.
+    DENO_DIR: await denoDir(),
   });
   assert.equal(installed.code, 0, installed.stderr);
-  assert.match(installed.stdout, /Note: OPENAI_API_KEY is set in this shell but not in .*\.env/);
+  assert.match(
+    installed.stdout,
+    /Note: AGENT_MODEL, OPENAI_API_KEY are set in this shell but not in .*\.env/,
+  );
   assert.doesNotMatch(installed.stdout, /TELEGRAM_BOT_TOKEN/);
   assert.doesNotMatch(installed.stdout, /sk-only-in-this-shell/);
+  // What Deno reads before .env is carried into the unit.
+  assert.match(installed.stdout, /carried from this shell: DENO_DIR, HTTPS_PROXY/);
+  const unit = await Deno.readTextFile(
+    join(h.home, "xdg", "systemd", "user", "agent-gateway.service"),
+  );
+  assert.match(unit, /^Environment=HTTPS_PROXY=http:\/\/127\.0\.0\.1:3128$/m);
+  assert.match(unit, new RegExp(`^Environment=DENO_DIR=${await denoDir()}$`, "m"));
+  assert.doesNotMatch(unit, /OPENAI_API_KEY|AGENT_MODEL/);
+});
+
+Deno.test("install refuses to start a service beside a gateway started by hand, unless --no-start", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const systemctl = await fakeSystemctl(h.home);
+  const env = { AGENT_HOME: h.home, XDG_CONFIG_HOME: join(h.home, "xdg"), PATH: systemctl.path };
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+  const refused = await runCli(["gateway", "install"], env);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, new RegExp(`already running with this home \\(${gateway.url}\\)`));
+  await assert.rejects(Deno.stat(join(h.home, "xdg")), Deno.errors.NotFound);
+
+  const enabled = await runCli(["gateway", "install", "--no-start"], env);
+  assert.equal(enabled.code, 0, enabled.stderr);
+  assert.match(enabled.stdout, /start it with: systemctl --user start agent-gateway/);
+  // Installed again: the running gateway is taken for the service, and --no-start says restart.
+  const updated = await runCli(["gateway", "install", "--no-start"], env);
+  assert.match(
+    updated.stdout,
+    /keeps its old command until: systemctl --user restart agent-gateway/,
+  );
+  const restarted = await runCli(["gateway", "install"], env);
+  assert.equal(restarted.code, 0, restarted.stderr);
+  assert.equal((await systemctl.calls()).at(-1), "--user restart agent-gateway.service");
 });
 
 Deno.test("the unit quotes paths with blanks, quotes, backslashes, % and $ as systemd reads them", async () => {
@@ -279,7 +328,7 @@ Deno.test("the unit quotes paths with blanks, quotes, backslashes, % and $ as sy
   const home = join(h.home, "home 50% $HOME");
   const config = join(h.home, `a "b" $HOME \\ 5%`, "deno.json");
   const command = [program, "--config", config, "gateway", "run"];
-  const unit = systemdUnit({ command, home, path: "/usr/bin:/bin" });
+  const unit = systemdUnit({ command, environment: { AGENT_HOME: home, PATH: "/usr/bin:/bin" } });
   const value = (key: string) =>
     unit.split("\n").find((l) => l.startsWith(`${key}=`))!.slice(key.length + 1);
   assert.deepEqual(systemdWords(value("ExecStart"), "command"), command);
@@ -292,7 +341,8 @@ Deno.test("the unit quotes paths with blanks, quotes, backslashes, % and $ as sy
 Deno.test("a program path systemd would refuse is refused when the unit is made", () => {
   for (const program of ["/opt/$x/agent", '/opt/"a"/agent', "/opt/a\\b/agent", "/opt/a\tb"]) {
     assert.throws(
-      () => systemdUnit({ command: [program, "gateway", "run"], home: "/h" }),
+      () =>
+        systemdUnit({ command: [program, "gateway", "run"], environment: { AGENT_HOME: "/h" } }),
       /systemd cannot run a program whose path holds/,
     );
   }

@@ -83,6 +83,10 @@ Deno.test("loadConfig() refuses a public_url or base_url with a query or a fragm
     () => loadConfig({ AGENT_HOME: h.home }),
     /agent\.base_url in .*config\.yaml must be a base URL/,
   );
+  await assert.rejects(
+    () => loadConfig({ AGENT_HOME: h.home, OPENAI_BASE_URL: "https://llm.example.com/v1?key=x" }),
+    /OPENAI_BASE_URL in the environment or \.env must be a base URL/,
+  );
   await Deno.writeTextFile(join(h.home, "config.yaml"), enabledConfig());
   const config = await loadConfig({
     AGENT_HOME: h.home,
