@@ -12,8 +12,10 @@ import { dirname, resolve } from "node:path";
 import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { writeFileAtomic } from "../lib/_fs.ts";
 import { UsageError } from "../lib/errors.ts";
-import { runningGatewayUrl } from "../lib/gateway_lock.ts";
+import { gatewayRunning, runningGatewayUrl } from "../lib/gateway_lock.ts";
+import { homePaths } from "../lib/home.ts";
 import {
+  CARRIED_PATHS,
   CARRIED_VARIABLES,
   gatewayCommand,
   systemdUnit,
@@ -93,10 +95,14 @@ export const gatewayInstall: Command = {
       print: { type: "boolean" },
     }, installUsage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${installUsage}`);
-    const shellConfig = await loadConfig(ctx.env);
-    const environment: Record<string, string> = { AGENT_HOME: resolve(shellConfig.paths.home) };
-    for (const key of ["PATH", ...CARRIED_VARIABLES]) {
-      if (ctx.env[key]) environment[key] = ctx.env[key]!;
+    // Only the home comes from this shell's configuration: its other variables never reach
+    // the service, so a bad one here must not stop the install.
+    const environment: Record<string, string> = { AGENT_HOME: resolve(homePaths(ctx.env).home) };
+    if (ctx.env.PATH) environment.PATH = ctx.env.PATH;
+    for (const key of CARRIED_VARIABLES) {
+      const value = ctx.env[key];
+      // A relative path would be read from the service's working folder, not this one.
+      if (value) environment[key] = CARRIED_PATHS.has(key) ? resolve(value) : value;
     }
     // The configuration as the service will see it: its own variables, and HOME, which systemd
     // sets; not this shell's WEBHOOK_* or tokens.
@@ -132,8 +138,13 @@ export const gatewayInstall: Command = {
     const previous = await Deno.readTextFile(path).catch(() => undefined);
     // A gateway started by hand holds this home: the service would fail beside it. (With a
     // unit already there, the running one is taken for the service, which restart replaces.)
-    const running = await runningGatewayUrl(config.paths.stateDb);
-    if (running && previous === undefined && values.start !== false) {
+    // The lock, not the address in it: a gateway still starting holds the lock before it writes
+    // where it listens.
+    if (
+      previous === undefined && values.start !== false &&
+      await gatewayRunning(config.paths.stateDb)
+    ) {
+      const running = await runningGatewayUrl(config.paths.stateDb) ?? "starting";
       ctx.stderr(
         `A gateway is already running with this home (${running}); the service could not ` +
           "start beside it. Stop that one first, or install with --no-start and start the " +
@@ -144,7 +155,8 @@ export const gatewayInstall: Command = {
     await Deno.mkdir(dirname(path), { recursive: true });
     await writeFileAtomic(path, unit);
     const steps = [["daemon-reload"], ["enable", UNIT_NAME]];
-    if (values.start !== false) steps.push(["restart", UNIT_NAME]);
+    // reset-failed first: after 5 failed starts in a minute systemd refuses a restart too.
+    if (values.start !== false) steps.push(["reset-failed", UNIT_NAME], ["restart", UNIT_NAME]);
     for (const step of steps) {
       const result = await systemctl(step, ctx.env);
       if (!result.ok) {

@@ -21,6 +21,9 @@ export const UNIT_NAME = "agent-gateway.service";
  */
 export const CARRIED_VARIABLES = [
   "DENO_DIR",
+  "DENO_CERT",
+  "DENO_TLS_CA_STORE",
+  "NPM_CONFIG_REGISTRY",
   "HTTPS_PROXY",
   "HTTP_PROXY",
   "NO_PROXY",
@@ -28,6 +31,9 @@ export const CARRIED_VARIABLES = [
   "http_proxy",
   "no_proxy",
 ] as const;
+
+/** Those of {@link CARRIED_VARIABLES} that name files or folders: made absolute when carried. */
+export const CARRIED_PATHS: ReadonlySet<string> = new Set(["DENO_DIR", "DENO_CERT"]);
 
 /**
  * What systemd runs: this program, as it was started, with `gateway run`. A compiled `agent`

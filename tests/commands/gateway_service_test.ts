@@ -121,6 +121,7 @@ Deno.test("install writes agent-gateway.service, enables and starts it; the unit
     "--user --version",
     "--user daemon-reload",
     "--user enable agent-gateway.service",
+    "--user reset-failed agent-gateway.service",
     "--user restart agent-gateway.service",
   ]);
 
@@ -180,7 +181,7 @@ Deno.test("install writes agent-gateway.service, enables and starts it; the unit
   const again = await runCli(["gateway", "install", "--no-start"], env);
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /Updated agent-gateway\.service/);
-  assert.deepEqual((await systemctl.calls()).slice(4), [
+  assert.deepEqual((await systemctl.calls()).slice(5), [
     "--user --version",
     "--user daemon-reload",
     "--user enable agent-gateway.service",
@@ -199,7 +200,7 @@ Deno.test("uninstall stops, disables and removes the unit; a second uninstall sa
   assert.equal(removed.code, 0, removed.stderr);
   assert.match(removed.stdout, /Removed agent-gateway\.service/);
   await assert.rejects(Deno.stat(unitFile), Deno.errors.NotFound);
-  assert.deepEqual((await systemctl.calls()).slice(4), [
+  assert.deepEqual((await systemctl.calls()).slice(5), [
     "--user disable --now agent-gateway.service",
     "--user daemon-reload",
   ]);
@@ -346,4 +347,34 @@ Deno.test("a program path systemd would refuse is refused when the unit is made"
       /systemd cannot run a program whose path holds/,
     );
   }
+});
+
+Deno.test("install ignores this shell's own settings, makes carried paths absolute, and sees a gateway still starting", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const systemctl = await fakeSystemctl(h.home);
+  const env = { AGENT_HOME: h.home, XDG_CONFIG_HOME: join(h.home, "xdg"), PATH: systemctl.path };
+  // A bad WEBHOOK_PORT in this shell would never reach the service.
+  const printed = await runCli(["gateway", "install", "--print"], { ...env, WEBHOOK_PORT: "abc" });
+  assert.equal(printed.code, 0, printed.stderr);
+  // A relative path would be read from the service's working folder: it is made absolute.
+  const relative = await runCli(["gateway", "install", "--print"], {
+    ...env,
+    DENO_CERT: "certs/ca.pem",
+  });
+  assert.match(
+    relative.stdout,
+    new RegExp(`^Environment=DENO_CERT=${Deno.cwd()}/certs/ca\\.pem$`, "m"),
+  );
+
+  // A gateway that holds the lock but has not yet written where it listens.
+  await Deno.mkdir(join(h.home, "state"), { recursive: true });
+  using lock = await Deno.open(join(h.home, "state", "gateway.lock"), {
+    create: true,
+    write: true,
+  });
+  await lock.lock(true);
+  const refused = await runCli(["gateway", "install"], env);
+  assert.equal(refused.code, 1, refused.stdout);
+  assert.match(refused.stderr, /already running with this home \(starting\)/);
+  await lock.unlock();
 });
