@@ -136,13 +136,14 @@ export const gatewayInstall: Command = {
       return 1;
     }
     const previous = await Deno.readTextFile(path).catch(() => undefined);
-    // A gateway started by hand holds this home: the service would fail beside it. (With a
-    // unit already there, the running one is taken for the service, which restart replaces.)
-    // The lock, not the address in it: a gateway still starting holds the lock before it writes
-    // where it listens.
+    // A gateway started by hand holds this home: the service would fail beside it. A running
+    // gateway is the service's own only when a unit is there and systemd says it is active
+    // (then restart replaces it). The lock, not the address in it, tells: a gateway still
+    // starting holds the lock before it writes where it listens.
     if (
-      previous === undefined && values.start !== false &&
-      await gatewayRunning(config.paths.stateDb)
+      values.start !== false && await gatewayRunning(config.paths.stateDb) &&
+      (previous === undefined ||
+        !(await systemctl(["is-active", "--quiet", UNIT_NAME], ctx.env)).ok)
     ) {
       const running = await runningGatewayUrl(config.paths.stateDb) ?? "starting";
       ctx.stderr(

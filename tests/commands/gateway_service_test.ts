@@ -18,6 +18,9 @@ async function fakeSystemctl(dir: string): Promise<{ path: string; calls(): Prom
     join(bin, "systemctl"),
     `#!/bin/sh
 echo "$*" >> '${log}'
+if [ "$2" = "is-active" ] && [ -n "$FAKE_SYSTEMCTL_INACTIVE" ]; then
+  exit 3
+fi
 if [ -n "$FAKE_SYSTEMCTL_FAIL" ] && [ "$2" = "$FAKE_SYSTEMCTL_FAIL" ]; then
   echo "Failed to connect to bus: No medium found" >&2
   exit 1
@@ -313,9 +316,15 @@ Deno.test("install refuses to start a service beside a gateway started by hand, 
     updated.stdout,
     /keeps its old command until: systemctl --user restart agent-gateway/,
   );
+  // With the service stopped, the running gateway is not the service's: refused again.
+  const stopped = await runCli(["gateway", "install"], { ...env, FAKE_SYSTEMCTL_INACTIVE: "1" });
+  assert.equal(stopped.code, 1, stopped.stdout);
+  assert.match(stopped.stderr, /already running with this home/);
   const restarted = await runCli(["gateway", "install"], env);
   assert.equal(restarted.code, 0, restarted.stderr);
-  assert.equal((await systemctl.calls()).at(-1), "--user restart agent-gateway.service");
+  const calls = await systemctl.calls();
+  assert.ok(calls.includes("--user is-active --quiet agent-gateway.service"));
+  assert.equal(calls.at(-1), "--user restart agent-gateway.service");
 });
 
 Deno.test("the unit quotes paths with blanks, quotes, backslashes, % and $ as systemd reads them", async () => {
