@@ -9,7 +9,7 @@
  * @module
  */
 import { dirname, resolve } from "node:path";
-import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
+import { type Config, loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { writeFileAtomic } from "../lib/_fs.ts";
 import { UsageError } from "../lib/errors.ts";
 import { gatewayRunning, runningGatewayUrl } from "../lib/gateway_lock.ts";
@@ -36,11 +36,14 @@ const installUsage = `Usage: agent gateway install [--no-start] [--print]
 
 Installs the gateway as the systemd user unit agent-gateway: writes
 ~/.config/systemd/user/agent-gateway.service (under XDG_CONFIG_HOME when set), then runs
-systemctl --user daemon-reload, enable and restart, so it starts now and at every login, and
-systemd restarts it when it fails. Run it again after moving the program or the home folder.
+systemctl --user daemon-reload, enable, reset-failed and restart, so it starts now and at every
+login, and systemd restarts it when it fails. Run it again after moving the program or the home
+folder.
 
-The service runs \`agent gateway run\` with this home folder (AGENT_HOME) and this PATH. It
-reads the home's .env and config.yaml, not your shell's variables: keep tokens and keys in .env.
+The service runs \`agent gateway run\` with this home folder (AGENT_HOME), this PATH, and
+DENO_DIR, DENO_CERT, DENO_TLS_CA_STORE, NPM_CONFIG_REGISTRY and the proxy variables when set. It
+reads the home's .env and config.yaml, not your shell's other variables: keep tokens and keys in
+.env.
 Its output goes to the journal (journalctl --user -u agent-gateway) and to logs/gateway.log.
 On a server, \`loginctl enable-linger $USER\` keeps it running when you are logged out.
 
@@ -183,7 +186,7 @@ export const gatewayInstall: Command = {
         `  logs:    journalctl --user -u agent-gateway, and ${config.paths.log}`,
         "  restart: systemctl --user restart agent-gateway (after changing config.yaml or .env)",
         "  To keep it running while you are logged out: loginctl enable-linger $USER",
-        ...notInEnvFile(ctx.env, config.paths.envFile),
+        ...notInEnvFile(ctx.env, config),
         ...(Object.keys(environment).length > 2
           ? [`  carried from this shell: ${Object.keys(environment).slice(2).join(", ")}`]
           : []),
@@ -196,20 +199,17 @@ export const gatewayInstall: Command = {
 /**
  * A note naming the gateway's variables that are set in this shell but not in `.env`: the
  * service will not see them.
+ * @param shell this shell's environment
+ * @param service the configuration as the service sees it: its `env` is `.env` merged with the
+ *   service's own variables, none of which the gateway's are (AGENT_HOME aside)
  */
-function notInEnvFile(shell: Record<string, string | undefined>, envFile: string): string[] {
-  const missing = Object.keys(shell).filter((key) =>
-    GATEWAY_VARIABLES.test(key) && key !== "AGENT_HOME" && shell[key]
-  );
-  const fromFile = new Set<string>();
-  try {
-    for (const line of Deno.readTextFileSync(envFile).split(/\r?\n/)) {
-      const key = line.match(/^\s*(?:export\s+)?([^=#\s][^=]*?)\s*=/)?.[1];
-      if (key) fromFile.add(key);
-    }
-  } catch { /* no .env: every variable is missing from it */ }
-  const notInFile = missing.filter((key) => !fromFile.has(key)).sort();
+function notInEnvFile(shell: Record<string, string | undefined>, service: Config): string[] {
+  const notInFile = Object.keys(shell).filter((key) =>
+    GATEWAY_VARIABLES.test(key) && key !== "AGENT_HOME" && shell[key] &&
+    service.env[key] === undefined
+  ).sort();
   if (notInFile.length === 0) return [];
+  const envFile = service.paths.envFile;
   return [
     `Note: ${notInFile.join(", ")} ${notInFile.length === 1 ? "is" : "are"} set in this shell ` +
     `but not in ${envFile}; the service will not see ${notInFile.length === 1 ? "it" : "them"}.`,

@@ -73,9 +73,10 @@ export const MIN_BODY_BUDGET_BYTES = 32 * 1024 * 1024;
  * The bytes of request bodies being received at once, over every request and connection.
  * A body reserves its declared size (a chunked one: its chunks as they arrive) and keeps it
  * until reading ends (the whole body read, or refused at its 408, 413 or 503); a body that would
- * take the total past the budget is refused with 503 (the sender retries later). Without it, senders that never finish their bodies (a
- * thousand HTTP/1.1 connections, or one HTTP/2 connection with hundreds of streams) made the
- * gateway hold gigabytes for bodies it would never use.
+ * take the total past the budget is refused with 503 (the sender retries later). Without it,
+ * senders that never finish their bodies (a thousand HTTP/1.1 connections, or one HTTP/2
+ * connection with hundreds of streams) made the gateway hold gigabytes for bodies it would
+ * never use.
  */
 export class BodyBudget {
   /** The budget, in bytes. */
@@ -89,11 +90,6 @@ export class BodyBudget {
    */
   constructor(maxBodyBytes: number, maxBytes?: number) {
     this.maxBytes = maxBytes ?? Math.max(MIN_BODY_BUDGET_BYTES, 4 * maxBodyBytes);
-  }
-
-  /** Bytes reserved now. */
-  get reserved(): number {
-    return this.#reserved;
   }
 
   /**

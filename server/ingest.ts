@@ -135,9 +135,10 @@ async function handleWebhook(
     // A request without any signature header is refused (401, or 403 without a secret) before
     // its body is read: it cannot make the gateway receive and hold a body. Only once its size
     // is known to be within the limit (Content-Length), as the size step comes first; a
-    // chunked one is read, and counted, first.
-    const unsigned = declaredLength(request, deps.maxBodyBytes) !== null &&
-      detectScheme(request.headers) === null;
+    // chunked one is read, and counted, first. A signed request (nearly all) skips this check
+    // of its Content-Length: readBody makes it.
+    const unsigned = detectScheme(request.headers) === null &&
+      declaredLength(request, deps.maxBodyBytes) !== null;
     body = unsigned ? NO_BODY : await readBody(request, deps.maxBodyBytes, { deadlines, budget });
   } catch (error) {
     if (!(error instanceof BodyError)) throw error;
