@@ -187,14 +187,18 @@ export const gatewayInstall: Command = {
         "  restart: systemctl --user restart agent-gateway (after changing config.yaml or .env)",
         "  To keep it running while you are logged out: loginctl enable-linger $USER",
         ...notInEnvFile(ctx.env, config),
-        ...(Object.keys(environment).length > 2
-          ? [`  carried from this shell: ${Object.keys(environment).slice(2).join(", ")}`]
-          : []),
+        ...carriedNote(environment),
       ].join("\n"),
     );
     return 0;
   },
 };
+
+/** The line naming the variables the unit carries from this shell, if any. */
+function carriedNote(environment: Record<string, string>): string[] {
+  const carried = CARRIED_VARIABLES.filter((key) => key in environment);
+  return carried.length ? [`  carried from this shell: ${carried.join(", ")}`] : [];
+}
 
 /**
  * A note naming the gateway's variables that are set in this shell but not in `.env`: the
