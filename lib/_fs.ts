@@ -22,6 +22,16 @@ export async function writeAll(
 }
 
 /**
+ * `text` without a leading UTF-8 byte-order mark, which editors on Windows put at the start of a
+ * file. Parsers read it as part of the first line (`parseEnv` then skips that line without a
+ * word, `JSON.parse` refuses the file); a file without one is returned as is.
+ * @param text a file's text
+ */
+export function withoutByteOrderMark(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/**
  * Runs a read-modify-write of `path` under an exclusive lock on `<path>.lock` (flock, mode
  * 0600), so that commands run at the same time each see the others' changes instead of
  * overwriting them. The folder is created (0700) when missing.

@@ -11,6 +11,7 @@ import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
 import { MAX_WAIT_SECONDS } from "./_retry.ts";
+import { withoutByteOrderMark } from "./_fs.ts";
 import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
 import { ConfigError } from "./errors.ts";
 import { unbracketed } from "./gateway_lock.ts";
@@ -322,7 +323,7 @@ async function narrowMode(path: string): Promise<void> {
 async function readEnvFile(path: string): Promise<Record<string, string>> {
   let text: string;
   try {
-    text = await Deno.readTextFile(path);
+    text = withoutByteOrderMark(await Deno.readTextFile(path));
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return {};
     throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`, {

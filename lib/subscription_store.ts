@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { withFileLock, writeFileAtomic } from "./_fs.ts";
+import { withFileLock, withoutByteOrderMark, writeFileAtomic } from "./_fs.ts";
 import { ConfigError } from "./errors.ts";
 import { checkRecord, type Subscription } from "./subscription.ts";
 
@@ -36,7 +36,8 @@ export async function readSubscriptions(path: string): Promise<SubscriptionRecor
 export function parseSubscriptions(text: string, path: string): SubscriptionRecords {
   let data: unknown;
   try {
-    data = text.trim() === "" ? {} : JSON.parse(text);
+    const json = withoutByteOrderMark(text);
+    data = json.trim() === "" ? {} : JSON.parse(json);
   } catch (error) {
     // V8's message quotes the text around the error, which may be a secret: keep only where.
     const where = (error as Error).message.match(/line \d+ column \d+|position \d+/)?.[0];

@@ -274,6 +274,17 @@ Deno.test("loadConfig() refuses a .env line that is not KEY=value, naming the li
   assert.equal(config.env.E, "");
 });
 
+Deno.test("loadConfig() reads a .env saved with a byte-order mark, its first line included", async () => {
+  // Editors on Windows start the file with U+FEFF; parseEnv skipped that first line unsaid.
+  await using h = await tempHome({
+    config: enabledConfig(),
+    env: "\uFEFFWEBHOOK_PORT=9006\r\nTELEGRAM_BOT_TOKEN=123:abc\r\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.port, 9006);
+  assert.equal(config.env.TELEGRAM_BOT_TOKEN, "123:abc");
+});
+
 for (const line of ["my.key=1", "MY-KEY=1", "1PASSWORD_ITEM=x", "$A=1"]) {
   Deno.test(`loadConfig() takes a .env name parseEnv takes: ${line}`, async () => {
     await using h = await tempHome({ env: `OPENAI_API_KEY=sk-1\n${line}\n` });

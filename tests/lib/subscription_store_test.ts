@@ -101,3 +101,10 @@ Deno.test("readSubscriptions() refuses a record with a badly typed field, naming
       error.message.includes("events must be a list of strings"),
   );
 });
+
+Deno.test("readSubscriptions() reads a file saved with a byte-order mark", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(path, '\uFEFF{"gh": {"secret": "s"}}');
+  assert.deepEqual(await readSubscriptions(path), { gh: { secret: "s" } });
+});
