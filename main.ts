@@ -44,7 +44,8 @@ function realContext(): CommandContext {
 
 /**
  * Reads a line from the terminal without echoing it: raw mode, Enter ends it, Backspace erases,
- * Ctrl-C or Ctrl-D on an empty line gives null (cancelled).
+ * Ctrl-D on an empty line gives null (no more input). Ctrl-C, which raw mode delivers as a byte
+ * rather than a SIGINT, exits 130 as the signal would.
  * @param question written before reading
  */
 async function readHidden(question: string): Promise<string | null> {
@@ -56,6 +57,7 @@ async function readHidden(question: string): Promise<string | null> {
   const signals = ["SIGTERM", "SIGHUP", "SIGINT"] as const;
   const onSignal = () => {
     Deno.stdin.setRaw(false);
+    Deno.stdout.writeSync(encoder.encode("\n"));
     Deno.exit(130);
   };
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
@@ -66,7 +68,8 @@ async function readHidden(question: string): Promise<string | null> {
       if (count === null) return null;
       for (const byte of chunk.subarray(0, count)) {
         if (byte === 13 || byte === 10) return new TextDecoder().decode(new Uint8Array(typed));
-        if (byte === 3 || (byte === 4 && typed.length === 0)) return null;
+        if (byte === 3) onSignal();
+        if (byte === 4 && typed.length === 0) return null;
         if (byte === 127 || byte === 8) typed.pop();
         else if (byte >= 32) typed.push(byte);
       }

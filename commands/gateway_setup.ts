@@ -63,6 +63,8 @@ interface Answers {
   host?: string;
   port?: number;
   secret?: string;
+  /** Whether `secret` was generated, rather than given: only a generated one is printed. */
+  secretGenerated?: boolean;
   /** Variables for `.env`: tokens and home channels. */
   env: Record<string, string>;
 }
@@ -118,8 +120,8 @@ export const gatewaySetup: Command = {
       [
         edits.length ? `Wrote ${config.paths.config}` : `${config.paths.config} unchanged`,
         `  webhooks: ${after.enabled ? "enabled" : "disabled"}`,
-        `  listen:   ${after.host}:${after.port}`,
-        answers.secret ? `  secret:   ${answers.secret}` : "  secret:   (unchanged)",
+        `  listen:   ${after.host.includes(":") ? `[${after.host}]` : after.host}:${after.port}`,
+        `  secret:   ${secretSummary(answers, after.secret)}`,
         ...(envKeys.length ? [`Wrote ${envKeys.join(", ")} to ${config.paths.envFile}`] : []),
         "",
         after.enabled
@@ -192,6 +194,7 @@ function fromFlags(
     host: text("host") ?? (yes ? current.host : undefined),
     port: text("port") !== undefined ? parsePort(text("port")!) : yes ? current.port : undefined,
     secret: text("secret") ?? (generate ? generateSecret() : undefined),
+    secretGenerated: text("secret") === undefined && generate,
     env: Object.fromEntries(
       Object.entries(ENV_FLAGS)
         .filter(([flag]) => typeof values[flag] === "string")
@@ -220,7 +223,7 @@ async function ask(
     return answer.trim();
   };
   const line = read(ctx.readLine);
-  // Tokens are not shown as they are typed (nor left in the terminal's scrollback).
+  // Secrets and tokens are not shown as they are typed (nor left in the terminal's scrollback).
   const hidden = read(ctx.readSecret ?? ctx.readLine);
   const enabled = await askUntil(ctx, () => line("Enable the webhook platform? [Y/n] "), (a) => {
     if (a === "" || /^y(es)?$/i.test(a)) return true;
@@ -238,14 +241,25 @@ async function ask(
     (a) => a === "" ? current.port : parsePort(a),
   );
   const proposal = current.secret ? "keep the current one" : "generate one";
-  const secret = await line(`Global HMAC secret (Enter to ${proposal}) `);
+  const secret = await hidden(`Global HMAC secret (not shown; Enter to ${proposal}) `);
   return {
     enabled,
     host,
     port,
     secret: secret || (current.secret ? undefined : generateSecret()),
+    secretGenerated: !secret && !current.secret,
     env: await askChatPlatform(ctx, line, hidden),
   };
+}
+
+/**
+ * The summary's secret: a generated one in full (senders need it), one the user gave is not
+ * echoed (the wizard reads it hidden).
+ * @param saved the secret in `config.yaml` after the edit, if any
+ */
+function secretSummary(answers: Answers, saved: string | undefined): string {
+  if (answers.secret === undefined) return saved ? "(unchanged)" : "(none)";
+  return answers.secretGenerated ? answers.secret : "(set to the one given; not shown)";
 }
 
 /** Optionally asks for one chat platform's bot token and home channel. */

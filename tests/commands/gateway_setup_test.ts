@@ -100,54 +100,80 @@ async function tmux(...args: string[]): Promise<string> {
 const hasTmux = await new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" })
   .output().then((o) => o.success, () => false);
 
+/**
+ * Starts `gateway setup` in a detached tmux session of its own, on a real terminal.
+ * @returns `answer` waits for a question on the screen and types a line; `key` presses keys
+ *   (tmux names: `C-c`); `finish` waits for the command's exit and returns the screen;
+ *   disposing kills the session
+ */
+async function setupInTmux(home: string) {
+  const session = `agent-setup-${crypto.randomUUID().slice(0, 8)}`;
+  const env = cleanEnv({ AGENT_HOME: home });
+  const command = [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN, "gateway", "setup"]
+    .map((a) => `'${a}'`).join(" ");
+  const envArgs = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+  await tmux(
+    "new-session",
+    "-d",
+    "-s",
+    session,
+    "-x",
+    "160",
+    "-y",
+    "40",
+    ...envArgs,
+    `${command}; echo "EXIT=$?"; sleep 60`,
+  );
+  const screen = () => tmux("capture-pane", "-p", "-t", session);
+  const waitFor = (prompt: RegExp) =>
+    eventually(async () => prompt.test(await screen()), { timeoutMs: 30_000, what: `${prompt}` });
+  return {
+    async answer(prompt: RegExp, keys: string) {
+      await waitFor(prompt);
+      await tmux("send-keys", "-t", session, "--", keys, "Enter");
+    },
+    async key(prompt: RegExp, key: string) {
+      await waitFor(prompt);
+      await tmux("send-keys", "-t", session, key);
+    },
+    finish: () =>
+      eventually(async () => {
+        const text = await screen();
+        return /EXIT=\d+/.test(text) ? text : "";
+      }, { timeoutMs: 30_000, what: "setup to finish" }),
+    async [Symbol.asyncDispose]() {
+      await tmux("kill-session", "-t", session);
+    },
+  };
+}
+
 Deno.test({
   name: "setup wizard works in a real terminal (tmux send-keys / capture-pane)",
   ignore: !hasTmux,
   async fn() {
     await using h = await tempHome();
-    const session = `agent-setup-${crypto.randomUUID().slice(0, 8)}`;
-    const env = cleanEnv({ AGENT_HOME: h.home });
-    const command = [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN, "gateway", "setup"]
-      .map((a) => `'${a}'`).join(" ");
-    const envArgs = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
-    await tmux(
-      "new-session",
-      "-d",
-      "-s",
-      session,
-      "-x",
-      "160",
-      "-y",
-      "40",
-      ...envArgs,
-      `${command}; echo "EXIT=$?"; sleep 60`,
-    );
-    try {
-      const screen = () => tmux("capture-pane", "-p", "-t", session);
-      const answer = async (prompt: RegExp, keys: string) => {
-        await eventually(async () => prompt.test(await screen()), {
-          timeoutMs: 30_000,
-          what: `${prompt}`,
-        });
-        await tmux("send-keys", "-t", session, "--", keys, "Enter");
-      };
-      await answer(/Enable the webhook platform\? \[Y\/n\]/, "y");
-      await answer(/Listen host \[127\.0\.0\.1\]/, "0.0.0.0");
-      await answer(/Port \[8644\]/, "8650");
-      await answer(/Global HMAC secret/, "terminal-secret-1");
-      await answer(/Chat platform for answers/, "telegram");
-      await answer(/TELEGRAM_BOT_TOKEN \(not shown; Enter to skip\)/, "123:HIDDENtokenABC");
-      await answer(/TELEGRAM_HOME_CHANNEL/, "-100555");
-      const final = await eventually(async () => {
-        const text = await screen();
-        return /EXIT=\d+/.test(text) ? text : "";
-      }, { timeoutMs: 30_000, what: "setup to finish" });
+    {
+      await using terminal = await setupInTmux(h.home);
+      await terminal.answer(/Enable the webhook platform\? \[Y\/n\]/, "y");
+      await terminal.answer(/Listen host \[127\.0\.0\.1\]/, "0.0.0.0");
+      await terminal.answer(/Port \[8644\]/, "8650");
+      await terminal.answer(
+        /Global HMAC secret \(not shown; Enter to generate one\)/,
+        "terminal-secret-1",
+      );
+      await terminal.answer(/Chat platform for answers/, "telegram");
+      await terminal.answer(
+        /TELEGRAM_BOT_TOKEN \(not shown; Enter to skip\)/,
+        "123:HIDDENtokenABC",
+      );
+      await terminal.answer(/TELEGRAM_HOME_CHANNEL/, "-100555");
+      const final = await terminal.finish();
       assert.match(final, /EXIT=0/);
       assert.match(final, /Wrote .*config\.yaml/);
       assert.doesNotMatch(final, /HIDDENtoken/, "the token is not shown as it is typed");
+      assert.doesNotMatch(final, /terminal-secret-1/, "nor is the secret, then or in the summary");
+      assert.match(final, /secret: +\(set to the one given; not shown\)/);
       assert.match(final, /-100555/, "the home channel is");
-    } finally {
-      await tmux("kill-session", "-t", session);
     }
     const config = await loadConfig({ AGENT_HOME: h.home });
     assert.equal(config.env.TELEGRAM_BOT_TOKEN, "123:HIDDENtokenABC");
@@ -157,6 +183,42 @@ Deno.test({
     assert.equal(config.webhook.port, 8650);
     assert.equal(config.webhook.secret, "terminal-secret-1");
   },
+});
+
+Deno.test({
+  name: "Ctrl-C at a hidden prompt stops setup with exit 130 and writes nothing",
+  ignore: !hasTmux,
+  async fn() {
+    await using h = await tempHome();
+    await using terminal = await setupInTmux(h.home);
+    await terminal.answer(/Enable the webhook platform\? \[Y\/n\]/, "y");
+    await terminal.answer(/Listen host/, "");
+    await terminal.answer(/Port/, "");
+    await terminal.answer(/Global HMAC secret/, "");
+    await terminal.answer(/Chat platform for answers/, "telegram");
+    await terminal.key(/TELEGRAM_BOT_TOKEN \(not shown/, "C-c");
+    const final = await terminal.finish();
+    assert.match(final, /EXIT=130/);
+    assert.doesNotMatch(final, /no more input/);
+    await assert.rejects(Deno.stat(join(h.home, "config.yaml")), Deno.errors.NotFound);
+  },
+});
+
+Deno.test("setup's summary prints a generated secret, not a given one, and brackets an IPv6 host", async () => {
+  await using h = await tempHome();
+  const run = async (...flags: string[]) => {
+    const ctx = fakeContext({ AGENT_HOME: h.home });
+    assert.equal(await runCommand(["gateway", "setup", ...flags], ctx), 0);
+    return ctx.output();
+  };
+  assert.match(await run("--enable", "--host", "::"), /listen: +\[::\]:8644\n +secret: +\(none\)/);
+  const generated = await run("--generate-secret");
+  const secret = (await loadConfig({ AGENT_HOME: h.home }, { fileOnly: true })).webhook.secret!;
+  assert.match(generated, new RegExp(`secret: +${secret}\n`));
+  assert.match(await run("--port", "8700"), /secret: +\(unchanged\)/);
+  const given = await run("--secret", "given-secret-1");
+  assert.match(given, /secret: +\(set to the one given; not shown\)/);
+  assert.doesNotMatch(given, /given-secret-1/);
 });
 
 Deno.test("setup changes only what its flags name: tokens alone keep a disabled platform off", async () => {
