@@ -98,10 +98,6 @@ async function main(argv: string[]): Promise<number> {
       ctx.stderr(`Error: ${error.message}`);
       return 1;
     }
-    if (error instanceof Deno.errors.AddrInUse) {
-      ctx.stderr(`Error: the port is already in use (${error.message}); set another with --port`);
-      return 1;
-    }
     ctx.stderr(`Error: ${error instanceof Error ? error.stack : String(error)}`);
     return 1;
   }

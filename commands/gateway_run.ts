@@ -5,7 +5,7 @@
  */
 import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { createDefaultConfig } from "../lib/config_file.ts";
-import { UsageError } from "../lib/errors.ts";
+import { ConflictError, UsageError } from "../lib/errors.ts";
 import { getLogger } from "@logtape/logtape";
 import { startLogging, stopLogging } from "../lib/log.ts";
 import { startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
@@ -17,8 +17,8 @@ const usage = `Usage: agent gateway run [--port N] [--quiet]
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
 and running agent work get 10 s in all (a second Ctrl-C or SIGTERM: none); an agent run still
-going then is stopped (a command agent is killed) and its event goes back to the queue, the
-run counting as an attempt; queued work stays queued for the next start. If the HTTP server
+going then is stopped (a command agent is killed) and its event goes back to the queue, that
+attempt not counting toward max_attempts; queued work stays queued for the next start. If the HTTP server
 stops accepting connections (out of file descriptors), the gateway stops and exits 1.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
 
@@ -36,6 +36,13 @@ export const gatewayRun: Command = {
     // Takes over SIGINT/SIGTERM now: one that arrives while the gateway starts (or just after
     // it says it listens) stops it gracefully instead of killing it.
     const shutdown = ctx.shutdownSignal;
+    if (values.port !== undefined && !isPort(values.port)) {
+      throw new UsageError(
+        `--port must be a whole number from 0 to 65535 (0: any free port), not ${
+          JSON.stringify(values.port)
+        }`,
+      );
+    }
     const env = values.port === undefined ? ctx.env : { ...ctx.env, WEBHOOK_PORT: values.port };
     let config = await loadConfig(env);
     if (!config.configFileExists && await createDefaultConfig(config.paths.config)) {
@@ -53,6 +60,13 @@ export const gatewayRun: Command = {
     try {
       const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now }).catch(
         (error) => {
+          if (error instanceof Deno.errors.AddrInUse) {
+            const { host, port } = config.webhook;
+            error = new ConflictError(
+              `Cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port}: another ` +
+                "program already does; set another port with --port, or in config.yaml",
+            );
+          }
           log.fatal("cannot start: {reason}", { reason: (error as Error).message, pid: Deno.pid });
           throw error;
         },
@@ -94,3 +108,8 @@ export const gatewayRun: Command = {
     }
   },
 };
+
+/** Whether `text` is a port number, 0 to 65535, in decimal digits. */
+function isPort(text: string): boolean {
+  return /^\d{1,5}$/.test(text) && Number(text) <= 65535;
+}

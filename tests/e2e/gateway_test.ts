@@ -217,6 +217,24 @@ Deno.test("the gateway refuses to start when config.yaml says enabled: false", a
   assert.match(result.stderr, /agent gateway setup/);
 });
 
+Deno.test("gateway run refuses a bad --port as a usage error, and names the address in use", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  for (const port of ["abc", "99999", "0x10", "-1"]) {
+    const result = await runCli(["gateway", "run", "--port", port], { AGENT_HOME: h.home });
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, /--port must be a whole number from 0 to 65535/);
+    assert.doesNotMatch(result.stderr, /WEBHOOK_PORT/);
+  }
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (taken.addr as Deno.NetAddr).port;
+  const result = await runCli(["gateway", "run", "--port", String(port)], { AGENT_HOME: h.home });
+  assert.equal(result.code, 1);
+  assert.match(
+    result.stderr,
+    new RegExp(`Cannot listen on 127\\.0\\.0\\.1:${port}: another program already does`),
+  );
+});
+
 Deno.test("the not-enabled message names a WEBHOOK_ENABLED that overrides config.yaml, and where it is", async () => {
   await using h = await tempHome({ config: enabledConfig(0), env: "WEBHOOK_ENABLED=false\n" });
   const fromFile = await runCli(["webhook", "list"], { AGENT_HOME: h.home });
