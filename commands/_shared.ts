@@ -7,7 +7,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type Config, loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
-import { gatewayRunning } from "../lib/gateway_lock.ts";
+import { gatewayRunning, runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscription_store.ts";
 import type { CommandContext } from "./_command.ts";
 
@@ -34,6 +34,22 @@ export async function loadEnabledConfig(ctx: CommandContext): Promise<Config | n
 export async function untilGatewaySeesChange(config: Config): Promise<void> {
   if (!(await gatewayRunning(config.paths.stateDb))) return;
   await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTION_RECHECK_MS + 20));
+}
+
+/**
+ * The webhook settings that URLs printed for senders are made from: the configuration's, but
+ * with the port of the gateway running with this home when it listens on another one (started
+ * with `gateway run --port`, or `WEBHOOK_PORT` in its own environment), so that the URL printed
+ * is one that answers. A `public_url` is printed as configured.
+ * @param config the command's configuration
+ */
+export async function advertisedWebhook(config: Config): Promise<Config["webhook"]> {
+  if (config.webhook.publicUrl) return config.webhook;
+  const running = await runningGatewayUrl(config.paths.stateDb);
+  const port = running === null ? NaN : Number(new URL(running).port);
+  return Number.isInteger(port) && port > 0 && port !== config.webhook.port
+    ? { ...config.webhook, port }
+    : config.webhook;
 }
 
 /**

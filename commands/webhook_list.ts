@@ -9,7 +9,7 @@ import { UsageError } from "../lib/errors.ts";
 import { allRoutes } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import type { Command } from "./_command.ts";
-import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { advertisedWebhook, loadEnabledConfig, parseFlags } from "./_shared.ts";
 
 const usage = `Usage: agent webhook list [--json]
 
@@ -24,9 +24,10 @@ export const webhookList: Command = {
   async run(argv, ctx) {
     const { values, positionals } = parseFlags(argv, { json: { type: "boolean" } }, usage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
-    const config = await loadEnabledConfig(ctx);
-    if (!config) return 1;
-    const routes = await allRoutes(config);
+    const loaded = await loadEnabledConfig(ctx);
+    if (!loaded) return 1;
+    const routes = await allRoutes(loaded);
+    const config = { ...loaded, webhook: await advertisedWebhook(loaded) };
     if (values.json) {
       const rows = routes.map((route) => ({
         ...route,

@@ -12,6 +12,7 @@ import { updateSubscriptions } from "../lib/subscription_store.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
 import type { Command } from "./_command.ts";
 import {
+  advertisedWebhook,
   generateSecret,
   loadEnabledConfig,
   parseFlags,
@@ -78,7 +79,7 @@ export const webhookRotateSecret: Command = {
     // With --grace 0 the old secret is refused from the moment this command returns.
     await untilGatewaySeesChange(config);
 
-    const url = webhookUrl(config.webhook, name);
+    const url = webhookUrl(await advertisedWebhook(config), name);
     ctx.stdout(
       values.json
         ? JSON.stringify({ name, webhook_url: url, ...secretsOf(record) }, null, 2)

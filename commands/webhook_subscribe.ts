@@ -13,6 +13,7 @@ import { validateTarget } from "../lib/targets/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import type { Command } from "./_command.ts";
 import {
+  advertisedWebhook,
   commaList,
   generateSecret,
   loadEnabledConfig,
@@ -106,7 +107,7 @@ export const webhookSubscribe: Command = {
     // A new name is looked up afresh by the gateway; a changed one may be cached a moment.
     if (updated) await untilGatewaySeesChange(config);
     for (const warning of warnings) ctx.stderr(`Warning: ${warning}`);
-    const url = webhookUrl(config.webhook, name);
+    const url = webhookUrl(await advertisedWebhook(config), name);
     if (values.json) {
       ctx.stdout(JSON.stringify({ name, webhook_url: url, ...record }, null, 2));
       return 0;

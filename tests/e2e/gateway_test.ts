@@ -235,6 +235,28 @@ Deno.test("gateway run refuses a bad --port as a usage error, and names the addr
   );
 });
 
+Deno.test("subscribe, list and rotate-secret print the port the running gateway listens on", async () => {
+  // config.yaml says 8644; the gateway runs with --port (here any free port).
+  await using h = await tempHome({ config: enabledConfig(8644) });
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home }, ["--port", "0"]);
+  const url = `http://localhost:${new URL(gateway.url).port}/webhooks/t7`;
+  const env = { AGENT_HOME: h.home };
+  const subscribed = await runCli(["webhook", "subscribe", "t7"], env);
+  assert.match(subscribed.stdout, new RegExp(`URL: +${url}\n`));
+  const [listed] = JSON.parse((await runCli(["webhook", "list", "--json"], env)).stdout);
+  assert.equal(listed.webhook_url, url);
+  assert.match((await runCli(["webhook", "list"], env)).stdout, new RegExp(`URL: +${url}\n`));
+  const rotated = await runCli(["webhook", "rotate-secret", "t7"], env);
+  assert.match(rotated.stdout, new RegExp(url));
+  // The URL printed answers (401: unsigned), where the configured port has nothing.
+  const response = await fetch(url.replace("localhost", "127.0.0.1"), { method: "POST" });
+  await response.body?.cancel();
+  assert.equal(response.status, 401);
+  await gateway.stop();
+  const stopped = await runCli(["webhook", "list", "--json"], env);
+  assert.equal(JSON.parse(stopped.stdout)[0].webhook_url, "http://localhost:8644/webhooks/t7");
+});
+
 Deno.test("the not-enabled message names a WEBHOOK_ENABLED that overrides config.yaml, and where it is", async () => {
   await using h = await tempHome({ config: enabledConfig(0), env: "WEBHOOK_ENABLED=false\n" });
   const fromFile = await runCli(["webhook", "list"], { AGENT_HOME: h.home });
