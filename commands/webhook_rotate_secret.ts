@@ -30,11 +30,12 @@ const usage =
   `Usage: agent webhook rotate-secret <name> [--grace DURATION] [--secret SECRET] [--json]
 
 Issues a new secret for the subscription <name>. The old secret stays valid for the grace
-period so the sender can be updated; secrets of earlier rotations that have expired are dropped.
+period so the sender can be updated; secrets of earlier rotations still valid end with it at
+the latest, and those that have expired are dropped.
 
 Options:
-  --grace DURATION   how long the old secret is still accepted: 30m, 24h, 7d, 90s, or 0 to
-                     stop it now (a running gateway may accept it for another 100 ms)
+  --grace DURATION   how long the old secrets are still accepted: 30m, 24h, 7d, 90s, or 0 to
+                     stop them all now (after a leak)
                      (default ${DEFAULT_GRACE}, at most 365d)
   --secret SECRET    the new secret (default: 32 random bytes, base64url)
   --json             print the result as JSON`;
@@ -113,8 +114,9 @@ export type PreviousSecret = { secret: string; expires_at: string };
 
 /**
  * The record after a rotation: `newSecret` becomes the secret, the old secret is kept in
- * `previous_secrets` until `nowMs + graceMs` (not kept at all for a zero grace), and entries
- * that have expired, cannot be read, or repeat the new secret are dropped.
+ * `previous_secrets` until `nowMs + graceMs` (not kept at all for a zero grace), earlier
+ * entries that would outlive it end then too, and entries that have expired, cannot be read,
+ * or repeat the new secret are dropped.
  * @param record the stored subscription (not modified)
  * @param newSecret the secret to issue
  * @param options `nowMs`: the clock in milliseconds; `graceMs`: how long the old secret lives
@@ -127,10 +129,17 @@ export function rotate(
   options: { nowMs: number; graceMs: number },
 ): { record: Subscription; retired?: PreviousSecret } {
   const { nowMs, graceMs } = options;
-  // The gateway ignores an entry whose expires_at is unreadable (NaN); drop it too.
-  const previous = (record.previous_secrets ?? []).filter((entry) =>
-    Date.parse(entry.expires_at) > nowMs && entry.secret !== newSecret
-  );
+  // No earlier secret outlives the one retired now: `--grace 0` after a leak leaves the new
+  // secret alone, and `--grace 1h` after a `--grace 7d` ends both old secrets within the hour.
+  const until = nowMs + graceMs;
+  const previous = (record.previous_secrets ?? [])
+    .map((entry) =>
+      Date.parse(entry.expires_at) > until
+        ? { ...entry, expires_at: new Date(until).toISOString() }
+        : entry
+    )
+    // The gateway ignores an entry whose expires_at is unreadable (NaN); drop it too.
+    .filter((entry) => Date.parse(entry.expires_at) > nowMs && entry.secret !== newSecret);
   let retired: PreviousSecret | undefined;
   if (record.secret && graceMs > 0) {
     retired = { secret: record.secret, expires_at: new Date(nowMs + graceMs).toISOString() };
@@ -174,7 +183,7 @@ function describeRotation(
     "",
     old
       ? `Give the sender the new secret before ${old.expires_at}; the old one is refused after.`
-      : "Give the sender the new secret now: requests signed with the old one are refused.",
+      : "Give the sender the new secret now: requests signed with any other are refused.",
   );
   return lines.join("\n");
 }

@@ -6,6 +6,7 @@ import { loadConfig } from "../../lib/config.ts";
 import { NotFoundError, UsageError } from "../../lib/errors.ts";
 import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
 import { openStateStore } from "../../lib/state/mod.ts";
+import { acceptedSecrets } from "../../lib/subscription.ts";
 import { readSubscriptions } from "../../lib/subscription_store.ts";
 import { createApp } from "../../server/app.ts";
 import { createSignatureVerifier } from "../../server/signatures/mod.ts";
@@ -83,6 +84,31 @@ Deno.test("rotate-secret --grace 0 stops the old secret at once", async () => {
   assert.equal(record.previous_secrets, undefined);
   assert.match(ctx.output(), /Old secret:\s+no longer accepted/);
   assert.doesNotMatch(ctx.output(), new RegExp(OLD));
+});
+
+Deno.test("rotate-secret ends earlier secrets with the old one: --grace 0 leaves only the new", async () => {
+  await using h = await homeWithSubscription();
+  await rotateAt(h.home, T0, ["gh", "--grace", "7d", "--secret", "second-secret"]).done;
+  // A shorter grace ends the secret of the earlier rotation with the one retired now.
+  await rotateAt(h.home, T0 + HOUR, ["gh", "--grace", "1h", "--secret", "third-secret"]).done;
+  assert.deepEqual((await stored(h.home)).previous_secrets, [
+    { secret: OLD, expires_at: "2026-03-01T12:00:00.000Z" },
+    { secret: "second-secret", expires_at: "2026-03-01T12:00:00.000Z" },
+  ]);
+  const { ctx, done } = rotateAt(h.home, T0 + HOUR, [
+    "gh",
+    "--grace",
+    "0",
+    "--secret",
+    "fourth-secret",
+  ]);
+  assert.equal(await done, 0);
+  const record = await stored(h.home);
+  assert.equal(record.previous_secrets, undefined);
+  const route = { ...record, name: "gh", origin: "dynamic" as const };
+  assert.deepEqual(acceptedSecrets(route, undefined, T0 + HOUR), ["fourth-secret"]);
+  assert.doesNotMatch(ctx.output(), /Earlier|old-secret|second-secret|third-secret/);
+  assert.match(ctx.output(), /requests signed with any other are refused/);
 });
 
 Deno.test("rotate-secret drops previous secrets that have expired and keeps live ones", async () => {
