@@ -6,7 +6,7 @@
  */
 import { type Config, webhookUrl } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
-import { allRoutes } from "../lib/routes.ts";
+import { routesAndHidden } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import type { Command } from "./_command.ts";
 import { advertisedWebhook, loadEnabledConfig, parseFlags } from "./_shared.ts";
@@ -26,7 +26,13 @@ export const webhookList: Command = {
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
     const loaded = await loadEnabledConfig(ctx);
     if (!loaded) return 1;
-    const routes = await allRoutes(loaded);
+    const { routes, hidden } = await routesAndHidden(loaded);
+    for (const name of hidden) {
+      ctx.stderr(
+        `Warning: subscription "${name}" in ${loaded.paths.subscriptions} is never served: ` +
+          `config.yaml has a static route of that name, which wins. Rename one of them.`,
+      );
+    }
     const config = { ...loaded, webhook: await advertisedWebhook(loaded) };
     if (values.json) {
       const rows = routes.map((route) => ({

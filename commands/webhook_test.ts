@@ -17,7 +17,7 @@ import {
   payloadTypeField,
   usable,
 } from "../lib/event_info.ts";
-import { isSchemeName, SCHEME_NAMES, type SchemeName } from "../server/signatures/mod.ts";
+import type { SchemeName } from "../server/signatures/mod.ts";
 import { signRequest } from "../server/signatures/sign.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
@@ -57,14 +57,8 @@ export const webhookTest: Command = {
       ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
       return 1;
     }
-    const scheme = route.auth ?? "github";
-    if (!isSchemeName(scheme)) {
-      ctx.stderr(
-        `Subscription "${name}" is pinned to an unknown signature scheme "${scheme}" (valid: ` +
-          `${SCHEME_NAMES.join(", ")}), so the gateway refuses its requests.`,
-      );
-      return 1;
-    }
+    // Reading the files refused an `auth` that names no scheme.
+    const scheme = (route.auth ?? "github") as SchemeName;
     const sent = placeEvent(
       scheme,
       payload,

@@ -16,8 +16,7 @@ import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.
 import { ConfigError } from "./errors.ts";
 import { unbracketed } from "./gateway_lock.ts";
 import { type HomePaths, homePaths } from "./home.ts";
-import { checkRecord, NAME_PATTERN, type Route } from "./subscription.ts";
-import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
+import { checkRecord, checkTargetAndScheme, NAME_PATTERN, type Route } from "./subscription.ts";
 import { TARGET_NAMES } from "./targets/mod.ts";
 import { parseHome } from "./targets/origin.ts";
 
@@ -284,20 +283,7 @@ function staticRoutes(value: unknown, file: string): Map<string, Route> {
       throw new ConfigError(`${key} in ${file} must be a mapping of subscription fields`, { file });
     }
     const checked = checkRecord(record as Record<string, unknown>, `${key} in ${file}`, file);
-    if (checked.deliver !== undefined && !TARGET_NAMES.includes(checked.deliver)) {
-      throw new ConfigError(
-        `${key}.deliver in ${file}: unknown target "${checked.deliver}"; valid targets: ` +
-          TARGET_NAMES.join(", "),
-        { file },
-      );
-    }
-    if (checked.auth !== undefined && !isSchemeName(checked.auth)) {
-      throw new ConfigError(
-        `${key}.auth in ${file}: unknown signature scheme "${checked.auth}"; valid schemes: ` +
-          SCHEME_NAMES.join(", "),
-        { file },
-      );
-    }
+    checkTargetAndScheme(checked, (field) => `${key}.${field} in ${file}`, file);
     routes.set(name, { ...checked, name, origin: "static" });
   }
   return routes;

@@ -58,12 +58,26 @@ export function findRoute(
  * @throws ConfigError when the subscription file is corrupt
  */
 export async function allRoutes(config: Config): Promise<Route[]> {
+  return (await routesAndHidden(config)).routes;
+}
+
+/**
+ * {@link allRoutes}, and the names of the subscriptions it skips because a static route has
+ * their name (the gateway never serves them), sorted.
+ * @throws ConfigError when the subscription file is corrupt
+ */
+export async function routesAndHidden(
+  config: Config,
+): Promise<{ routes: Route[]; hidden: string[] }> {
   const records = await readSubscriptions(config.paths.subscriptions);
-  const dynamic = Object.keys(records)
+  const names = Object.keys(records).sort();
+  const dynamic = names
     .filter((name) => !config.webhook.routes.has(name))
-    .sort()
     .map((name): Route => ({ ...records[name], name, origin: "dynamic" }));
-  return [...config.webhook.routes.values(), ...dynamic];
+  return {
+    routes: [...config.webhook.routes.values(), ...dynamic],
+    hidden: names.filter((name) => config.webhook.routes.has(name)),
+  };
 }
 
 /**

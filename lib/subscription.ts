@@ -6,6 +6,8 @@
  * @module
  */
 import { ConfigError } from "./errors.ts";
+import { TARGET_NAMES } from "./targets/mod.ts";
+import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 
 /** Where a subscription comes from: the CLI-managed file, or `config.yaml` (read-only). */
 export type RouteOrigin = "dynamic" | "static";
@@ -85,6 +87,35 @@ const TEXT_FIELDS = [
   "created_at",
   "updated_at",
 ];
+
+/**
+ * Refuses a `deliver` that names no target and an `auth` that names no signature scheme: the
+ * checks `checkRecord` leaves to its callers, which word where the field is.
+ * @param record a record `checkRecord` passed
+ * @param field names a field for the message, e.g. `routes.ci.deliver in config.yaml`
+ * @param file the file the record is in
+ * @throws ConfigError with the valid names
+ */
+export function checkTargetAndScheme(
+  record: Subscription,
+  field: (name: "deliver" | "auth") => string,
+  file: string,
+): void {
+  if (record.deliver !== undefined && !TARGET_NAMES.includes(record.deliver)) {
+    throw new ConfigError(
+      `${field("deliver")}: unknown target "${record.deliver}"; valid targets: ` +
+        TARGET_NAMES.join(", "),
+      { file },
+    );
+  }
+  if (record.auth !== undefined && !isSchemeName(record.auth)) {
+    throw new ConfigError(
+      `${field("auth")}: unknown signature scheme "${record.auth}"; valid schemes: ` +
+        SCHEME_NAMES.join(", "),
+      { file },
+    );
+  }
+}
 
 /**
  * Checks the field types of one record read from a file and normalises what people naturally

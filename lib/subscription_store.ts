@@ -7,7 +7,12 @@
  */
 import { withFileLock, withoutByteOrderMark, writeFileAtomic } from "./_fs.ts";
 import { ConfigError } from "./errors.ts";
-import { checkRecord, type Subscription } from "./subscription.ts";
+import {
+  checkRecord,
+  checkTargetAndScheme,
+  NAME_PATTERN,
+  type Subscription,
+} from "./subscription.ts";
 
 /** The file's content: subscription records keyed by name. */
 export type SubscriptionRecords = Record<string, Subscription>;
@@ -59,7 +64,12 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
         file: path,
       });
     }
-    records[name] = checkRecord(record, `subscription "${name}" in ${path}`, path);
+    const where = `subscription "${name}" in ${path}`;
+    if (!NAME_PATTERN.test(name)) {
+      throw new ConfigError(`${where}: the name must match ${NAME_PATTERN.source}`, { file: path });
+    }
+    records[name] = checkRecord(record, where, path);
+    checkTargetAndScheme(records[name], (field) => `${where}: ${field}`, path);
   }
   return records;
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runCommand } from "../../commands/mod.ts";
-import { UsageError } from "../../lib/errors.ts";
+import { ConfigError, UsageError } from "../../lib/errors.ts";
 import { readSubscriptions } from "../../lib/subscription_store.ts";
 import { createSignatureVerifier } from "../../server/signatures/mod.ts";
 import { Webhook as StandardWebhook } from "standardwebhooks";
@@ -140,6 +140,22 @@ Deno.test("list shows dynamic subscriptions and static routes with URL, events, 
   assert.equal(rows[1].secret, "my-secret-123");
 });
 
+Deno.test("list warns of a subscription that a static route of the same name hides", async () => {
+  await using h = await tempHome({ config: STATIC });
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({ "ci-alerts": { secret: "hidden-secret-1" }, gh: { secret: "gh-secret-1" } }),
+  );
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  assert.match(
+    ctx.err.join("\n"),
+    /Warning: subscription "ci-alerts" in .*webhook_subscriptions\.json is never served: config\.yaml has a static route of that name/,
+  );
+  assert.doesNotMatch(ctx.out.join("\n"), /hidden-secret-1/);
+  assert.match(ctx.out.join("\n"), /ci-alerts\s+\[static, config\.yaml\]/);
+});
+
 Deno.test("remove deletes a subscription; an unknown name is an error", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const env = { AGENT_HOME: h.home };
@@ -184,8 +200,13 @@ Deno.test("test names a hand-edited auth that is no scheme instead of sending", 
   records.gh.auth = "svix";
   await Deno.writeTextFile(file, JSON.stringify(records));
   const ctx = fakeContext(env);
-  assert.equal(await runCommand(["webhook", "test", "gh"], ctx), 1);
-  assert.match(ctx.err.join("\n"), /pinned to an unknown signature scheme "svix" \(valid: github,/);
+  await assert.rejects(
+    runCommand(["webhook", "test", "gh"], ctx),
+    (error: Error) =>
+      error instanceof ConfigError &&
+      /subscription "gh" in .*: auth: unknown signature scheme "svix"; valid schemes: github,/
+        .test(error.message),
+  );
   assert.doesNotMatch(ctx.err.join("\n"), /is the gateway running/, "nothing was sent");
 });
 

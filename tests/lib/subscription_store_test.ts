@@ -102,6 +102,33 @@ Deno.test("readSubscriptions() refuses a record with a badly typed field, naming
   );
 });
 
+Deno.test("readSubscriptions() refuses a hand-edited bad name, target or scheme, naming the record", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [
+      { "Bad Name": { secret: "s" } },
+      /subscription "Bad Name" in .*: the name must match \^\[a-z0-9\]/,
+    ],
+    [
+      { pig: { secret: "s", deliver: "pigeon" } },
+      /subscription "pig" in .*: deliver: unknown target "pigeon"; valid targets: log, telegram/,
+    ],
+    [
+      { pin: { secret: "s", auth: "svix" } },
+      /subscription "pin" in .*: auth: unknown signature scheme "svix"; valid schemes: github/,
+    ],
+  ];
+  for (const [records, message] of cases) {
+    await Deno.writeTextFile(path, JSON.stringify(records));
+    await assert.rejects(
+      () => readSubscriptions(path),
+      (error: Error) => error instanceof ConfigError && message.test(error.message),
+      JSON.stringify(records),
+    );
+  }
+});
+
 Deno.test("readSubscriptions() reads a file saved with a byte-order mark", async () => {
   await using h = await tempHome();
   const path = join(h.home, "webhook_subscriptions.json");
