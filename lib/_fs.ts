@@ -5,6 +5,7 @@
  * @module
  */
 import { dirname } from "node:path";
+import { ConfigError } from "./errors.ts";
 
 /**
  * Writes all of `bytes` to `writer`, which may take them a few at a time (`Deno.stderr`, a
@@ -39,8 +40,10 @@ export function withoutByteOrderMark(text: string): string {
  * @param edit reads, changes and writes the file; its result is returned
  */
 export async function withFileLock<T>(path: string, edit: () => Promise<T>): Promise<T> {
-  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  using lock = await Deno.open(`${path}.lock`, { create: true, write: true, mode: 0o600 });
+  using lock = await cannotWrite(path, async () => {
+    await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    return await Deno.open(`${path}.lock`, { create: true, write: true, mode: 0o600 });
+  });
   await lock.lock(true);
   try {
     return await edit();
@@ -57,15 +60,39 @@ export async function withFileLock<T>(path: string, edit: () => Promise<T>): Pro
  */
 export async function writeFileAtomic(path: string, text: string): Promise<void> {
   const temp = `${path}.${crypto.randomUUID()}.tmp`;
+  await cannotWrite(path, async () => {
+    try {
+      using file = await Deno.open(temp, {
+        create: true,
+        write: true,
+        truncate: true,
+        mode: 0o600,
+      });
+      await writeAll(file, new TextEncoder().encode(text));
+      await file.sync();
+      await Deno.chmod(temp, 0o600);
+      await Deno.rename(temp, path);
+    } catch (error) {
+      await Deno.remove(temp).catch(() => {});
+      throw error;
+    }
+  });
+}
+
+/**
+ * Runs file system work for `path`, turning what the system refuses (a read-only or full home,
+ * a folder where a file should be) into a ConfigError naming the file, which the CLI prints
+ * without a stack trace.
+ * @throws ConfigError `Cannot write <path>: <the system's reason>`
+ */
+async function cannotWrite<T>(path: string, work: () => Promise<T>): Promise<T> {
   try {
-    using file = await Deno.open(temp, { create: true, write: true, truncate: true, mode: 0o600 });
-    await file.write(new TextEncoder().encode(text));
-    await file.sync();
-    await Deno.chmod(temp, 0o600);
-    await Deno.rename(temp, path);
+    return await work();
   } catch (error) {
-    await Deno.remove(temp).catch(() => {});
-    throw error;
+    if (!(error instanceof Error) || !Object.values(Deno.errors).some((c) => error instanceof c)) {
+      throw error;
+    }
+    throw new ConfigError(`Cannot write ${path}: ${error.message}`, { file: path, cause: error });
   }
 }
 

@@ -156,6 +156,26 @@ Deno.test("list warns of a subscription that a static route of the same name hid
   assert.match(ctx.out.join("\n"), /ci-alerts\s+\[static, config\.yaml\]/);
 });
 
+Deno.test("a home the CLI cannot write to gets an error naming the file, without a stack trace", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home };
+  // A folder where the lock file should be: refused even to root, as a read-only home is to
+  // a user.
+  await Deno.mkdir(join(h.home, "webhook_subscriptions.json.lock"));
+  const subscribed = await runCli(["webhook", "subscribe", "gh"], env);
+  assert.equal(subscribed.code, 1);
+  assert.match(
+    subscribed.stderr,
+    /^Error: Cannot write .*webhook_subscriptions\.json: Is a directory/,
+  );
+  assert.doesNotMatch(subscribed.stderr, /\n\s+at /);
+  await Deno.mkdir(join(h.home, "config.yaml.lock"));
+  const setup = await runCli(["gateway", "setup", "--port", "8700"], env);
+  assert.equal(setup.code, 1);
+  assert.match(setup.stderr, /^Error: Cannot write .*config\.yaml: /);
+  assert.doesNotMatch(setup.stderr, /\n\s+at /);
+});
+
 Deno.test("remove deletes a subscription; an unknown name is an error", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const env = { AGENT_HOME: h.home };
