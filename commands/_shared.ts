@@ -62,18 +62,51 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   options: T,
   usage: string,
 ) {
+  let parsed;
   try {
     // allowNegative: `--no-deliver-only` turns a boolean option back off on update.
-    return parseArgs({
+    parsed = parseArgs({
       args: joinNegativeValues(argv, options),
       options,
       allowPositionals: true,
       allowNegative: true,
       strict: true,
+      tokens: true,
     });
   } catch (error) {
     throw new UsageError(`${explainParseError(error as Error, options)}\n\n${usage}`);
   }
+  // parseArgs keeps the last of a flag given twice: `--events a --events b` would drop `a`
+  // unsaid, and `--deliver-only --no-deliver-only` would depend on the order.
+  const given = new Map<string, string[]>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option") continue;
+    // Deno's parseArgs names `--no-x` "no-x" (Node's names it "x").
+    const name = !Object.hasOwn(options, token.name) && token.name.startsWith("no-")
+      ? token.name.slice(3)
+      : token.name;
+    if (options[name]?.multiple) continue;
+    given.set(name, [...given.get(name) ?? [], token.rawName]);
+  }
+  for (const [name, forms] of given) {
+    if (forms.length < 2) continue;
+    const list = options[name]?.type === "string" ? " (a list is comma-separated: a,b)" : "";
+    throw new UsageError(
+      `--${name} is given ${forms.length} times (${forms.join(", ")}): give it once${list}` +
+        `\n\n${usage}`,
+    );
+  }
+  return { values: parsed.values, positionals: parsed.positionals };
+}
+
+/**
+ * A whole number written in decimal digits, as flags take them.
+ * @param text the flag's value
+ * @returns the number, or NaN for anything else (`1e3`, `0x10`, `-1`, `1.5`, blanks), which
+ *   `Number()` would take
+ */
+export function wholeNumber(text: string): number {
+  return /^\d+$/.test(text) ? Number(text) : NaN;
 }
 
 /**

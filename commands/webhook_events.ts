@@ -15,7 +15,7 @@ import {
 } from "../lib/state/mod.ts";
 import { readSubscriptionsOrError } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
-import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { loadEnabledConfig, parseFlags, wholeNumber } from "./_shared.ts";
 
 const STATUSES: readonly EventStatus[] = ["queued", "running", "delivered", "failed"];
 
@@ -50,12 +50,7 @@ export const webhookEvents: Command = {
     if (status !== undefined && !STATUSES.includes(status)) {
       throw new UsageError(`--status must be one of: ${STATUSES.join(", ")}`);
     }
-    // Digits only: Number() would also take 1e1 and 0x10.
-    const limit = values.limit === undefined
-      ? 20
-      : /^\d+$/.test(values.limit)
-      ? Number(values.limit)
-      : NaN;
+    const limit = values.limit === undefined ? 20 : wholeNumber(values.limit);
     if (!Number.isSafeInteger(limit) || limit < 1) {
       throw new UsageError("--limit must be a whole number ≥ 1");
     }

@@ -19,6 +19,7 @@ import {
   loadEnabledConfig,
   parseFlags,
   untilGatewaySeesChange,
+  wholeNumber,
 } from "./_shared.ts";
 
 const usage = `Usage: agent webhook subscribe <name> [options]
@@ -153,7 +154,7 @@ function optionsToRecord(values: Record<string, string | boolean | undefined>): 
     record.previous_secrets = undefined;
   }
   if (text("rate-limit") !== undefined) {
-    const limit = Number(text("rate-limit"));
+    const limit = wholeNumber(text("rate-limit")!);
     if (!Number.isSafeInteger(limit) || limit < 1) {
       throw new UsageError("--rate-limit must be a whole number of requests per minute (≥ 1)");
     }

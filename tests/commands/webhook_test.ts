@@ -176,6 +176,33 @@ Deno.test("a home the CLI cannot write to gets an error naming the file, without
   assert.doesNotMatch(setup.stderr, /\n\s+at /);
 });
 
+Deno.test("subscribe refuses a flag given twice and numbers that are not plain digits", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home };
+  const cases: [string[], RegExp][] = [
+    [["--events", "issues", "--events", "push"], /--events is given 2 times .*comma-separated/],
+    [
+      ["--deliver-only", "--no-deliver-only"],
+      /--deliver-only is given 2 times \(--deliver-only, --no-deliver-only\)/,
+    ],
+    [["--deliver", "slack", "--deliver", "discord"], /--deliver is given 2 times/],
+    [["--rate-limit", "0x10"], /--rate-limit must be a whole number/],
+    [["--rate-limit", "1e3"], /--rate-limit must be a whole number/],
+  ];
+  for (const [flags, message] of cases) {
+    await assert.rejects(
+      runCommand(["webhook", "subscribe", "gh", ...flags], fakeContext(env)),
+      (error: Error) => error instanceof UsageError && message.test(error.message),
+      flags.join(" "),
+    );
+  }
+  assert.deepEqual(await readSubscriptions(join(h.home, "webhook_subscriptions.json")), {});
+  // Once each, both forms work.
+  await runCommand(["webhook", "subscribe", "gh", "--rate-limit", "16"], fakeContext(env));
+  const records = await readSubscriptions(join(h.home, "webhook_subscriptions.json"));
+  assert.equal(records.gh.rate_limit, 16);
+});
+
 Deno.test("remove deletes a subscription; an unknown name is an error", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const env = { AGENT_HOME: h.home };
