@@ -12,12 +12,14 @@ import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscription_store.ts";
 import type { CommandContext } from "./_command.ts";
 
 /**
- * Loads the configuration and checks that the webhook platform is enabled.
+ * Loads the configuration, prints its warnings (unknown keys) and checks that the webhook
+ * platform is enabled.
  * @returns the configuration, or null after printing the "not enabled" message (exit 1)
  * @throws ConfigError for malformed configuration files
  */
 export async function loadEnabledConfig(ctx: CommandContext): Promise<Config | null> {
   const config = await loadConfig(ctx.env);
+  for (const warning of config.warnings) ctx.stderr(`Warning: ${warning}`);
   if (config.webhook.enabled) return config;
   ctx.stderr(platformDisabledMessage(config.paths, config.webhook.enabledBy));
   return null;

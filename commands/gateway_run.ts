@@ -57,6 +57,7 @@ export const gatewayRun: Command = {
     // Starts, stops and failed starts are in the log file too, which --quiet leaves as the only
     // record (a failed start's message is also printed on standard error).
     const log = getLogger(["agent", "gateway"]);
+    for (const warning of config.warnings) log.warn(warning);
     try {
       const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now }).catch(
         (error) => {

@@ -85,6 +85,7 @@ export const gatewaySetup: Command = {
     }
     // Only config.yaml's own values: a WEBHOOK_* override in the environment is not saved.
     const config = await loadConfig(ctx.env, { fileOnly: true });
+    for (const warning of config.warnings) ctx.stderr(`Warning: ${warning}`);
     const current = config.webhook;
     const flagged = Object.keys(values).length > 0;
     if (!flagged && !ctx.isTerminal) {

@@ -80,6 +80,61 @@ export interface Config {
   agent: AgentSettings & { maxConcurrency: number; retry: RetrySettings };
   /** Process env merged over `.env`: tokens, home channels and API URLs for the targets. */
   env: Record<string, string | undefined>;
+  /**
+   * What is wrong in `config.yaml` without stopping anything: keys of the webhook platform's
+   * sections that no version reads (a misspelt `prot:` would leave the port at its default
+   * unsaid), one sentence each. Commands print them on standard error; the gateway logs them.
+   */
+  warnings: string[];
+}
+
+/** The keys read from each section of `config.yaml` the webhook platform owns. */
+const KNOWN_KEYS = {
+  "platforms.webhook": ["enabled", "extra"],
+  "platforms.webhook.extra": [
+    "host",
+    "port",
+    "secret",
+    "public_url",
+    "rate_limit",
+    "max_body_bytes",
+    "idempotency_ttl",
+    "retention_days",
+    "home",
+    "routes",
+  ],
+  route: [
+    "description",
+    "events",
+    "secret",
+    "previous_secrets",
+    "auth",
+    "prompt",
+    "skills",
+    "deliver",
+    "deliver_extra",
+    "deliver_only",
+    "rate_limit",
+    "created_at",
+    "updated_at",
+  ],
+};
+
+/**
+ * One warning per key of `section` that is not in `known`.
+ * @param section a mapping read from `config.yaml`
+ * @param path the section's dotted key, e.g. `platforms.webhook.extra`
+ */
+function unknownKeys(
+  section: Record<string, unknown>,
+  path: string,
+  known: readonly string[],
+  file: string,
+): string[] {
+  return Object.keys(section).filter((key) => !known.includes(key)).map((key) =>
+    `${path}.${key} in ${file} is not a setting and is ignored (a typo?); ${path} takes: ` +
+    known.join(", ")
+  );
 }
 
 /**
@@ -144,12 +199,37 @@ export async function loadConfig(
     homeTarget: toHomeTarget(toText(extra.home, at("home")) || undefined, at("home")),
     routes: staticRoutes(extra.routes, paths.config),
   };
+  const routes = extra.routes !== null && typeof extra.routes === "object"
+    ? Object.entries(extra.routes as Record<string, Record<string, unknown>>)
+    : [];
   return {
     paths,
     configFileExists: yaml.exists,
     webhook,
     agent: agentSettings(agentYaml, env, paths.config),
     env,
+    warnings: [
+      ...unknownKeys(
+        webhookYaml,
+        "platforms.webhook",
+        KNOWN_KEYS["platforms.webhook"],
+        paths.config,
+      ),
+      ...unknownKeys(
+        extra,
+        "platforms.webhook.extra",
+        KNOWN_KEYS["platforms.webhook.extra"],
+        paths.config,
+      ),
+      ...routes.flatMap(([name, record]) =>
+        unknownKeys(
+          record,
+          `platforms.webhook.extra.routes.${name}`,
+          KNOWN_KEYS.route,
+          paths.config,
+        )
+      ),
+    ],
   };
 }
 

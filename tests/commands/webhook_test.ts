@@ -203,6 +203,16 @@ Deno.test("subscribe refuses a flag given twice and numbers that are not plain d
   assert.equal(records.gh.rate_limit, 16);
 });
 
+Deno.test("webhook commands print config.yaml's unknown keys as warnings and go on", async () => {
+  await using h = await tempHome({ config: enabledConfig(8644, "      prot: 9999\n") });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  assert.match(
+    ctx.err.join("\n"),
+    /^Warning: platforms\.webhook\.extra\.prot in .*config\.yaml is not a setting/,
+  );
+});
+
 Deno.test("remove deletes a subscription; an unknown name is an error", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const env = { AGENT_HOME: h.home };

@@ -291,3 +291,31 @@ for (const line of ["my.key=1", "MY-KEY=1", "1PASSWORD_ITEM=x", "$A=1"]) {
     assert.equal((await loadConfig({ AGENT_HOME: h.home })).env.OPENAI_API_KEY, "sk-1");
   });
 }
+
+Deno.test("loadConfig() warns of keys the webhook sections do not take, and of none else", async () => {
+  await using h = await tempHome({
+    config: "platforms:\n  webhook:\n    enabled: true\n    enable: true\n    extra:\n" +
+      "      prot: 9999\n      routes:\n        ci: {event: [pipeline], deliver: log}\n" +
+      "  telegram:\n    anything: 1\nagent:\n  model: gpt-4o-mini\nsomething_else: 1\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.port, 8644);
+  assert.deepEqual(config.warnings.map((warning) => warning.split(" ")[0]), [
+    "platforms.webhook.enable",
+    "platforms.webhook.extra.prot",
+    "platforms.webhook.extra.routes.ci.event",
+  ]);
+  assert.match(
+    config.warnings[1],
+    /^platforms\.webhook\.extra\.prot in .*config\.yaml is not a setting and is ignored \(a typo\?\); platforms\.webhook\.extra takes: host, port,/,
+  );
+  // The contract's example config: every key known.
+  await using full = await tempHome({
+    config: "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n" +
+      "      port: 8644\n      secret: global-secret\n      public_url: https://hooks.example.com\n" +
+      "      rate_limit: 60\n      max_body_bytes: 1048576\n      idempotency_ttl: 86400\n" +
+      "      retention_days: 7\n      home: telegram:123456\n      routes:\n" +
+      "        ci-alerts: {events: [pipeline], prompt: x, deliver: slack, deliver_extra: {chat_id: C0123}}\n",
+  });
+  assert.deepEqual((await loadConfig({ AGENT_HOME: full.home })).warnings, []);
+});
