@@ -447,7 +447,10 @@ async function readYamlFile(path: string): Promise<{ exists: boolean; data: unkn
   try {
     return { exists: true, data: parseYaml(text) ?? {} };
   } catch (error) {
-    throw new ConfigError(`${path} is not valid YAML: ${(error as Error).message}`, {
+    // The parser's message ends with a picture of the line, often an empty one past the end of
+    // the file with a lone caret: its first line says what and where.
+    const what = (error as Error).message.split("\n")[0].replace(/:$/, "");
+    throw new ConfigError(`${path} is not valid YAML: ${what}`, {
       file: path,
       cause: error,
     });

@@ -49,7 +49,9 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
   const document = parseDocument(text);
   if (document.errors.length > 0) {
     throw new ConfigError(
-      `${file} is not valid YAML (${document.errors[0].message}); it was not changed`,
+      `${file} is not valid YAML (${
+        document.errors[0].message.split("\n")[0].replace(/:$/, "")
+      }); it was not changed`,
       { file },
     );
   }

@@ -131,7 +131,15 @@ Deno.test("loadConfig() refuses durations and counts past their limits, and list
 
 Deno.test("loadConfig() refuses broken YAML with the file's name", async () => {
   await using h = await tempHome({ config: "platforms: [unclosed\n" });
-  await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), /config\.yaml is not valid YAML/);
+  await assert.rejects(
+    () => loadConfig({ AGENT_HOME: h.home }),
+    (error: Error) => {
+      // What and where, on one line: not the parser's picture of an empty line with a caret.
+      assert.match(error.message, /config\.yaml is not valid YAML: .* at line 2, column 1$/);
+      assert.doesNotMatch(error.message, /\n/);
+      return true;
+    },
+  );
 });
 
 Deno.test("loadConfig() reads static routes and refuses a bad route name", async () => {
