@@ -113,7 +113,7 @@ export const webhookSubscribe: Command = {
       ctx.stdout(JSON.stringify({ name, webhook_url: url, ...record }, null, 2));
       return 0;
     }
-    ctx.stdout(describe(name, url, record, updated ? "Updated" : "Created"));
+    ctx.stdout(describe(name, url, record, updated ? "Updated" : "Created", config.env));
     return 0;
   },
 };
@@ -200,14 +200,34 @@ async function checkSkills(
   );
 }
 
+/** The chat targets whose messages go to `<TARGET>_HOME_CHANNEL` when no chat id is given. */
+const HOME_CHANNELS: Record<string, string> = {
+  telegram: "TELEGRAM_HOME_CHANNEL",
+  discord: "DISCORD_HOME_CHANNEL",
+  slack: "SLACK_HOME_CHANNEL",
+};
+
 /**
  * The human-readable summary printed by `subscribe`.
  * @param verb "Created" or "Updated"
+ * @param env the configuration's environment, for the home channel a chat target falls back to
  */
-export function describe(name: string, url: string, record: Subscription, verb: string): string {
-  const prompt = record.prompt ?? "(none: the whole JSON payload is sent)";
+function describe(
+  name: string,
+  url: string,
+  record: Subscription,
+  verb: string,
+  env: Record<string, string | undefined>,
+): string {
+  // An empty --prompt is no prompt: the gateway sends the default one.
+  const prompt = record.prompt || "(none: the whole JSON payload is sent)";
   const preview = prompt.length > 100 ? `${prompt.slice(0, 100)}…` : prompt;
-  const chat = record.deliver_extra?.chat_id ? ` (chat ${record.deliver_extra.chat_id})` : "";
+  const home = HOME_CHANNELS[record.deliver ?? ""];
+  const chat = record.deliver_extra?.chat_id
+    ? ` (chat ${record.deliver_extra.chat_id})`
+    : home && env[home]
+    ? ` (chat ${env[home]}, from ${home})`
+    : "";
   return [
     `${verb} subscription "${name}"`,
     `  URL:     ${url}`,
@@ -216,6 +236,7 @@ export function describe(name: string, url: string, record: Subscription, verb: 
     `  Deliver: ${record.deliver ?? "log"}${chat}`,
     `  Mode:    ${record.deliver_only ? "direct delivery (no agent run)" : "agent run"}`,
     `  Prompt:  ${preview}`,
+    ...(record.rate_limit ? [`  Limit:   ${record.rate_limit} requests/minute`] : []),
     "",
     "Configure the sender with this URL and secret, then try it: agent webhook test " + name,
   ].join("\n");

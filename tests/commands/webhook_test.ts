@@ -35,6 +35,25 @@ Deno.test("subscribe prints the URL and a 43-character secret and stores the rec
   assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
 });
 
+Deno.test("subscribe's summary names the home channel, the default prompt and the rate limit", async () => {
+  await using h = await tempHome({
+    config: enabledConfig(),
+    env: "TELEGRAM_BOT_TOKEN=1:x\nTELEGRAM_HOME_CHANNEL=-100555\n",
+  });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(
+    ["webhook", "subscribe", "tg", "--deliver", "telegram", "--prompt", "", "--rate-limit", "30"],
+    ctx,
+  );
+  const output = ctx.output();
+  assert.match(output, /Deliver: telegram \(chat -100555, from TELEGRAM_HOME_CHANNEL\)\n/);
+  assert.match(output, /Prompt: +\(none: the whole JSON payload is sent\)\n/);
+  assert.match(output, /Limit: +30 requests\/minute\n/);
+  const given = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "tg", "--deliver-chat-id", "42"], given);
+  assert.match(given.output(), /Deliver: telegram \(chat 42\)\n/);
+});
+
 Deno.test("subscribe on an existing name updates it, keeping the secret and created_at", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   let clock = Date.parse("2026-01-01T00:00:00Z");
