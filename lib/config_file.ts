@@ -61,7 +61,8 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
     });
   }
   for (const edit of edits) document.setIn(edit.path, edit.value);
-  await writeFileAtomic(file, document.toString());
+  // Flow collections as people write them (and CONTRACT does): `{events: [pipeline]}`.
+  await writeFileAtomic(file, document.toString({ flowCollectionPadding: false }));
 }
 
 /**
