@@ -33,15 +33,20 @@ export const COMMANDS: readonly Command[] = [
   gatewayUninstall,
 ];
 
-/** The top-level help text. */
-export function helpText(): string {
+/**
+ * The top-level help text.
+ * @param agentHome `AGENT_HOME`, when set: the home folder the help names
+ */
+export function helpText(agentHome?: string): string {
   return [
     "Usage: agent <command> [options]   (agent <command> --help for its options)",
     "",
     "Commands:",
     commandList(COMMANDS),
     "",
-    "Home folder: ~/.agent (set AGENT_HOME to use another).",
+    agentHome
+      ? `Home folder: ${agentHome} (from AGENT_HOME; ~/.agent without it).`
+      : "Home folder: ~/.agent (set AGENT_HOME to use another).",
   ].join("\n");
 }
 
@@ -61,7 +66,7 @@ function commandList(commands: readonly Command[]): string {
  */
 export async function runCommand(argv: string[], ctx: CommandContext): Promise<number> {
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
-    ctx.stdout(helpText());
+    ctx.stdout(helpText(ctx.env.AGENT_HOME || undefined));
     return argv.length === 0 ? 2 : 0;
   }
   const command = COMMANDS.find((c) => c.path.every((word, i) => argv[i] === word));
@@ -72,11 +77,17 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
     return argv[1] === undefined ? 2 : 0;
   }
   if (!command) {
-    throw new UsageError(`Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${helpText()}`);
+    throw new UsageError(
+      `Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${
+        helpText(ctx.env.AGENT_HOME || undefined)
+      }`,
+    );
   }
   const rest = argv.slice(command.path.length);
   if (rest.includes("--help") || rest.includes("-h")) {
-    ctx.stdout(command.usage);
+    // The files a command's help names are in this home.
+    const home = ctx.env.AGENT_HOME;
+    ctx.stdout(home ? command.usage.replaceAll("~/.agent", home) : command.usage);
     return 0;
   }
   return await command.run(rest, ctx);

@@ -403,6 +403,20 @@ Deno.test("agent webhook --help and agent gateway list their commands", async ()
   await assert.rejects(runCommand(["webhook", "subscrib"], fakeContext({})), UsageError);
 });
 
+Deno.test("help names the home folder AGENT_HOME sets, not ~/.agent", async () => {
+  const env = { AGENT_HOME: "/srv/hooks" };
+  const top = fakeContext(env);
+  assert.equal(await runCommand(["--help"], top), 0);
+  assert.match(top.output(), /Home folder: \/srv\/hooks \(from AGENT_HOME/);
+  const run = fakeContext(env);
+  assert.equal(await runCommand(["gateway", "run", "--help"], run), 0);
+  assert.match(run.output(), /\/srv\/hooks\/logs\/gateway\.log/);
+  assert.doesNotMatch(run.output(), /~\/\.agent/);
+  const plain = fakeContext({});
+  await runCommand(["gateway", "run", "--help"], plain);
+  assert.match(plain.output(), /~\/\.agent\/logs\/gateway\.log/);
+});
+
 Deno.test("subscribe refuses an empty --events (an unset variable) and takes --events all", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
