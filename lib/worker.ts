@@ -154,6 +154,8 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   let pumpQueued = false;
   /** The store refused a write: the worker leaves it alone until the timer ends this. */
   let storeResting = false;
+  /** Whether the events left `running` by a gateway that died are queued again. */
+  let interruptedResumed = false;
   let cancelTimer: (() => void) | undefined;
   /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
@@ -165,6 +167,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
 
   function pump(): void {
     if (!started || stopping || storeResting) return;
+    if (!interruptedResumed && !resumeInterrupted()) return restStore();
     if (!recordHeldOutcomes()) return restStore();
     const free = maxConcurrency - running.size;
     if (free > 0) {
@@ -178,6 +181,28 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       }
     }
     wakeLater();
+  }
+
+  /**
+   * Requeues the events a gateway that died left `running`, before the first claim. A store
+   * that refuses the write (locked past its busy timeout, or a full disk) does not stop the
+   * start: the worker rests and tries again, as after any refused write, while ingest answers
+   * 503 until the store takes writes again.
+   * @returns false when the store refused
+   */
+  function resumeInterrupted(): boolean {
+    try {
+      const count = store.recoverInterrupted(deps.now());
+      interruptedResumed = true;
+      if (count > 0) log("info", "resumed interrupted events", { count });
+      return true;
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      log("error", "cannot resume interrupted events yet; trying again", {
+        error: describe(error),
+      });
+      return false;
+    }
   }
 
   /**
@@ -522,8 +547,6 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       if (started) return;
       started = true;
       stopping = false;
-      const recovered = store.recoverInterrupted(deps.now());
-      if (recovered > 0) log("info", "resumed interrupted events", { count: recovered });
       pump();
     },
     notify() {

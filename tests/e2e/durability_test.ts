@@ -493,3 +493,44 @@ Deno.test("a locked state database answers 503 with Retry-After and the retry is
     [["before-lock", 1], ["during-lock", 1]],
   );
 });
+
+Deno.test("a gateway started while another process holds the database's write lock serves, and resumes the events a crash left running once the lock goes", async () => {
+  let hang = true;
+  await using s = await stack(
+    configWith("  max_concurrency: 2\n  retry: {initial_delay_seconds: 0}\n"),
+    (request) => hang ? { hang: true } : echo(request),
+  );
+  await using first = await startGatewayProcess(s.env);
+  for (const delivery of ["left-0", "left-1", "left-2"]) {
+    const response = await postIssue(first.url, delivery);
+    assert.equal(response.status, 202, await response.text());
+  }
+  await eventually(() => s.llm.requests.length === 2, { what: "two agent runs hanging" });
+  assert.notEqual(await first.stop("SIGKILL"), 0);
+  hang = false;
+
+  // The start must requeue the two running events, and cannot while the lock is held: it
+  // exited 1 ("database is locked"), and under systemd a lock held a few starts long left the
+  // unit failed.
+  const db = new DatabaseSync(join(s.home, "state", "gateway.db"));
+  db.exec("BEGIN IMMEDIATE");
+  let refused: Response;
+  let second: Awaited<ReturnType<typeof startGatewayProcess>>;
+  try {
+    second = await startGatewayProcess(s.env);
+    refused = await postIssue(second.url, "during-lock");
+  } finally {
+    db.exec("ROLLBACK");
+    db.close();
+  }
+  await using _second = second;
+  assert.equal(refused.status, 503);
+  await refused.body?.cancel();
+  const rows = await allDelivered(s.env, 3);
+  assert.deepEqual(rows.map((row) => row.attempts).sort(), [1, 2, 2]);
+  assert.deepEqual(
+    [...messagesPerDelivery(s.telegram)].sort(),
+    [["left-0", 1], ["left-1", 1], ["left-2", 1]],
+  );
+  assert.match(second.output(), /cannot resume interrupted events yet/);
+});
