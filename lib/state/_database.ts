@@ -124,6 +124,31 @@ export interface Database {
 }
 
 /**
+ * Refuses a database file of 0 bytes beside a write-ahead log that holds frames: SQLite, opening
+ * it, would delete the log (events the gateway acknowledged, if the file was emptied by
+ * accident or damage) and the gateway would start on a new, empty database.
+ * @param path the database file
+ * @throws Error saying what to do, with both files' names
+ */
+function refuseEmptyFileBesideLog(path: string): void {
+  const size = (file: string) => {
+    try {
+      return Deno.statSync(file).size;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return undefined;
+      throw error;
+    }
+  };
+  const logBytes = size(`${path}-wal`) ?? 0;
+  if (size(path) !== 0 || logBytes === 0) return;
+  throw new Error(
+    `it is empty, but ${path}-wal beside it holds ${logBytes} bytes of its last writes, which ` +
+      "opening it would delete. Restore the database file from a backup, or move the -wal " +
+      "file away to start on an empty database",
+  );
+}
+
+/**
  * Opens (creating when missing) the database file and its folder (mode 0700).
  * @param path the database file, or `:memory:`
  * @param options pragmas
@@ -133,7 +158,10 @@ export interface Database {
 export function openDatabase(path: string, options: DatabaseOptions): Database {
   let db: DatabaseSync | undefined;
   try {
-    if (path !== ":memory:") Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    if (path !== ":memory:") {
+      Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      refuseEmptyFileBesideLog(path);
+    }
     db = new DatabaseSync(path);
     db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
     db.exec("PRAGMA journal_mode = WAL");

@@ -415,3 +415,26 @@ Deno.test("listing the failed events, of all or of one subscription, reads an in
     return Promise.resolve();
   });
 });
+
+Deno.test("openStateStore() refuses an emptied database file beside a log of writes, and keeps the log", async () => {
+  const h = await tempHome();
+  const path = h.dbPath;
+  // The events of a gateway killed before its checkpoint live in the -wal file: copy it aside
+  // while the store is open, as a kill -9 leaves it.
+  const store = openStateStore(path, { backgroundCheckpoints: false });
+  for (let i = 0; i < 5; i++) await store.accept(newEvent({ deliveryId: `kept-${i}` }));
+  const log = await Deno.readFile(`${path}-wal`);
+  await store.close();
+  assert.ok(log.length > 0);
+  await Deno.writeFile(`${path}-wal`, log);
+  await Deno.writeFile(path, new Uint8Array()); // emptied by accident
+  assert.throws(
+    () => openStateStore(path),
+    (error: Error) =>
+      error instanceof StoreUnavailableError &&
+      error.message.includes(`${path}: it is empty, but ${path}-wal beside it holds`),
+  );
+  assert.deepEqual(await Deno.readFile(`${path}-wal`), log, "the log is left as it was");
+  assert.equal((await Deno.stat(path)).size, 0);
+  await h.cleanup();
+});
