@@ -89,9 +89,9 @@ async function cannotWrite<T>(path: string, work: () => Promise<T>): Promise<T> 
   try {
     return await work();
   } catch (error) {
-    if (!(error instanceof Error) || !Object.values(Deno.errors).some((c) => error instanceof c)) {
-      throw error;
-    }
+    // Only file system calls run here: any error is the system's refusal. A full disk is a
+    // plain Error ("No space left on device (os error 28)"), not one of Deno.errors.
+    if (!(error instanceof Error)) throw error;
     throw new ConfigError(`Cannot write ${path}: ${error.message}`, { file: path, cause: error });
   }
 }

@@ -232,6 +232,50 @@ Deno.test("webhook commands print config.yaml's unknown keys as warnings and go 
   );
 });
 
+/**
+ * Whether this process may mount a tmpfs (root on Linux, where the sandbox allows it): the
+ * full-disk test needs one. Tried once, for real.
+ */
+const canMount = await (async () => {
+  if (Deno.build.os !== "linux" || Deno.uid() !== 0) return false;
+  const dir = await Deno.makeTempDir({ prefix: "agent-mount-probe-" });
+  const run = (...args: string[]) =>
+    new Deno.Command(args[0], { args: args.slice(1), stdout: "null", stderr: "null" }).output()
+      .then((o) => o.success, () => false);
+  const mounted = await run("mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", dir);
+  if (mounted) await run("umount", dir);
+  await Deno.remove(dir);
+  return mounted;
+})();
+
+Deno.test({
+  name: "a full disk gets 'Cannot write <file>: No space left', without a stack trace",
+  ignore: !canMount,
+  async fn() {
+    const disk = await Deno.makeTempDir({ prefix: "agent-full-" });
+    const mount = (args: string[]) => new Deno.Command(args[0], { args: args.slice(1) }).output();
+    assert.ok((await mount(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", disk])).success);
+    try {
+      const env = { AGENT_HOME: join(disk, "home") };
+      await Deno.mkdir(env.AGENT_HOME);
+      await Deno.writeTextFile(join(env.AGENT_HOME, "config.yaml"), enabledConfig());
+      assert.equal((await runCli(["webhook", "subscribe", "first"], env)).code, 0);
+      const file = join(env.AGENT_HOME, "webhook_subscriptions.json");
+      const before = await Deno.readTextFile(file);
+      // Fill the disk.
+      await Deno.writeFile(join(disk, "filler"), new Uint8Array(256 * 1024)).catch(() => {});
+      const result = await runCli(["webhook", "subscribe", "second"], env);
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, /^Error: Cannot write .*webhook_subscriptions\.json: No space/);
+      assert.doesNotMatch(result.stderr, /\n\s+at /);
+      assert.equal(await Deno.readTextFile(file), before, "the file is as it was");
+    } finally {
+      await mount(["umount", disk]);
+      await Deno.remove(disk, { recursive: true });
+    }
+  },
+});
+
 Deno.test("remove deletes a subscription; an unknown name is an error", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const env = { AGENT_HOME: h.home };
