@@ -425,15 +425,16 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   function refuseIfSentMeanwhile(event: StoredEvent): void {
     if (deps.isBeingSent?.(event.subscription, event.deliveryId)) {
       throw new TargetError(
-        `not sent yet: the sender's retry of delivery ${event.deliveryId} is being sent now`,
+        `not sent yet: a request with delivery id ${event.deliveryId} is being sent now`,
         { retryAfterSeconds: 5 },
       );
     }
     const holder = store.keyHolder(event.subscription, event.deliveryId, deps.now());
     if (holder === null || holder === event.id) return;
     throw new TargetError(
-      `not sent: the sender's retry of delivery ${event.deliveryId} was delivered meanwhile, ` +
-        `as event ${holder}; agent webhook replay ${holder} sends it again`,
+      `not sent: a request with delivery id ${event.deliveryId} (the original or the sender's ` +
+        `retry) was delivered meanwhile, as event ${holder}; agent webhook replay ${holder} ` +
+        "sends it again",
       { permanent: true },
     );
   }
