@@ -26,12 +26,16 @@ export const webhookList: Command = {
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
     const loaded = await loadEnabledConfig(ctx);
     if (!loaded) return 1;
-    const { routes, hidden } = await routesAndHidden(loaded);
+    const { routes, hidden, unusable } = await routesAndHidden(loaded);
     for (const name of hidden) {
       ctx.stderr(
         `Warning: subscription "${name}" in ${loaded.paths.subscriptions} is never served: ` +
-          `config.yaml has a static route of that name, which wins. Rename one of them.`,
+          "config.yaml has a static route of that name, which wins. Rename or remove it in " +
+          "that file.",
       );
+    }
+    for (const problem of unusable.values()) {
+      ctx.stderr(`Warning: ${problem}; the gateway refuses its requests until it is fixed.`);
     }
     const config = { ...loaded, webhook: await advertisedWebhook(loaded) };
     if (values.json) {

@@ -7,7 +7,7 @@
 import type { Config } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
 import { localUrl, runningGatewayUrl } from "../lib/gateway_lock.ts";
-import { allRoutes } from "../lib/routes.ts";
+import { routesAndHidden } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
 import {
@@ -48,16 +48,22 @@ export const webhookTest: Command = {
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
     const name = positionals[0];
-    const route = (await allRoutes(config)).find((r) => r.name === name);
+    const { routes, unusable } = await routesAndHidden(config);
+    const route = routes.find((r) => r.name === name);
     if (!route) {
       throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+    }
+    const problem = unusable.get(name);
+    if (problem !== undefined) {
+      ctx.stderr(`${problem}; so the gateway refuses its requests: fix it first.`);
+      return 1;
     }
     const secret = currentSecret(route, config.webhook.secret);
     if (!secret) {
       ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
       return 1;
     }
-    // Reading the files refused an `auth` that names no scheme.
+    // A static route's `auth` is checked with config.yaml, a subscription's just above.
     const scheme = (route.auth ?? "github") as SchemeName;
     const sent = placeEvent(
       scheme,

@@ -8,7 +8,11 @@ import type { Config } from "./config.ts";
 import { UsageError } from "./errors.ts";
 import type { EventDispatch } from "./state/mod.ts";
 import { NAME_PATTERN, type Route } from "./subscription.ts";
-import { readSubscriptions, type SubscriptionRecords } from "./subscription_store.ts";
+import {
+  readSubscriptions,
+  type SubscriptionRecords,
+  unusableSubscriptions,
+} from "./subscription_store.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
 
 /**
@@ -62,21 +66,26 @@ export async function allRoutes(config: Config): Promise<Route[]> {
 }
 
 /**
- * {@link allRoutes}, and the names of the subscriptions it skips because a static route has
- * their name (the gateway never serves them), sorted.
+ * {@link allRoutes}, and what the gateway will not serve of them: the subscriptions it skips
+ * because a static route has their name (sorted), and those it refuses because they were edited
+ * into a state it cannot serve (`unusableSubscriptions`).
+ * @returns `unusable`: the problem of each such subscription, by name
  * @throws ConfigError when the subscription file is corrupt
  */
 export async function routesAndHidden(
   config: Config,
-): Promise<{ routes: Route[]; hidden: string[] }> {
+): Promise<{ routes: Route[]; hidden: string[]; unusable: Map<string, string> }> {
   const records = await readSubscriptions(config.paths.subscriptions);
   const names = Object.keys(records).sort();
   const dynamic = names
     .filter((name) => !config.webhook.routes.has(name))
     .map((name): Route => ({ ...records[name], name, origin: "dynamic" }));
+  const unusable = unusableSubscriptions(records, config.paths.subscriptions);
+  for (const name of config.webhook.routes.keys()) unusable.delete(name);
   return {
     routes: [...config.webhook.routes.values(), ...dynamic],
     hidden: names.filter((name) => config.webhook.routes.has(name)),
+    unusable,
   };
 }
 

@@ -64,14 +64,41 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
         file: path,
       });
     }
-    const where = `subscription "${name}" in ${path}`;
-    if (!NAME_PATTERN.test(name)) {
-      throw new ConfigError(`${where}: the name must match ${NAME_PATTERN.source}`, { file: path });
-    }
-    records[name] = checkRecord(record, where, path);
-    checkTargetAndScheme(records[name], (field) => `${where}: ${field}`, path);
+    records[name] = checkRecord(record, `subscription "${name}" in ${path}`, path);
   }
   return records;
+}
+
+/**
+ * The records of a subscription file edited by hand that the gateway cannot serve: a name that
+ * breaks the naming rule, a `deliver` that names no target, an `auth` that names no scheme. Such
+ * a record does not make the file unreadable (the others are served, and commands can still
+ * change them); the gateway refuses its requests (404) and says why in its log, and
+ * `webhook list` and `webhook test` say so too.
+ * @param records the file's records
+ * @param path the file, for the messages
+ * @returns the problem of each such record, by name: `subscription "x" in <path>: deliver:
+ *   unknown target "y"; valid targets: ...`
+ */
+export function unusableSubscriptions(
+  records: SubscriptionRecords,
+  path: string,
+): Map<string, string> {
+  const problems = new Map<string, string>();
+  for (const [name, record] of Object.entries(records)) {
+    const where = `subscription "${name}" in ${path}`;
+    if (!NAME_PATTERN.test(name)) {
+      problems.set(name, `${where}: the name must match ${NAME_PATTERN.source}`);
+      continue;
+    }
+    try {
+      checkTargetAndScheme(record, (field) => `${where}: ${field}`, path);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.set(name, error.message);
+    }
+  }
+  return problems;
 }
 
 /**
@@ -135,6 +162,7 @@ export class SubscriptionFileCache {
   #onErrorChange:
     | ((error: ConfigError | undefined, records: SubscriptionRecords) => void)
     | undefined;
+  #onReload: ((records: SubscriptionRecords) => void) | undefined;
 
   /**
    * @param path the subscription file
@@ -142,7 +170,9 @@ export class SubscriptionFileCache {
    *   (@default {100}); `now`: the clock, in milliseconds (@default {performance.now});
    *   `onErrorChange`: called when a reload finds the file unreadable (with the error and the
    *   records still served), when it finds a different error, and when the file is readable
-   *   again (with undefined), so the gateway can say so once rather than on every request
+   *   again (with undefined), so the gateway can say so once rather than on every request;
+   *   `onReload`: called with the new records each time the file is read anew (or found gone),
+   *   before `current()` returns them
    */
   constructor(
     path: string,
@@ -150,12 +180,14 @@ export class SubscriptionFileCache {
       recheckMs?: number;
       now?: () => number;
       onErrorChange?: (error: ConfigError | undefined, records: SubscriptionRecords) => void;
+      onReload?: (records: SubscriptionRecords) => void;
     } = {},
   ) {
     this.#path = path;
     this.#recheckMs = options.recheckMs ?? SUBSCRIPTION_RECHECK_MS;
     this.#now = options.now ?? (() => performance.now());
     this.#onErrorChange = options.onErrorChange;
+    this.#onReload = options.onReload;
   }
 
   /**
@@ -178,11 +210,13 @@ export class SubscriptionFileCache {
     this.#stamp = stamp;
     if (stamp === "absent") {
       this.#records = {};
+      this.#onReload?.(this.#records);
       this.#setError(undefined);
       return this.#records;
     }
     try {
       this.#records = parseSubscriptions(Deno.readTextFileSync(this.#path), this.#path);
+      this.#onReload?.(this.#records);
       this.#setError(undefined);
     } catch (error) {
       this.#setError(

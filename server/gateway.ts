@@ -16,7 +16,7 @@ import { systemPromptFor } from "../lib/skills.ts";
 import { openStateStore, type StateStore } from "../lib/state/mod.ts";
 import { settledWithin } from "../lib/_wait.ts";
 import { findRoute } from "../lib/routes.ts";
-import { SubscriptionFileCache } from "../lib/subscription_store.ts";
+import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscription_store.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
@@ -172,6 +172,9 @@ export async function startGateway(
   const subscriptionLog = getLogger(["agent", "subscriptions"]);
   // Said once in the log (and on the console) when the file becomes unreadable and when it is
   // readable again, so serving the last good copy (or none, at start) is never silent.
+  // Records edited by hand that cannot be served: their requests are refused (404), said in the
+  // log each time the file is read, so a bad record never costs an agent run it cannot deliver.
+  let unusable = new Map<string, string>();
   const subscriptions = new SubscriptionFileCache(paths.subscriptions, {
     onErrorChange: (error, records) => {
       if (!error) return subscriptionLog.info("subscription file readable again");
@@ -180,10 +183,19 @@ export async function startGateway(
         count: Object.keys(records).length,
       });
     },
+    onReload: (records) => {
+      unusable = unusableSubscriptions(records, paths.subscriptions);
+      for (const reason of unusable.values()) {
+        subscriptionLog.error("{reason}; its requests are refused until it is fixed", { reason });
+      }
+    },
   });
   subscriptions.current(); // reads the file now, so a corrupt one is reported at start
   const app = createApp({
-    findRoute: (name, options) => findRoute(name, subscriptions.current(options), webhook.routes),
+    findRoute: (name, options) => {
+      const route = findRoute(name, subscriptions.current(options), webhook.routes);
+      return route?.origin === "dynamic" && unusable.has(name) ? undefined : route;
+    },
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
     bodyBudgetBytes: options.bodyBudgetBytes,

@@ -18,6 +18,7 @@ import {
   type GatewayProcess,
   runCli,
   signedGitHub,
+  signedIssue,
   startGatewayProcess,
   tempHome,
 } from "../_helpers.ts";
@@ -255,6 +256,33 @@ Deno.test("subscribe, list and rotate-secret print the port the running gateway 
   await gateway.stop();
   const stopped = await runCli(["webhook", "list", "--json"], env);
   assert.equal(JSON.parse(stopped.stdout)[0].webhook_url, "http://localhost:8644/webhooks/t7");
+});
+
+Deno.test("a gateway started with a hand-edited record it cannot serve serves the others, and says why", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({
+      good: { secret: "good-secret-1" },
+      other: { secret: "other-secret-1", deliver: "telegrm" },
+    }),
+  );
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+  const post = async (name: string, secret: string) => {
+    const response = await fetch(`${gateway.url}/webhooks/${name}`, await signedIssue(secret));
+    return { status: response.status, body: await response.json() };
+  };
+  assert.deepEqual((await post("good", "good-secret-1")).status, 202);
+  assert.deepEqual(await post("other", "other-secret-1"), {
+    status: 404,
+    body: { error: "unknown subscription: other" },
+  });
+  await eventually(
+    () =>
+      /subscription "other" in .*: deliver: unknown target "telegrm"; valid targets: .*; its requests are refused until it is fixed/
+        .test(gateway.output()),
+    { what: "the log line that says why" },
+  );
 });
 
 Deno.test("the not-enabled message names a WEBHOOK_ENABLED that overrides config.yaml, and where it is", async () => {

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import {
   readSubscriptions,
   SubscriptionFileCache,
+  unusableSubscriptions,
   updateSubscriptions,
 } from "../../lib/subscription_store.ts";
 import { ConfigError } from "../../lib/errors.ts";
@@ -102,31 +103,31 @@ Deno.test("readSubscriptions() refuses a record with a badly typed field, naming
   );
 });
 
-Deno.test("readSubscriptions() refuses a hand-edited bad name, target or scheme, naming the record", async () => {
+Deno.test("unusableSubscriptions() names a hand-edited bad name, target or scheme; the file stays readable", async () => {
   await using h = await tempHome();
   const path = join(h.home, "webhook_subscriptions.json");
-  const cases: [Record<string, unknown>, RegExp][] = [
-    [
-      { "Bad Name": { secret: "s" } },
-      /subscription "Bad Name" in .*: the name must match \^\[a-z0-9\]/,
-    ],
-    [
-      { pig: { secret: "s", deliver: "pigeon" } },
-      /subscription "pig" in .*: deliver: unknown target "pigeon"; valid targets: log, telegram/,
-    ],
-    [
-      { pin: { secret: "s", auth: "svix" } },
-      /subscription "pin" in .*: auth: unknown signature scheme "svix"; valid schemes: github/,
-    ],
-  ];
-  for (const [records, message] of cases) {
-    await Deno.writeTextFile(path, JSON.stringify(records));
-    await assert.rejects(
-      () => readSubscriptions(path),
-      (error: Error) => error instanceof ConfigError && message.test(error.message),
-      JSON.stringify(records),
-    );
-  }
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      "Bad Name": { secret: "s" },
+      pig: { secret: "s", deliver: "pigeon" },
+      pin: { secret: "s", auth: "svix" },
+      good: { secret: "s", deliver: "telegram", auth: "github" },
+    }),
+  );
+  const records = await readSubscriptions(path);
+  assert.deepEqual(Object.keys(records), ["Bad Name", "pig", "pin", "good"]);
+  const problems = unusableSubscriptions(records, path);
+  assert.deepEqual([...problems.keys()], ["Bad Name", "pig", "pin"]);
+  assert.match(problems.get("Bad Name")!, /subscription "Bad Name" in .*: the name must match/);
+  assert.match(
+    problems.get("pig")!,
+    /subscription "pig" in .*: deliver: unknown target "pigeon"; valid targets: log, telegram/,
+  );
+  assert.match(
+    problems.get("pin")!,
+    /subscription "pin" in .*: auth: unknown signature scheme "svix"; valid schemes: github/,
+  );
 });
 
 Deno.test("readSubscriptions() reads a file saved with a byte-order mark", async () => {
