@@ -57,7 +57,8 @@ export async function advertisedWebhook(config: Config): Promise<Config["webhook
 /**
  * `node:util` `parseArgs` in strict mode, with its errors turned into {@link UsageError}s
  * that carry the command's usage text.
- * @throws UsageError for an unknown flag, a missing value or a wrong number of positionals
+ * @throws UsageError for an unknown flag, a missing value, a flag given twice (`--x --no-x`
+ *   included) or a wrong number of positionals
  */
 export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   argv: string[],
@@ -92,7 +93,7 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   }
   for (const [name, forms] of given) {
     if (forms.length < 2) continue;
-    const list = options[name]?.type === "string" ? " (a list is comma-separated: a,b)" : "";
+    const list = LIST_FLAGS.has(name) ? " (a list is comma-separated: a,b)" : "";
     throw new UsageError(
       `--${name} is given ${forms.length} times (${forms.join(", ")}): give it once${list}` +
         `\n\n${usage}`,
@@ -100,6 +101,9 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   }
   return { values: parsed.values, positionals: parsed.positionals };
 }
+
+/** The flags that take a comma-separated list. */
+const LIST_FLAGS = new Set(["events", "skills"]);
 
 /**
  * A whole number written in decimal digits, as flags take them.

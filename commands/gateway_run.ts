@@ -6,6 +6,7 @@
 import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
 import { createDefaultConfig } from "../lib/config_file.ts";
 import { ConflictError, UsageError } from "../lib/errors.ts";
+import { hostAndPort } from "../lib/gateway_lock.ts";
 import { getLogger } from "@logtape/logtape";
 import { startLogging, stopLogging } from "../lib/log.ts";
 import { startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
@@ -64,8 +65,8 @@ export const gatewayRun: Command = {
           if (error instanceof Deno.errors.AddrInUse) {
             const { host, port } = config.webhook;
             error = new ConflictError(
-              `Cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port}: another ` +
-                "program already does; set another port with --port, or in config.yaml",
+              `Cannot listen on ${hostAndPort(host, port)}: another program already does; set ` +
+                "another port with --port (or WEBHOOK_PORT, or port: in config.yaml)",
             );
           }
           log.fatal("cannot start: {reason}", { reason: (error as Error).message, pid: Deno.pid });

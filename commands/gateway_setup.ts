@@ -5,7 +5,7 @@
  * @module
  */
 import { type Config, isListenHost, LISTEN_HOST_RULE, loadConfig } from "../lib/config.ts";
-import { runningGatewayUrl } from "../lib/gateway_lock.ts";
+import { hostAndPort, runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
 import { setEnvValues } from "../lib/env_file.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
@@ -121,7 +121,7 @@ export const gatewaySetup: Command = {
       [
         edits.length ? `Wrote ${config.paths.config}` : `${config.paths.config} unchanged`,
         `  webhooks: ${after.enabled ? "enabled" : "disabled"}`,
-        `  listen:   ${after.host.includes(":") ? `[${after.host}]` : after.host}:${after.port}`,
+        `  listen:   ${hostAndPort(after.host, after.port)}`,
         `  secret:   ${secretSummary(answers, after.secret)}`,
         ...(envKeys.length ? [`Wrote ${envKeys.join(", ")} to ${config.paths.envFile}`] : []),
         "",

@@ -38,6 +38,8 @@ export function withoutByteOrderMark(text: string): string {
  * overwriting them. The folder is created (0700) when missing.
  * @param path the file being edited
  * @param edit reads, changes and writes the file; its result is returned
+ * @throws ConfigError naming the file when its folder or lock cannot be created; what `edit`
+ *   throws
  */
 export async function withFileLock<T>(path: string, edit: () => Promise<T>): Promise<T> {
   using lock = await cannotWrite(path, async () => {
@@ -57,6 +59,7 @@ export async function withFileLock<T>(path: string, edit: () => Promise<T>): Pro
  * An existing broader mode is narrowed because the new file replaces the old one.
  * @param path destination
  * @param text content
+ * @throws ConfigError naming the file when it cannot be written (read-only, full disk)
  */
 export async function writeFileAtomic(path: string, text: string): Promise<void> {
   const temp = `${path}.${crypto.randomUUID()}.tmp`;
@@ -83,9 +86,12 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
  * Runs file system work for `path`, turning what the system refuses (a read-only or full home,
  * a folder where a file should be) into a ConfigError naming the file, which the CLI prints
  * without a stack trace.
+ * @param path the file the work writes, for the message
+ * @param work only file system calls: any error it throws is taken for the system's refusal
+ * @returns what `work` returns
  * @throws ConfigError `Cannot write <path>: <the system's reason>`
  */
-async function cannotWrite<T>(path: string, work: () => Promise<T>): Promise<T> {
+export async function cannotWrite<T>(path: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {

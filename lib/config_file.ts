@@ -7,7 +7,7 @@
 import { dirname } from "node:path";
 import { isMap, parseDocument } from "yaml";
 import { ConfigError } from "./errors.ts";
-import { withFileLock, writeFileAtomic } from "./_fs.ts";
+import { cannotWrite, withFileLock, writeFileAtomic } from "./_fs.ts";
 
 /** The `config.yaml` written when the gateway starts in a home that has none. */
 export const DEFAULT_CONFIG_YAML = `# agent gateway configuration. See the README for every key.
@@ -44,7 +44,9 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
   try {
     text = await Deno.readTextFile(file);
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    if (!(error instanceof Deno.errors.NotFound)) {
+      throw new ConfigError(`Cannot read ${file}: ${(error as Error).message}`, { file });
+    }
   }
   const document = parseDocument(text);
   if (document.errors.length > 0) {
@@ -68,14 +70,17 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
 /**
  * Writes {@link DEFAULT_CONFIG_YAML} when the file does not exist yet.
  * @returns true when the file was created
+ * @throws ConfigError naming the file when it cannot be written (a read-only home)
  */
 export async function createDefaultConfig(file: string): Promise<boolean> {
-  await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  try {
-    await Deno.writeTextFile(file, DEFAULT_CONFIG_YAML, { createNew: true, mode: 0o600 });
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) return false;
-    throw error;
-  }
+  return await cannotWrite(file, async () => {
+    await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    try {
+      await Deno.writeTextFile(file, DEFAULT_CONFIG_YAML, { createNew: true, mode: 0o600 });
+      return true;
+    } catch (error) {
+      if (error instanceof Deno.errors.AlreadyExists) return false;
+      throw error;
+    }
+  });
 }

@@ -5,6 +5,7 @@
  * @module
  */
 import { withFileLock, writeFileAtomic } from "./_fs.ts";
+import { ConfigError } from "./errors.ts";
 
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -30,7 +31,9 @@ async function setUnlocked(path: string, values: Record<string, string>): Promis
     lines = (await Deno.readTextFile(path)).split("\n");
     if (lines.at(-1) === "") lines.pop();
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    if (!(error instanceof Deno.errors.NotFound)) {
+      throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`, { file: path });
+    }
   }
   const pending = new Map(Object.entries(values));
   lines = lines.map((line) => {

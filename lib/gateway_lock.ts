@@ -32,6 +32,17 @@ export function localUrl(host: string, port: number): string {
 }
 
 /**
+ * `host:port` as people write it: an IPv6 address in brackets, once (`[::1]:8644`), whether the
+ * host was configured with them or not.
+ * @param host a host name or address, as configured
+ * @param port the port
+ */
+export function hostAndPort(host: string, port: number): string {
+  const bare = unbracketed(host);
+  return `${bare.includes(":") ? `[${bare}]` : bare}:${port}`;
+}
+
+/**
  * A host without the brackets an IPv6 address may be written in (`[::1]` → `::1`).
  * @param host a host name or address, as configured
  */

@@ -212,6 +212,7 @@ Deno.test("setup's summary prints a generated secret, not a given one, and brack
     return ctx.output();
   };
   assert.match(await run("--enable", "--host", "::"), /listen: +\[::\]:8644\n +secret: +\(none\)/);
+  assert.match(await run("--host", "[::1]"), /listen: +\[::1\]:8644\n/, "brackets once");
   const generated = await run("--generate-secret");
   const secret = (await loadConfig({ AGENT_HOME: h.home }, { fileOnly: true })).webhook.secret!;
   assert.match(generated, new RegExp(`secret: +${secret}\n`));

@@ -193,6 +193,18 @@ Deno.test("a home the CLI cannot write to gets an error naming the file, without
   assert.equal(setup.code, 1);
   assert.match(setup.stderr, /^Error: Cannot write .*config\.yaml: /);
   assert.doesNotMatch(setup.stderr, /\n\s+at /);
+  await Deno.mkdir(join(h.home, ".env"));
+  const token = await runCli(["gateway", "setup", "--telegram-token", "1:x"], env);
+  assert.equal(token.code, 1);
+  assert.match(token.stderr, /^Error: Cannot read .*\.env: /);
+  assert.doesNotMatch(token.stderr, /\n\s+at /);
+  // The first command the README has users run, in a home where no file can be created.
+  if (Deno.build.os === "linux") {
+    const run = await runCli(["gateway", "run"], { AGENT_HOME: "/proc/1" });
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /^Error: Cannot write \/proc\/1\/config\.yaml: /);
+    assert.doesNotMatch(run.stderr, /\n\s+at /);
+  }
 });
 
 Deno.test("subscribe refuses a flag given twice and numbers that are not plain digits", async () => {
@@ -204,7 +216,10 @@ Deno.test("subscribe refuses a flag given twice and numbers that are not plain d
       ["--deliver-only", "--no-deliver-only"],
       /--deliver-only is given 2 times \(--deliver-only, --no-deliver-only\)/,
     ],
-    [["--deliver", "slack", "--deliver", "discord"], /--deliver is given 2 times/],
+    [
+      ["--deliver", "slack", "--deliver", "discord"],
+      /--deliver is given 2 times [^\n]*give it once\n/,
+    ],
     [["--rate-limit", "0x10"], /--rate-limit must be a whole number/],
     [["--rate-limit", "1e3"], /--rate-limit must be a whole number/],
   ];
