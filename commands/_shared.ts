@@ -44,11 +44,13 @@ export async function untilGatewaySeesChange(config: Config): Promise<void> {
  * with `gateway run --port`, or `WEBHOOK_PORT` in its own environment), so that the URL printed
  * is one that answers. A `public_url` is printed as configured.
  * @param config the command's configuration
+ * @returns the webhook settings, with `port` replaced when a gateway runs on another
  */
 export async function advertisedWebhook(config: Config): Promise<Config["webhook"]> {
   if (config.webhook.publicUrl) return config.webhook;
   const running = await runningGatewayUrl(config.paths.stateDb);
-  const port = running === null ? NaN : Number(new URL(running).port);
+  // `URL.port` is empty for http's own port, 80.
+  const port = running === null ? NaN : Number(new URL(running).port || 80);
   return Number.isInteger(port) && port > 0 && port !== config.webhook.port
     ? { ...config.webhook, port }
     : config.webhook;

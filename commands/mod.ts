@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { resolve } from "node:path";
 import { UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { gatewayRun } from "./gateway_run.ts";
@@ -66,7 +67,7 @@ function commandList(commands: readonly Command[]): string {
  */
 export async function runCommand(argv: string[], ctx: CommandContext): Promise<number> {
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
-    ctx.stdout(helpText(ctx.env.AGENT_HOME || undefined));
+    ctx.stdout(helpText(ctx.env.AGENT_HOME ? resolve(ctx.env.AGENT_HOME) : undefined));
     return argv.length === 0 ? 2 : 0;
   }
   const command = COMMANDS.find((c) => c.path.every((word, i) => argv[i] === word));
@@ -79,14 +80,14 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
   if (!command) {
     throw new UsageError(
       `Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${
-        helpText(ctx.env.AGENT_HOME || undefined)
+        helpText(ctx.env.AGENT_HOME ? resolve(ctx.env.AGENT_HOME) : undefined)
       }`,
     );
   }
   const rest = argv.slice(command.path.length);
   if (rest.includes("--help") || rest.includes("-h")) {
     // The files a command's help names are in this home.
-    const home = ctx.env.AGENT_HOME;
+    const home = ctx.env.AGENT_HOME ? resolve(ctx.env.AGENT_HOME) : undefined;
     ctx.stdout(home ? command.usage.replaceAll("~/.agent", home) : command.usage);
     return 0;
   }

@@ -63,9 +63,14 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
     });
   }
   for (const edit of edits) document.setIn(edit.path, edit.value);
-  // Flow collections as people write them (and CONTRACT does): `{events: [pipeline]}`.
-  await writeFileAtomic(file, document.toString({ flowCollectionPadding: false }));
+  // Flow collections in the file's own style: `{events: [pipeline]}` (as CONTRACT writes
+  // them) unless the file pads them, `{ chat_id: C0123 }` (as deno fmt does).
+  const padded = PADDED_FLOW.test(text);
+  await writeFileAtomic(file, document.toString({ flowCollectionPadding: padded }));
 }
+
+/** A flow mapping or sequence written with a blank inside its brackets: `{ a: 1 }`, `[ x ]`. */
+const PADDED_FLOW = /[{[] +[^\s\]}]/;
 
 /**
  * Writes {@link DEFAULT_CONFIG_YAML} when the file does not exist yet.

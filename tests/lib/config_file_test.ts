@@ -34,15 +34,20 @@ Deno.test("editConfigFile() keeps comments and other keys while setting nested v
   assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.port, 9000);
 });
 
-Deno.test("editConfigFile() leaves flow mappings as they were written", async () => {
-  const route =
-    "        ci-alerts: {events: [pipeline], deliver: slack, deliver_extra: {chat_id: C1}}\n";
-  await using h = await tempHome({
-    config: "platforms:\n  webhook:\n    extra:\n      routes:\n" + route,
-  });
-  const file = join(h.home, "config.yaml");
-  await editConfigFile(file, [{ path: ["platforms", "webhook", "extra", "port"], value: 9000 }]);
-  assert.ok((await Deno.readTextFile(file)).includes(route));
+Deno.test("editConfigFile() leaves flow mappings as they were written, padded or not", async () => {
+  for (
+    const route of [
+      "        ci-alerts: {events: [pipeline], deliver: slack, deliver_extra: {chat_id: C1}}\n",
+      "        ci-alerts: { events: [ pipeline ], deliver: slack, deliver_extra: { chat_id: C1 } }\n",
+    ]
+  ) {
+    await using h = await tempHome({
+      config: "platforms:\n  webhook:\n    extra:\n      routes:\n" + route,
+    });
+    const file = join(h.home, "config.yaml");
+    await editConfigFile(file, [{ path: ["platforms", "webhook", "extra", "port"], value: 9000 }]);
+    assert.ok((await Deno.readTextFile(file)).includes(route), route);
+  }
 });
 
 Deno.test("editConfigFile() run ten times at once keeps every edit (setup runs in parallel)", async () => {
