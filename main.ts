@@ -17,9 +17,14 @@ function realContext(): CommandContext {
     env: Deno.env.toObject(),
     stdout: (text) => Deno.stdout.writeSync(encoder.encode(text + "\n")),
     stderr: (text) => Deno.stderr.writeSync(encoder.encode(text + "\n")),
-    readLine: (question) => Promise.resolve(prompt(question.trimEnd())),
+    readLine: (question) =>
+      Deno.stdin.isTerminal()
+        ? readTyped(question, { echo: true })
+        : Promise.resolve(prompt(question.trimEnd())),
     readSecret: (question) =>
-      Deno.stdin.isTerminal() ? readHidden(question) : Promise.resolve(prompt(question.trimEnd())),
+      Deno.stdin.isTerminal()
+        ? readTyped(question, { echo: false })
+        : Promise.resolve(prompt(question.trimEnd())),
     isTerminal: Deno.stdin.isTerminal() && Deno.stdout.isTerminal(),
     fetch: globalThis.fetch,
     now: Date.now,
@@ -43,15 +48,18 @@ function realContext(): CommandContext {
 }
 
 /**
- * Reads a line from the terminal without echoing it: raw mode, Enter ends it, Backspace erases,
- * Ctrl-D on an empty line gives null (no more input). Ctrl-C, which raw mode delivers as a byte
- * rather than a SIGINT, exits 130 as the signal would.
+ * Reads a line from the terminal in raw mode: Enter ends it, Backspace erases, Ctrl-D on an
+ * empty line gives null (no more input). Ctrl-C, which raw mode delivers as a byte rather than
+ * a SIGINT, exits 130 as the signal would, at every question alike.
  * @param question written before reading
+ * @param options `echo`: show what is typed (false for secrets: nothing is shown, nor left in
+ *   the terminal's scrollback)
  */
-async function readHidden(question: string): Promise<string | null> {
+async function readTyped(question: string, options: { echo: boolean }): Promise<string | null> {
   const encoder = new TextEncoder();
   await Deno.stdout.write(encoder.encode(question));
   const typed: number[] = [];
+  let escape: "none" | "start" | "sequence" = "none";
   const chunk = new Uint8Array(256);
   // Killed while reading, the terminal must not stay raw with echo off.
   const signals = ["SIGTERM", "SIGHUP", "SIGINT"] as const;
@@ -67,11 +75,33 @@ async function readHidden(question: string): Promise<string | null> {
       const count = await Deno.stdin.read(chunk);
       if (count === null) return null;
       for (const byte of chunk.subarray(0, count)) {
+        // Arrow and function keys send ESC [ ... or ESC O ..., ending with a byte from @ to ~:
+        // not part of the answer.
+        if (escape === "start") {
+          escape = byte === 0x5b || byte === 0x4f ? "sequence" : "none";
+          continue;
+        }
+        if (escape === "sequence") {
+          if (byte >= 0x40 && byte <= 0x7e) escape = "none";
+          continue;
+        }
+        if (byte === 27) {
+          escape = "start";
+          continue;
+        }
         if (byte === 13 || byte === 10) return new TextDecoder().decode(new Uint8Array(typed));
         if (byte === 3) onSignal();
         if (byte === 4 && typed.length === 0) return null;
-        if (byte === 127 || byte === 8) typed.pop();
-        else if (byte >= 32) typed.push(byte);
+        if (byte === 127 || byte === 8) {
+          if (typed.length === 0) continue;
+          // A whole character: its UTF-8 continuation bytes (10xxxxxx), then its first byte.
+          while (typed.length > 1 && (typed.at(-1)! & 0xc0) === 0x80) typed.pop();
+          typed.pop();
+          if (options.echo) await Deno.stdout.write(encoder.encode("\b \b"));
+        } else if (byte >= 32) {
+          typed.push(byte);
+          if (options.echo) await Deno.stdout.write(new Uint8Array([byte]));
+        }
       }
     }
   } finally {

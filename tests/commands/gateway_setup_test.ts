@@ -186,6 +186,28 @@ Deno.test({
 });
 
 Deno.test({
+  name: "Ctrl-C at a visible prompt exits 130 too; Backspace and arrow keys edit the answer",
+  ignore: !hasTmux,
+  async fn() {
+    await using h = await tempHome();
+    {
+      await using terminal = await setupInTmux(h.home);
+      await terminal.answer(/Enable the webhook platform\? \[Y\/n\]/, "y");
+      // "0.0.0.9", Backspace, an arrow key (ignored), "0": 0.0.0.0.
+      await terminal.key(/Listen host/, "0.0.0.9");
+      await terminal.key(/Listen host \[127\.0\.0\.1\] 0\.0\.0\.9/, "BSpace");
+      await terminal.key(/Listen host \[127\.0\.0\.1\] 0\.0\.0\.$/m, "Left");
+      await terminal.answer(/Listen host \[127\.0\.0\.1\] 0\.0\.0\.$/m, "0");
+      await terminal.key(/Port \[8644\]/, "C-c");
+      const final = await terminal.finish();
+      assert.match(final, /Listen host \[127\.0\.0\.1\] 0\.0\.0\.0\n/);
+      assert.match(final, /EXIT=130/);
+    }
+    await assert.rejects(Deno.stat(join(h.home, "config.yaml")), Deno.errors.NotFound);
+  },
+});
+
+Deno.test({
   name: "Ctrl-C at a hidden prompt stops setup with exit 130 and writes nothing",
   ignore: !hasTmux,
   async fn() {
