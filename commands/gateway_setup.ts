@@ -242,7 +242,14 @@ async function ask(
     (a) => a === "" ? current.port : parsePort(a),
   );
   const proposal = current.secret ? "keep the current one" : "generate one";
-  const secret = await hidden(`Global HMAC secret (not shown; Enter to ${proposal}) `);
+  // Typed unseen, so typed twice: a typo would only show later, as every sender's 401.
+  const secret = await askUntil(ctx, async () => {
+    const typed = await hidden(`Global HMAC secret (not shown; Enter to ${proposal}) `);
+    if (typed === "") return typed;
+    const again = await hidden("The same secret again (not shown) ");
+    if (again !== typed) throw new UsageError("The two secrets differ: type it again");
+    return typed;
+  }, (answer) => answer);
   return {
     enabled,
     host,

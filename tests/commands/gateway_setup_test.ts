@@ -161,6 +161,7 @@ Deno.test({
         /Global HMAC secret \(not shown; Enter to generate one\)/,
         "terminal-secret-1",
       );
+      await terminal.answer(/The same secret again \(not shown\)/, "terminal-secret-1");
       await terminal.answer(/Chat platform for answers/, "telegram");
       await terminal.answer(
         /TELEGRAM_BOT_TOKEN \(not shown; Enter to skip\)/,
@@ -242,6 +243,18 @@ Deno.test("setup's summary prints a generated secret, not a given one, and brack
   const given = await run("--secret", "given-secret-1");
   assert.match(given, /secret: +\(set to the one given; not shown\)/);
   assert.doesNotMatch(given, /given-secret-1/);
+});
+
+Deno.test("setup asks for a typed secret twice, and again when the two differ", async () => {
+  await using h = await tempHome();
+  const ctx = fakeContext({ AGENT_HOME: h.home }, {
+    terminal: true,
+    input: ["", "", "", "secret-one-1", "secret-two-2", "secret-one-1", "secret-one-1", ""],
+  });
+  assert.equal(await runCommand(["gateway", "setup"], ctx), 0);
+  assert.match(ctx.output(), /The two secrets differ: type it again/);
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.secret, "secret-one-1");
 });
 
 Deno.test("setup changes only what its flags name: tokens alone keep a disabled platform off", async () => {
