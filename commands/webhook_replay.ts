@@ -9,7 +9,7 @@ import { ConfigError, UsageError } from "../lib/errors.ts";
 import { gatewayRunning } from "../lib/gateway_lock.ts";
 import { dispatchFor, findRoute } from "../lib/routes.ts";
 import { openStateStore, type StoredEvent } from "../lib/state/mod.ts";
-import { readSubscriptionsOrError } from "../lib/subscription_store.ts";
+import { readSubscriptionsOrError, unusableSubscriptions } from "../lib/subscription_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 
@@ -36,6 +36,11 @@ export const webhookReplay: Command = {
     const read = await readSubscriptionsOrError(config.paths.subscriptions);
     if (read instanceof ConfigError) ctx.stderr(read.message);
     const subscriptions = read instanceof ConfigError ? undefined : read;
+    // A record edited into one the gateway cannot serve is not used either (see
+    // unusableSubscriptions): the event keeps its own prompt and target.
+    const unusable = subscriptions
+      ? unusableSubscriptions(subscriptions, config.paths.subscriptions)
+      : new Map<string, string>();
     const store = openStateStore(config.paths.stateDb, {
       backgroundCheckpoints: false,
       // The key a replayed direct message takes lasts as the gateway's keys do.
@@ -45,7 +50,7 @@ export const webhookReplay: Command = {
       let routed = false;
       const event = store.replay(positionals[0], ctx.now(), (found: StoredEvent) => {
         const route = findRoute(found.subscription, subscriptions ?? {}, config.webhook.routes);
-        if (!route) return undefined;
+        if (!route || (route.origin === "dynamic" && unusable.has(route.name))) return undefined;
         routed = true;
         return dispatchFor(route, JSON.parse(found.payload), {
           event: found.eventType,
@@ -59,9 +64,11 @@ export const webhookReplay: Command = {
             ? `as ${event.subscription} renders and routes it now ` +
               `(to ${describeTarget(event)}).\n`
             : `with the prompt and target it had (to ${describeTarget(event)}): ` +
-              (subscriptions
-                ? `subscription ${event.subscription} no longer exists.\n`
-                : "the subscription file could not be read.\n")) +
+              (!subscriptions
+                ? "the subscription file could not be read.\n"
+                : unusable.has(event.subscription)
+                ? `${unusable.get(event.subscription)}.\n`
+                : `subscription ${event.subscription} no longer exists.\n`)) +
           (await gatewayRunning(config.paths.stateDb)
             ? "The running gateway picks it up within a second"
             : "No gateway is running with this home: the next agent gateway run runs it") +

@@ -185,6 +185,8 @@ export async function startGateway(
     },
     onReload: (records) => {
       unusable = unusableSubscriptions(records, paths.subscriptions);
+      // One hidden by a static route of its name is never served anyway.
+      for (const name of webhook.routes.keys()) unusable.delete(name);
       for (const reason of unusable.values()) {
         subscriptionLog.error("{reason}; its requests are refused until it is fixed", { reason });
       }

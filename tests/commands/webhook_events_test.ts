@@ -289,6 +289,20 @@ Deno.test("webhook replay requeues a failed event as a new series and keeps its 
   }
 });
 
+Deno.test("webhook replay keeps the event's target when its subscription was edited into one the gateway cannot serve", async () => {
+  await using h = await homeWithEvents();
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({ gh: { secret: "s", prompt: "Now: {action}", deliver: "telegramm" } }),
+  );
+  const { code, out } = await run(webhookReplay, h.home, ["evt_aaa002"]);
+  assert.equal(code, 0);
+  assert.match(
+    out,
+    /^Queued evt_aaa002 \(gh, issues\.opened\) again, with the prompt and target it had \(to telegram chat 42\): subscription "gh" in .*: deliver: unknown target "telegramm"/,
+  );
+});
+
 Deno.test("webhook replay renders and routes the event as its subscription does now", async () => {
   await using h = await homeWithEvents();
   // The subscription was fixed after the event failed: new prompt, target, chat and skills.

@@ -259,12 +259,16 @@ Deno.test("subscribe, list and rotate-secret print the port the running gateway 
 });
 
 Deno.test("a gateway started with a hand-edited record it cannot serve serves the others, and says why", async () => {
-  await using h = await tempHome({ config: enabledConfig(0) });
+  await using h = await tempHome({
+    config: enabledConfig(0, "      routes:\n        ci: {secret: ci-secret-123}\n"),
+  });
   await Deno.writeTextFile(
     join(h.home, "webhook_subscriptions.json"),
     JSON.stringify({
       good: { secret: "good-secret-1" },
       other: { secret: "other-secret-1", deliver: "telegrm" },
+      // Hidden by the static route `ci`, which is served: not reported as refused.
+      ci: { secret: "x-secret-123", deliver: "bogus" },
     }),
   );
   await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
@@ -283,6 +287,8 @@ Deno.test("a gateway started with a hand-edited record it cannot serve serves th
         .test(gateway.output()),
     { what: "the log line that says why" },
   );
+  assert.doesNotMatch(gateway.output(), /subscription "ci" in .*refused/);
+  assert.equal((await post("ci", "ci-secret-123")).status, 202);
 });
 
 Deno.test("the not-enabled message names a WEBHOOK_ENABLED that overrides config.yaml, and where it is", async () => {

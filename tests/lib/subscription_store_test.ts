@@ -110,15 +110,16 @@ Deno.test("unusableSubscriptions() names a hand-edited bad name, target or schem
     path,
     JSON.stringify({
       "Bad Name": { secret: "s" },
+      ["__proto__"]: { secret: "s" },
       pig: { secret: "s", deliver: "pigeon" },
       pin: { secret: "s", auth: "svix" },
       good: { secret: "s", deliver: "telegram", auth: "github" },
     }),
   );
   const records = await readSubscriptions(path);
-  assert.deepEqual(Object.keys(records), ["Bad Name", "pig", "pin", "good"]);
+  assert.deepEqual(Object.keys(records), ["Bad Name", "__proto__", "pig", "pin", "good"]);
   const problems = unusableSubscriptions(records, path);
-  assert.deepEqual([...problems.keys()], ["Bad Name", "pig", "pin"]);
+  assert.deepEqual([...problems.keys()], ["Bad Name", "__proto__", "pig", "pin"]);
   assert.match(problems.get("Bad Name")!, /subscription "Bad Name" in .*: the name must match/);
   assert.match(
     problems.get("pig")!,
