@@ -72,32 +72,55 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
   Deno.stdin.setRaw(true);
   try {
     for (;;) {
-      const count = await Deno.stdin.read(chunk);
-      if (count === null) return null;
-      for (const byte of chunk.subarray(0, count)) {
+      let bytes = typedAhead;
+      typedAhead = new Uint8Array();
+      if (bytes.length === 0) {
+        const count = await Deno.stdin.read(chunk);
+        if (count === null) return null;
+        bytes = chunk.slice(0, count);
+      }
+      for (let i = 0; i < bytes.length; i++) {
+        const byte = bytes[i];
+        // The \n of a \r\n (a pasted line) ends no second answer.
+        const lineFeedAfterReturn = afterReturn && byte === 10;
+        afterReturn = false;
+        if (lineFeedAfterReturn) continue;
         // Arrow and function keys send ESC [ ... or ESC O ..., ending with a byte from @ to ~:
-        // not part of the answer.
-        if (escape === "start") {
-          escape = byte === 0x5b || byte === 0x4f ? "sequence" : "none";
-          continue;
-        }
+        // not part of the answer. After a lone Escape, the next key is typed as usual.
         if (escape === "sequence") {
           if (byte >= 0x40 && byte <= 0x7e) escape = "none";
           continue;
+        }
+        if (escape === "start") {
+          escape = byte === 0x5b || byte === 0x4f ? "sequence" : "none";
+          if (escape === "sequence") continue;
         }
         if (byte === 27) {
           escape = "start";
           continue;
         }
-        if (byte === 13 || byte === 10) return new TextDecoder().decode(new Uint8Array(typed));
+        if (byte === 13 || byte === 10) {
+          // What was pasted after this line is the start of the next answer.
+          afterReturn = byte === 13;
+          typedAhead = bytes.slice(i + 1);
+          return new TextDecoder().decode(new Uint8Array(typed));
+        }
         if (byte === 3) onSignal();
         if (byte === 4 && typed.length === 0) return null;
         if (byte === 127 || byte === 8) {
           if (typed.length === 0) continue;
           // A whole character: its UTF-8 continuation bytes (10xxxxxx), then its first byte.
-          while (typed.length > 1 && (typed.at(-1)! & 0xc0) === 0x80) typed.pop();
-          typed.pop();
-          if (options.echo) await Deno.stdout.write(encoder.encode("\b \b"));
+          const character: number[] = [];
+          while (typed.length > 1 && (typed.at(-1)! & 0xc0) === 0x80) {
+            character.unshift(typed.pop()!);
+          }
+          character.unshift(typed.pop()!);
+          const columns = columnsOf(new TextDecoder().decode(new Uint8Array(character)));
+          if (options.echo) {
+            await Deno.stdout.write(
+              encoder.encode("\b".repeat(columns) + " ".repeat(columns) + "\b".repeat(columns)),
+            );
+          }
         } else if (byte >= 32) {
           typed.push(byte);
           if (options.echo) await Deno.stdout.write(new Uint8Array([byte]));
@@ -109,6 +132,26 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
     for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
     await Deno.stdout.write(encoder.encode("\n"));
   }
+}
+
+/** Bytes typed or pasted after the Enter that ended an answer: the start of the next one. */
+let typedAhead = new Uint8Array();
+/** Whether the last answer ended with a carriage return, whose line feed may come next. */
+let afterReturn = false;
+
+/**
+ * How many terminal columns a character takes: two for East Asian wide and full-width
+ * characters and emoji (Unicode's East Asian Width W and F, in the main blocks), else one.
+ * @param character one character
+ */
+function columnsOf(character: string): number {
+  const code = character.codePointAt(0) ?? 0;
+  const wide = (code >= 0x1100 && code <= 0x115f) || (code >= 0x2e80 && code <= 0xa4cf) ||
+    (code >= 0xac00 && code <= 0xd7a3) || (code >= 0xf900 && code <= 0xfaff) ||
+    (code >= 0xfe30 && code <= 0xfe4f) || (code >= 0xff00 && code <= 0xff60) ||
+    (code >= 0xffe0 && code <= 0xffe6) || (code >= 0x1f300 && code <= 0x1faff) ||
+    (code >= 0x20000 && code <= 0x3fffd);
+  return wide ? 2 : 1;
 }
 
 /**

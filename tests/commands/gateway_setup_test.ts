@@ -136,6 +136,11 @@ async function setupInTmux(home: string) {
       await waitFor(prompt);
       await tmux("send-keys", "-t", session, key);
     },
+    /** Sends `text` at once, as a paste does (`\r` ends a line). */
+    async paste(prompt: RegExp, text: string) {
+      await waitFor(prompt);
+      await tmux("send-keys", "-t", session, "-l", text);
+    },
     finish: () =>
       eventually(async () => {
         const text = await screen();
@@ -205,6 +210,26 @@ Deno.test({
       assert.match(final, /EXIT=130/);
     }
     await assert.rejects(Deno.stat(join(h.home, "config.yaml")), Deno.errors.NotFound);
+  },
+});
+
+Deno.test({
+  name:
+    "setup takes pasted lines as answers in turn, erases wide characters whole, and types the key after a lone Escape",
+  ignore: !hasTmux,
+  async fn() {
+    await using h = await tempHome();
+    await using terminal = await setupInTmux(h.home);
+    await terminal.paste(/Enable the webhook platform\? \[Y\/n\]/, "y\r127.0.0.2\r");
+    await terminal.paste(/Port \[8644\]/, "80日");
+    await terminal.key(/Port \[8644\] 80日/, "BSpace");
+    await terminal.key(/Port \[8644\] 80$/m, "Escape");
+    await terminal.answer(/Port \[8644\] 80$/m, "81");
+    await terminal.key(/Global HMAC secret/, "C-c");
+    const final = await terminal.finish();
+    assert.match(final, /Listen host \[127\.0\.0\.1\] 127\.0\.0\.2\n/);
+    assert.match(final, /Port \[8644\] 8081\n/);
+    assert.match(final, /EXIT=130/);
   },
 });
 
