@@ -63,14 +63,29 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
     });
   }
   for (const edit of edits) document.setIn(edit.path, edit.value);
-  // Flow collections in the file's own style: `{events: [pipeline]}` (as CONTRACT writes
-  // them) unless the file pads them, `{ chat_id: C0123 }` (as deno fmt does).
-  const padded = PADDED_FLOW.test(text);
-  await writeFileAtomic(file, document.toString({ flowCollectionPadding: padded }));
+  // New lines as CONTRACT writes flow collections (`{events: [pipeline]}`); lines the edit did
+  // not change as the file had them (`{ chat_id: C0123 }`, as deno fmt writes mappings).
+  await writeFileAtomic(
+    file,
+    keepFlowStyle(document.toString({ flowCollectionPadding: false }), text),
+  );
 }
 
-/** A flow mapping or sequence written with a blank inside its brackets: `{ a: 1 }`, `[ x ]`. */
-const PADDED_FLOW = /[{[] +[^\s\]}]/;
+/**
+ * `text` with each line that differs from a line of `original` only in the blanks just inside
+ * flow brackets (`{ a: [ b ] }` against `{a: [b]}`) put back as `original` has it: the YAML
+ * library writes every flow collection of a file in one style.
+ * @param text the edited file, as the library wrote it
+ * @param original the file before the edit
+ */
+function keepFlowStyle(text: string, original: string): string {
+  const bare = (line: string) => line.replace(/([{[]) +/g, "$1").replace(/ +([}\]])/g, "$1");
+  const written = new Map<string, string>();
+  for (const line of original.split("\n")) {
+    if (!written.has(bare(line))) written.set(bare(line), line);
+  }
+  return text.split("\n").map((line) => written.get(bare(line)) ?? line).join("\n");
+}
 
 /**
  * Writes {@link DEFAULT_CONFIG_YAML} when the file does not exist yet.

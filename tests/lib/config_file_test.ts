@@ -39,6 +39,9 @@ Deno.test("editConfigFile() leaves flow mappings as they were written, padded or
     const route of [
       "        ci-alerts: {events: [pipeline], deliver: slack, deliver_extra: {chat_id: C1}}\n",
       "        ci-alerts: { events: [ pipeline ], deliver: slack, deliver_extra: { chat_id: C1 } }\n",
+      // deno fmt's style: mappings padded, sequences not; and a comment with a padded bracket.
+      "        ci-alerts: { events: [pipeline, push], deliver: slack } # e.g. [ x ]\n" +
+      "        other: {events: [push]}\n",
     ]
   ) {
     await using h = await tempHome({
