@@ -19,8 +19,8 @@ Starts the webhook gateway. In a home folder without config.yaml it first create
 enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
 and running agent work get 10 s in all (a second Ctrl-C or SIGTERM: none); an agent run still
 going then is stopped (a command agent is killed) and its event goes back to the queue, that
-attempt not counting toward max_attempts; queued work stays queued for the next start. If the HTTP server
-stops accepting connections (out of file descriptors), the gateway stops and exits 1.
+attempt not counting toward max_attempts; queued work stays queued for the next start. If the
+HTTP server stops accepting connections (out of file descriptors), the gateway stops and exits 1.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
 
 /** `agent gateway run`. */
