@@ -9,7 +9,7 @@ import { checkName, refuseStatic } from "../lib/routes.ts";
 import { findSkill, listSkills } from "../lib/skills.ts";
 import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
-import { validateTarget } from "../lib/targets/mod.ts";
+import { homeChannelOf, validateTarget } from "../lib/targets/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import type { Command } from "./_command.ts";
 import {
@@ -200,13 +200,6 @@ async function checkSkills(
   );
 }
 
-/** The chat targets whose messages go to `<TARGET>_HOME_CHANNEL` when no chat id is given. */
-const HOME_CHANNELS: Record<string, string> = {
-  telegram: "TELEGRAM_HOME_CHANNEL",
-  discord: "DISCORD_HOME_CHANNEL",
-  slack: "SLACK_HOME_CHANNEL",
-};
-
 /**
  * The human-readable summary printed by `subscribe`.
  * @param verb "Created" or "Updated"
@@ -222,7 +215,7 @@ function describe(
   // An empty --prompt is no prompt: the gateway sends the default one.
   const prompt = record.prompt || "(none: the whole JSON payload is sent)";
   const preview = prompt.length > 100 ? `${prompt.slice(0, 100)}…` : prompt;
-  const home = HOME_CHANNELS[record.deliver ?? ""];
+  const home = homeChannelOf(record.deliver ?? "log");
   const chat = record.deliver_extra?.chat_id
     ? ` (chat ${record.deliver_extra.chat_id})`
     : home && env[home]

@@ -87,6 +87,11 @@ export interface Target<D = unknown> {
   /** Where it delivers, for the README and CLI. */
   readonly destination: string;
   /**
+   * The variable naming the chat a message goes to when its subscription gives none
+   * (`TELEGRAM_HOME_CHANNEL`); absent for targets that find their place elsewhere.
+   */
+  readonly homeChannel?: string;
+  /**
    * Finds the destination of a job before anything is sent.
    * @throws {TargetError} permanent: missing token, no destination, malformed chat id.
    */

@@ -40,16 +40,20 @@ export function parseDiscordChannel(value: string): string {
  */
 const DISCORD_USER_AGENT = "DiscordBot (agent-gateway, 0.1.0)";
 
+/** Where a message goes when its subscription names no chat. */
+const HOME_CHANNEL = "DISCORD_HOME_CHANNEL";
+
 /** Discord bot, `DISCORD_BOT_TOKEN`, channel id or `DISCORD_HOME_CHANNEL`, 2,000 characters. */
 export const discord: Target<DiscordDestination> = {
   name: "discord",
+  homeChannel: HOME_CHANNEL,
   maxChars: 2000,
   needs: "DISCORD_BOT_TOKEN",
   destination: "channel id (--deliver-chat-id) or DISCORD_HOME_CHANNEL",
   resolve(job, ctx) {
     const token = requireToken(ctx.env, ["DISCORD_BOT_TOKEN"], "discord");
     const channelId = parseDiscordChannel(
-      chatOrHome(job.chatId, { env: ctx.env, home: "DISCORD_HOME_CHANNEL", target: "discord" }),
+      chatOrHome(job.chatId, { env: ctx.env, home: HOME_CHANNEL, target: "discord" }),
     );
     const baseUrl = apiBase(ctx.env, "DISCORD_API_URL", "https://discord.com/api/v10");
     return { label: channelId, destination: { token, baseUrl, channelId } };
@@ -68,7 +72,7 @@ export const discord: Target<DiscordDestination> = {
     return checkTarget(options, {
       target: "discord",
       tokens: ["DISCORD_BOT_TOKEN"],
-      home: "DISCORD_HOME_CHANNEL",
+      home: HOME_CHANNEL,
       parse: parseDiscordChannel,
     });
   },

@@ -72,6 +72,15 @@ export const TARGETS: readonly {
   maxChars,
 }));
 
+/**
+ * The variable naming the chat a target's messages go to when the subscription gives none.
+ * @param name a target name (`telegram`)
+ * @returns `TELEGRAM_HOME_CHANNEL`, or undefined for a target without one or an unknown name
+ */
+export function homeChannelOf(name: string): string | undefined {
+  return lookup(name)?.homeChannel;
+}
+
 function lookup(name: string): Target | undefined {
   return REGISTRY.find((target) => target.name === name);
 }

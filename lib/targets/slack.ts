@@ -68,9 +68,13 @@ function inspect(body: unknown): Failure | undefined {
   return { kind: RETRYABLE_ERRORS.has(code) ? "retryable" : "permanent", detail: code };
 }
 
+/** Where a message goes when its subscription names no chat. */
+const HOME_CHANNEL = "SLACK_HOME_CHANNEL";
+
 /** Slack bot, `SLACK_BOT_TOKEN`, channel or `SLACK_HOME_CHANNEL`, 4,000 characters. */
 export const slack: Target<SlackDestination> = {
   name: "slack",
+  homeChannel: HOME_CHANNEL,
   maxChars: 4000,
   needs: "SLACK_BOT_TOKEN",
   destination: "channel id (--deliver-chat-id) or SLACK_HOME_CHANNEL; <channel>:<thread_ts>",
@@ -78,7 +82,7 @@ export const slack: Target<SlackDestination> = {
     const token = requireToken(ctx.env, ["SLACK_BOT_TOKEN"], "slack");
     const chat = chatOrHome(job.chatId, {
       env: ctx.env,
-      home: "SLACK_HOME_CHANNEL",
+      home: HOME_CHANNEL,
       target: "slack",
     });
     const { channel, threadTs } = parseSlackChannel(chat);
@@ -107,7 +111,7 @@ export const slack: Target<SlackDestination> = {
     return checkTarget(options, {
       target: "slack",
       tokens: ["SLACK_BOT_TOKEN"],
-      home: "SLACK_HOME_CHANNEL",
+      home: HOME_CHANNEL,
       parse: parseSlackChannel,
     });
   },

@@ -66,9 +66,13 @@ function inspect(body: unknown): Failure | undefined {
   return { kind: code >= 500 ? "retryable" : "permanent", detail };
 }
 
+/** Where a message goes when its subscription names no chat. */
+const HOME_CHANNEL = "TELEGRAM_HOME_CHANNEL";
+
 /** Telegram Bot API, `TELEGRAM_BOT_TOKEN`, chat id or `TELEGRAM_HOME_CHANNEL`, 4,096 characters. */
 export const telegram: Target<TelegramDestination> = {
   name: "telegram",
+  homeChannel: HOME_CHANNEL,
   maxChars: 4096,
   needs: "TELEGRAM_BOT_TOKEN",
   destination: "--deliver-chat-id or TELEGRAM_HOME_CHANNEL; <chat>:<thread> for a forum topic",
@@ -76,7 +80,7 @@ export const telegram: Target<TelegramDestination> = {
     const token = requireToken(ctx.env, ["TELEGRAM_BOT_TOKEN"], "telegram");
     const chat = chatOrHome(job.chatId, {
       env: ctx.env,
-      home: "TELEGRAM_HOME_CHANNEL",
+      home: HOME_CHANNEL,
       target: "telegram",
     });
     const { chatId, threadId } = parseTelegramChat(chat);
@@ -106,7 +110,7 @@ export const telegram: Target<TelegramDestination> = {
     return checkTarget(options, {
       target: "telegram",
       tokens: ["TELEGRAM_BOT_TOKEN"],
-      home: "TELEGRAM_HOME_CHANNEL",
+      home: HOME_CHANNEL,
       parse: parseTelegramChat,
     });
   },
