@@ -39,7 +39,7 @@ export const webhookReplay: Command = {
     // A record edited into one the gateway cannot serve is not used either (see
     // unusableSubscriptions): the event keeps its own prompt and target.
     const unusable = subscriptions
-      ? unusableSubscriptions(subscriptions, config.paths.subscriptions)
+      ? unusableSubscriptions(subscriptions, config.paths.subscriptions, config.webhook.routes)
       : new Map<string, string>();
     const store = openStateStore(config.paths.stateDb, {
       backgroundCheckpoints: false,
@@ -50,7 +50,7 @@ export const webhookReplay: Command = {
       let routed = false;
       const event = store.replay(positionals[0], ctx.now(), (found: StoredEvent) => {
         const route = findRoute(found.subscription, subscriptions ?? {}, config.webhook.routes);
-        if (!route || (route.origin === "dynamic" && unusable.has(route.name))) return undefined;
+        if (!route || unusable.has(route.name)) return undefined;
         routed = true;
         return dispatchFor(route, JSON.parse(found.payload), {
           event: found.eventType,

@@ -80,12 +80,10 @@ export async function routesAndHidden(
   const dynamic = names
     .filter((name) => !config.webhook.routes.has(name))
     .map((name): Route => ({ ...records[name], name, origin: "dynamic" }));
-  const unusable = unusableSubscriptions(records, config.paths.subscriptions);
-  for (const name of config.webhook.routes.keys()) unusable.delete(name);
   return {
     routes: [...config.webhook.routes.values(), ...dynamic],
     hidden: names.filter((name) => config.webhook.routes.has(name)),
-    unusable,
+    unusable: unusableSubscriptions(records, config.paths.subscriptions, config.webhook.routes),
   };
 }
 

@@ -77,15 +77,19 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
  * `webhook list` and `webhook test` say so too.
  * @param records the file's records
  * @param path the file, for the messages
+ * @param staticRoutes the routes of `config.yaml`: a record one of them hides is never served,
+ *   whatever it holds, so it is not named here
  * @returns the problem of each such record, by name: `subscription "x" in <path>: deliver:
  *   unknown target "y"; valid targets: ...`
  */
 export function unusableSubscriptions(
   records: SubscriptionRecords,
   path: string,
+  staticRoutes: ReadonlyMap<string, unknown>,
 ): Map<string, string> {
   const problems = new Map<string, string>();
   for (const [name, record] of Object.entries(records)) {
+    if (staticRoutes.has(name)) continue;
     const where = `subscription "${name}" in ${path}`;
     if (!NAME_PATTERN.test(name)) {
       problems.set(name, `${where}: the name must match ${NAME_PATTERN.source}`);

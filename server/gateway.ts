@@ -184,9 +184,7 @@ export async function startGateway(
       });
     },
     onReload: (records) => {
-      unusable = unusableSubscriptions(records, paths.subscriptions);
-      // One hidden by a static route of its name is never served anyway.
-      for (const name of webhook.routes.keys()) unusable.delete(name);
+      unusable = unusableSubscriptions(records, paths.subscriptions, webhook.routes);
       for (const reason of unusable.values()) {
         subscriptionLog.error("{reason}; its requests are refused until it is fixed", { reason });
       }
@@ -195,8 +193,8 @@ export async function startGateway(
   subscriptions.current(); // reads the file now, so a corrupt one is reported at start
   const app = createApp({
     findRoute: (name, options) => {
-      const route = findRoute(name, subscriptions.current(options), webhook.routes);
-      return route?.origin === "dynamic" && unusable.has(name) ? undefined : route;
+      const records = subscriptions.current(options); // may read the file anew: first
+      return unusable.has(name) ? undefined : findRoute(name, records, webhook.routes);
     },
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,

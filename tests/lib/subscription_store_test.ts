@@ -118,7 +118,7 @@ Deno.test("unusableSubscriptions() names a hand-edited bad name, target or schem
   );
   const records = await readSubscriptions(path);
   assert.deepEqual(Object.keys(records), ["Bad Name", "__proto__", "pig", "pin", "good"]);
-  const problems = unusableSubscriptions(records, path);
+  const problems = unusableSubscriptions(records, path, new Map());
   assert.deepEqual([...problems.keys()], ["Bad Name", "__proto__", "pig", "pin"]);
   assert.match(problems.get("Bad Name")!, /subscription "Bad Name" in .*: the name must match/);
   assert.match(
