@@ -11,7 +11,7 @@ import { getLogger } from "@logtape/logtape";
 import { startLogging, stopLogging } from "../lib/log.ts";
 import { startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
 import type { Command } from "./_command.ts";
-import { parseFlags } from "./_shared.ts";
+import { parseFlags, wholeNumber } from "./_shared.ts";
 
 const usage = `Usage: agent gateway run [--port N] [--quiet]
 
@@ -37,7 +37,7 @@ export const gatewayRun: Command = {
     // Takes over SIGINT/SIGTERM now: one that arrives while the gateway starts (or just after
     // it says it listens) stops it gracefully instead of killing it.
     const shutdown = ctx.shutdownSignal;
-    if (values.port !== undefined && !isPort(values.port)) {
+    if (values.port !== undefined && !(wholeNumber(values.port) <= 65535)) {
       throw new UsageError(
         `--port must be a whole number from 0 to 65535 (0: any free port), not ${
           JSON.stringify(values.port)
@@ -110,8 +110,3 @@ export const gatewayRun: Command = {
     }
   },
 };
-
-/** Whether `text` is a port number, 0 to 65535, in decimal digits. */
-function isPort(text: string): boolean {
-  return /^\d{1,5}$/.test(text) && Number(text) <= 65535;
-}

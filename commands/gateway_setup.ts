@@ -11,7 +11,7 @@ import { setEnvValues } from "../lib/env_file.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { installedUnit } from "../lib/systemd_unit.ts";
-import { generateSecret, parseFlags } from "./_shared.ts";
+import { generateSecret, parseFlags, wholeNumber } from "./_shared.ts";
 
 const usage = `Usage: agent gateway setup [options]
 
@@ -205,8 +205,8 @@ function fromFlags(
 }
 
 function parsePort(text: string): number {
-  const port = Number(text.trim());
-  if (!/^\d+$/.test(text.trim()) || port < 1 || port > 65535) {
+  const port = wholeNumber(text.trim());
+  if (!(port >= 1 && port <= 65535)) {
     throw new UsageError(
       `Port must be a whole number from 1 to 65535, not ${JSON.stringify(text)}`,
     );

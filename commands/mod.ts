@@ -66,8 +66,10 @@ function commandList(commands: readonly Command[]): string {
  * @throws UsageError for an unknown command; whatever the command throws
  */
 export async function runCommand(argv: string[], ctx: CommandContext): Promise<number> {
+  // The home the help texts name, when AGENT_HOME sets one.
+  const home = ctx.env.AGENT_HOME ? resolve(ctx.env.AGENT_HOME) : undefined;
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
-    ctx.stdout(helpText(ctx.env.AGENT_HOME ? resolve(ctx.env.AGENT_HOME) : undefined));
+    ctx.stdout(helpText(home));
     return argv.length === 0 ? 2 : 0;
   }
   const command = COMMANDS.find((c) => c.path.every((word, i) => argv[i] === word));
@@ -79,15 +81,11 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
   }
   if (!command) {
     throw new UsageError(
-      `Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${
-        helpText(ctx.env.AGENT_HOME ? resolve(ctx.env.AGENT_HOME) : undefined)
-      }`,
+      `Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${helpText(home)}`,
     );
   }
   const rest = argv.slice(command.path.length);
   if (rest.includes("--help") || rest.includes("-h")) {
-    // The files a command's help names are in this home.
-    const home = ctx.env.AGENT_HOME ? resolve(ctx.env.AGENT_HOME) : undefined;
     ctx.stdout(home ? command.usage.replaceAll("~/.agent", home) : command.usage);
     return 0;
   }
