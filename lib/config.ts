@@ -13,10 +13,17 @@ import type { AgentSettings } from "./agents/mod.ts";
 import { MAX_WAIT_SECONDS } from "./_retry.ts";
 import { withoutByteOrderMark } from "./_fs.ts";
 import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
+import { yamlProblem } from "./config_file.ts";
 import { ConfigError } from "./errors.ts";
 import { unbracketed } from "./gateway_lock.ts";
 import { type HomePaths, homePaths } from "./home.ts";
-import { checkRecord, checkTargetAndScheme, NAME_PATTERN, type Route } from "./subscription.ts";
+import {
+  checkRecord,
+  checkTargetAndScheme,
+  NAME_PATTERN,
+  RECORD_FIELDS,
+  type Route,
+} from "./subscription.ts";
 import { TARGET_NAMES } from "./targets/mod.ts";
 import { parseHome } from "./targets/origin.ts";
 
@@ -103,21 +110,7 @@ const KNOWN_KEYS = {
     "home",
     "routes",
   ],
-  route: [
-    "description",
-    "events",
-    "secret",
-    "previous_secrets",
-    "auth",
-    "prompt",
-    "skills",
-    "deliver",
-    "deliver_extra",
-    "deliver_only",
-    "rate_limit",
-    "created_at",
-    "updated_at",
-  ],
+  route: RECORD_FIELDS,
 };
 
 /**
@@ -447,10 +440,7 @@ async function readYamlFile(path: string): Promise<{ exists: boolean; data: unkn
   try {
     return { exists: true, data: parseYaml(text) ?? {} };
   } catch (error) {
-    // The parser's message ends with a picture of the line, often an empty one past the end of
-    // the file with a lone caret: its first line says what and where.
-    const what = (error as Error).message.split("\n")[0].replace(/:$/, "");
-    throw new ConfigError(`${path} is not valid YAML: ${what}`, {
+    throw new ConfigError(`${path} is not valid YAML: ${yamlProblem(error as Error)}`, {
       file: path,
       cause: error,
     });

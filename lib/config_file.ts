@@ -51,9 +51,7 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
   const document = parseDocument(text);
   if (document.errors.length > 0) {
     throw new ConfigError(
-      `${file} is not valid YAML (${
-        document.errors[0].message.split("\n")[0].replace(/:$/, "")
-      }); it was not changed`,
+      `${file} is not valid YAML (${yamlProblem(document.errors[0])}); it was not changed`,
       { file },
     );
   }
@@ -69,6 +67,17 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
     file,
     keepFlowStyle(document.toString({ flowCollectionPadding: false }), text),
   );
+}
+
+/**
+ * What the YAML parser found wrong, and where, on one line: its message ends with a picture of
+ * the line, often an empty one past the end of the file with a lone caret.
+ * @param error the parser's error
+ * @returns e.g. `Flow map in block collection must be sufficiently indented and end with a } at
+ *   line 5, column 1`
+ */
+export function yamlProblem(error: Error): string {
+  return error.message.split("\n")[0].replace(/:$/, "");
 }
 
 /**

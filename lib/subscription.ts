@@ -88,6 +88,17 @@ const TEXT_FIELDS = [
   "updated_at",
 ];
 
+/** Every field of a {@link Subscription} record: what `checkRecord` reads, and nothing else. */
+export const RECORD_FIELDS: readonly string[] = [
+  ...TEXT_FIELDS,
+  "events",
+  "skills",
+  "deliver_only",
+  "rate_limit",
+  "deliver_extra",
+  "previous_secrets",
+];
+
 /**
  * Refuses a `deliver` that names no target and an `auth` that names no signature scheme: the
  * checks `checkRecord` leaves to its callers, which word where the field is.
