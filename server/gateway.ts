@@ -170,11 +170,11 @@ export async function startGateway(
   });
 
   const subscriptionLog = getLogger(["agent", "subscriptions"]);
-  // Said once in the log (and on the console) when the file becomes unreadable and when it is
-  // readable again, so serving the last good copy (or none, at start) is never silent.
   // Records edited by hand that cannot be served: their requests are refused (404), said in the
   // log each time the file is read, so a bad record never costs an agent run it cannot deliver.
   let unusable = new Map<string, string>();
+  // Said once in the log (and on the console) when the file becomes unreadable and when it is
+  // readable again, so serving the last good copy (or none, at start) is never silent.
   const subscriptions = new SubscriptionFileCache(paths.subscriptions, {
     onErrorChange: (error, records) => {
       if (!error) return subscriptionLog.info("subscription file readable again");
