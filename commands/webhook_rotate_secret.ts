@@ -6,9 +6,9 @@
  * @module
  */
 import { webhookUrl } from "../lib/config.ts";
-import { NotFoundError, UsageError } from "../lib/errors.ts";
+import { ConfigError, NotFoundError, UsageError } from "../lib/errors.ts";
 import type { Subscription } from "../lib/subscription.ts";
-import { updateSubscriptions } from "../lib/subscription_store.ts";
+import { updateSubscriptions, wrongFieldType } from "../lib/subscription_store.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
 import type { Command } from "./_command.ts";
 import {
@@ -68,6 +68,12 @@ export const webhookRotateSecret: Command = {
     const { record, retired } = await updateSubscriptions(config.paths.subscriptions, (records) => {
       if (!Object.hasOwn(records, name)) {
         throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+      }
+      const wrongType = wrongFieldType(records[name]);
+      if (wrongType !== undefined) {
+        throw new ConfigError(`${wrongType}; fix that field in the file first`, {
+          file: config.paths.subscriptions,
+        });
       }
       const newSecret = values.secret ?? generateSecret(records[name].auth);
       if (records[name].secret === newSecret) {

@@ -4,10 +4,10 @@
  * @module
  */
 import { webhookUrl } from "../lib/config.ts";
-import { UsageError } from "../lib/errors.ts";
+import { ConfigError, UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
 import { findSkill, listSkills } from "../lib/skills.ts";
-import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
+import { checkRecord, NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions } from "../lib/subscription_store.ts";
 import { homeChannelOf, validateTarget } from "../lib/targets/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
@@ -101,6 +101,17 @@ export const webhookSubscribe: Command = {
           deliverOnly: merged.deliver_only ?? false,
           env: config.env,
         });
+        // A field of the wrong type in a record edited by hand stays unless this command gives
+        // it anew: the record would still be refused by the gateway, so it is not written.
+        try {
+          const where = `subscription "${name}" in ${config.paths.subscriptions}`;
+          checkRecord(merged as Record<string, unknown>, where, config.paths.subscriptions);
+        } catch (error) {
+          if (!(error instanceof ConfigError)) throw error;
+          throw new ConfigError(`${error.message}; give it with its flag, or fix it in the file`, {
+            file: config.paths.subscriptions,
+          });
+        }
         records[name] = merged;
         return { record: merged, updated: existing !== undefined, warnings };
       },

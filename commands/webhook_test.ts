@@ -49,14 +49,14 @@ export const webhookTest: Command = {
     if (!config) return 1;
     const name = positionals[0];
     const { routes, unusable } = await routesAndHidden(config);
-    const route = routes.find((r) => r.name === name);
-    if (!route) {
-      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-    }
     const problem = unusable.get(name);
     if (problem !== undefined) {
       ctx.stderr(`${problem}; so the gateway refuses its requests: fix it first.`);
       return 1;
+    }
+    const route = routes.find((r) => r.name === name);
+    if (!route) {
+      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
     }
     const secret = currentSecret(route, config.webhook.secret);
     if (!secret) {

@@ -12,6 +12,7 @@ import {
   readSubscriptions,
   type SubscriptionRecords,
   unusableSubscriptions,
+  wrongFieldType,
 } from "./subscription_store.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
 
@@ -69,7 +70,8 @@ export async function allRoutes(config: Config): Promise<Route[]> {
  * {@link allRoutes}, and what the gateway will not serve of them: the subscriptions it skips
  * because a static route has their name (sorted), and those it refuses because they were edited
  * into a state it cannot serve (`unusableSubscriptions`).
- * @returns `unusable`: the problem of each such subscription, by name
+ * @returns `routes` without the subscriptions that have a field of the wrong type, which cannot
+ *   be described; `unusable`: the problem of each such subscription, by name
  * @throws ConfigError when the subscription file is corrupt
  */
 export async function routesAndHidden(
@@ -77,8 +79,9 @@ export async function routesAndHidden(
 ): Promise<{ routes: Route[]; hidden: string[]; unusable: Map<string, string> }> {
   const records = await readSubscriptions(config.paths.subscriptions);
   const names = Object.keys(records).sort();
+  // A record with a field of the wrong type cannot be described: it is only in `unusable`.
   const dynamic = names
-    .filter((name) => !config.webhook.routes.has(name))
+    .filter((name) => !config.webhook.routes.has(name) && !wrongFieldType(records[name]))
     .map((name): Route => ({ ...records[name], name, origin: "dynamic" }));
   return {
     routes: [...config.webhook.routes.values(), ...dynamic],

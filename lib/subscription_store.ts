@@ -35,7 +35,26 @@ export async function readSubscriptions(path: string): Promise<SubscriptionRecor
 }
 
 /**
- * Parses the subscription file's text.
+ * The records of a file edited by hand whose fields have the wrong type (`"events": "push"`),
+ * with `checkRecord`'s message. Such a record stays in the records as it was read, so that a
+ * command rewriting the file writes it back unchanged, and {@link unusableSubscriptions} names
+ * it: the gateway refuses its requests and serves the others.
+ */
+const wrongTypes = new WeakMap<object, string>();
+
+/**
+ * Why a record read by {@link parseSubscriptions} was kept unchecked.
+ * @param record a record of the parsed file
+ * @returns `checkRecord`'s message naming the field of the wrong type, or undefined when the
+ *   record's fields passed
+ */
+export function wrongFieldType(record: Subscription): string | undefined {
+  return wrongTypes.get(record);
+}
+
+/**
+ * Parses the subscription file's text. A record whose fields have the wrong type is kept as it
+ * was read, unchecked: {@link unusableSubscriptions} reports it.
  * @throws ConfigError naming the file when the text is not a JSON object of objects
  */
 export function parseSubscriptions(text: string, path: string): SubscriptionRecords {
@@ -64,15 +83,21 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
         file: path,
       });
     }
-    records[name] = checkRecord(record, `subscription "${name}" in ${path}`, path);
+    try {
+      records[name] = checkRecord(record, `subscription "${name}" in ${path}`, path);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      wrongTypes.set(record, error.message);
+      records[name] = record as Subscription;
+    }
   }
   return records;
 }
 
 /**
  * The records of a subscription file edited by hand that the gateway cannot serve: a name that
- * breaks the naming rule, a `deliver` that names no target, an `auth` that names no scheme. Such
- * a record does not make the file unreadable (the others are served, and commands can still
+ * breaks the naming rule, a field of the wrong type, a `deliver` that names no target, an `auth`
+ * that names no scheme. Such a record does not make the file unreadable (the others are served, and commands can still
  * change them); the gateway refuses its requests (404) and says why in its log, and
  * `webhook list` and `webhook test` say so too.
  * @param records the file's records
@@ -93,6 +118,11 @@ export function unusableSubscriptions(
     const where = `subscription "${name}" in ${path}`;
     if (!NAME_PATTERN.test(name)) {
       problems.set(name, `${where}: the name must match ${NAME_PATTERN.source}`);
+      continue;
+    }
+    const wrongType = wrongTypes.get(record);
+    if (wrongType !== undefined) {
+      problems.set(name, wrongType);
       continue;
     }
     try {

@@ -350,6 +350,49 @@ Deno.test("test names a hand-edited auth that is no scheme instead of sending", 
   );
 });
 
+Deno.test("a hand-edited field of the wrong type spoils only its record, for every command", async () => {
+  await using h = await tempHome({ config: enabledConfig(1) });
+  const env = { AGENT_HOME: h.home };
+  await runCommand(["webhook", "subscribe", "gh"], fakeContext(env));
+  await runCommand(["webhook", "subscribe", "ok"], fakeContext(env));
+  const file = join(h.home, "webhook_subscriptions.json");
+  const records = JSON.parse(await Deno.readTextFile(file));
+  records.gh.events = "issues";
+  await Deno.writeTextFile(file, JSON.stringify(records));
+  const problem = /subscription "gh" in .*: events must be a list of strings/;
+
+  const list = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "list"], list), 0);
+  assert.match(list.err.join("\n"), problem);
+  assert.match(list.output(), /^ok$/m);
+  assert.doesNotMatch(list.output(), /^gh$/m);
+  const test = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "test", "gh"], test), 1);
+  assert.match(test.err.join("\n"), problem);
+  await assert.rejects(
+    () => runCommand(["webhook", "rotate-secret", "gh"], fakeContext(env)),
+    /events must be a list of strings; fix that field in the file first/,
+  );
+  await assert.rejects(
+    () => runCommand(["webhook", "subscribe", "gh", "--deliver", "log"], fakeContext(env)),
+    /events must be a list of strings; give it with its flag, or fix it in the file/,
+  );
+  // Other subscriptions change as usual, and the bad record is written back as it was.
+  assert.equal(await runCommand(["webhook", "rotate-secret", "ok"], fakeContext(env)), 0);
+  assert.equal(JSON.parse(await Deno.readTextFile(file)).gh.events, "issues");
+  // Giving the field anew repairs it, keeping the secret.
+  assert.equal(
+    await runCommand(["webhook", "subscribe", "gh", "--events", "issues"], fakeContext(env)),
+    0,
+  );
+  const repaired = JSON.parse(await Deno.readTextFile(file)).gh;
+  assert.deepEqual([repaired.events, repaired.secret], [["issues"], records.gh.secret]);
+  records.gh.events = 7;
+  await Deno.writeTextFile(file, JSON.stringify(records));
+  assert.equal(await runCommand(["webhook", "remove", "gh"], fakeContext(env)), 0);
+  assert.deepEqual(Object.keys(JSON.parse(await Deno.readTextFile(file))), ["ok"]);
+});
+
 Deno.test("test reports template paths the payload does not have", async () => {
   await using h = await tempHome({ config: enabledConfig(1) });
   const env = { AGENT_HOME: h.home };

@@ -267,6 +267,7 @@ Deno.test("a gateway started with a hand-edited record it cannot serve serves th
     JSON.stringify({
       good: { secret: "good-secret-1" },
       other: { secret: "other-secret-1", deliver: "telegrm" },
+      typed: { secret: "typed-secret-1", events: "issues" },
       // Hidden by the static route `ci`, which is served: not reported as refused.
       ci: { secret: "x-secret-123", deliver: "bogus" },
     }),
@@ -286,6 +287,11 @@ Deno.test("a gateway started with a hand-edited record it cannot serve serves th
       /subscription "other" in .*: deliver: unknown target "telegrm"; valid targets: .*; its requests are refused until it is fixed/
         .test(gateway.output()),
     { what: "the log line that says why" },
+  );
+  assert.deepEqual((await post("typed", "typed-secret-1")).status, 404);
+  assert.match(
+    gateway.output(),
+    /subscription "typed" in .*: events must be a list of strings; its requests are refused until it is fixed/,
   );
   assert.doesNotMatch(gateway.output(), /subscription "ci" in .*refused/);
   assert.equal((await post("ci", "ci-secret-123")).status, 202);

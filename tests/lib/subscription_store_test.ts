@@ -91,16 +91,22 @@ Deno.test("SubscriptionFileCache keeps the last good records when the file turns
   assert.match(cache.lastError!.message, /corrupt/);
 });
 
-Deno.test("readSubscriptions() refuses a record with a badly typed field, naming it", async () => {
+Deno.test("a record with a badly typed field is kept as read, named unusable, and written back unchanged", async () => {
   await using h = await tempHome();
   const path = join(h.home, "webhook_subscriptions.json");
-  await Deno.writeTextFile(path, JSON.stringify({ gh: { secret: "s", events: "issues" } }));
-  await assert.rejects(
-    () => readSubscriptions(path),
-    (error: Error) =>
-      error instanceof ConfigError && error.message.includes(`subscription "gh" in ${path}`) &&
-      error.message.includes("events must be a list of strings"),
+  const typed = { secret: "s", events: "issues", rate_limit: "10" };
+  await Deno.writeTextFile(path, JSON.stringify({ gh: typed, ok: { secret: "t" } }));
+  const records = await readSubscriptions(path);
+  assert.deepEqual(records.gh, typed);
+  assert.deepEqual(
+    unusableSubscriptions(records, path, new Map()),
+    new Map([["gh", `subscription "gh" in ${path}: events must be a list of strings`]]),
   );
+  await updateSubscriptions(path, (current) => {
+    current.new = { secret: "u" };
+  });
+  const written = JSON.parse(await Deno.readTextFile(path));
+  assert.deepEqual(written, { gh: typed, ok: { secret: "t" }, new: { secret: "u" } });
 });
 
 Deno.test("unusableSubscriptions() names a hand-edited bad name, target or scheme; the file stays readable", async () => {
