@@ -34,6 +34,10 @@ export function createApp(deps: IngestDeps): Hono {
   // `app.request()` calls `app.fetch`, so tests through Hono take this path too. HEAD stays
   // with Hono, which answers it as the route's GET without a body.
   app.fetch = (request, ...rest) => {
+    // Deno builds the URL from the Host header and the path: `Host: x/webhooks/other#` would
+    // make `POST /webhooks/gh` reach `other`, and `Host: x/health?` any path answer as /health.
+    const host = request.headers.get("host");
+    if (host !== null && !HOST_HEADER.test(host)) return invalidHost(request, host);
     const name = request.method === "HEAD" ? undefined : webhookName(request.url);
     if (name === undefined) return routed(request, ...rest);
     return handleWebhook(request, name).catch((error) => internalError(error, request));
@@ -45,6 +49,24 @@ export function createApp(deps: IngestDeps): Hono {
   });
   app.onError((error, c) => internalError(error, c.req.raw));
   return app;
+}
+
+/**
+ * A Host header as RFC 9110 §7.2 defines it: `uri-host [ ":" port ]`, where the host is an IP
+ * literal in brackets or a reg-name (RFC 3986 §3.2.2: unreserved, percent-encoded and sub-delims
+ * characters). No `/`, `?`, `#`, `@` or `\`, which would move where the URL's path starts.
+ */
+const HOST_HEADER = /^(?:\[[0-9A-Za-z:.%~_-]*\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
+
+/** The 400 for a Host header that is not a host, and its log line. */
+function invalidHost(request: Request, host: string): Response {
+  const shown = host.length > 100 ? `${host.slice(0, 100)}…` : host;
+  log.warn("invalid Host header {host} on {method}", {
+    host: shown,
+    method: request.method,
+    status: 400,
+  });
+  return Response.json({ error: `invalid Host header: ${shown}` }, { status: 400 });
 }
 
 /** Logs an unexpected error and answers 500 `{"error":"internal error"}`. */

@@ -355,6 +355,25 @@ const CASES: Case[] = [
     // Answered by app.notFound, which logs nothing: see the ignored step below.
     logged: false,
   })),
+  // a Host header that would move where Deno's URL of the request has its path
+  {
+    name: "a Host that routes POST /health to a subscription",
+    request: () => signed(issue, { host: "x/webhooks/gh?" }, "/health"),
+    status: 400,
+    match: /invalid Host header: x\/webhooks\/gh\?"/,
+  },
+  {
+    name: "a Host that routes a webhook URL to /health",
+    request: () => http("GET /webhooks/nope", { host: "x/health#" }),
+    status: 400,
+    match: /invalid Host header/,
+  },
+  ...["x@y", "x\\y", "x y", "x:80/"].map((host): Case => ({
+    name: `Host: ${host}`,
+    request: () => signed(issue, { host }),
+    status: 400,
+    match: /invalid Host header/,
+  })),
   // methods other than POST (HEAD answers without a body)
   ...["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PURGE"].map((method): Case => ({
     name: method,
@@ -447,6 +466,24 @@ Deno.test("bad input gets its 4xx, dispatches nothing, and leaks no secret", asy
       assert.equal(response?.status, 202, response?.text);
       suite.responses.push(response.text);
       assert.equal(gateway.store.listEvents({}).length, 1);
+    });
+    await t.step("control: the Host headers of real senders and proxies are served", async () => {
+      const hosts = ["localhost:8644", "[::1]:8644", "hooks.example.com", "xn--bcher-kva.example"];
+      for (const host of hosts) {
+        const response = await exchange(gateway.port, await signed(issue, { host }));
+        assert.equal(response?.status, 202, `${host}: ${response?.text}`);
+      }
+      const http10 = await exchange(
+        gateway.port,
+        new TextEncoder().encode(
+          new TextDecoder().decode(await signed(issue, { host: null })).replace(
+            "HTTP/1.1",
+            "HTTP/1.0",
+          ),
+        ),
+      );
+      assert.equal(http10?.status, 202, http10?.text);
+      assert.equal(gateway.store.listEvents({}).length, 1 + hosts.length + 1);
     });
   } finally {
     await gateway.stop({ deadlineMs: 0 });
