@@ -13,6 +13,7 @@ import { dispatchFor } from "../lib/routes.ts";
 import type { NewEvent, StateStore } from "../lib/state/mod.ts";
 import { acceptedSecrets, NAME_PATTERN, type Route } from "../lib/subscription.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../lib/targets/mod.ts";
+import { isOwnComment, postsComments } from "../lib/targets/own_comments.ts";
 import {
   BodyBudget,
   BodyDeadlines,
@@ -85,6 +86,7 @@ export interface IngestDeps {
 /** The lines written on every request they answer, read once (see `writeLine`). */
 const ACCEPTED = lineTemplate("accepted {subscription} {event}");
 const IGNORED = lineTemplate("ignored {subscription}: event {event} not in filter");
+const OWN_COMMENT = lineTemplate("ignored {subscription}: event {event} is about its own comment");
 
 /** Seconds a sender is asked to wait after a 503 (the state database, or too many bodies). */
 const STORE_RETRY_AFTER_SECONDS = 5;
@@ -333,6 +335,10 @@ async function dispatch(
       events: route.events?.join(","),
     });
     return answer(200, { status: "ignored", event });
+  }
+  if (postsComments(route.deliver ?? "log") && isOwnComment(payload)) {
+    writeLine(log, "info", OWN_COMMENT, { subscription, event });
+    return answer(200, { status: "ignored", event, reason: "the gateway's own comment" });
   }
   const newEvent = buildEvent(route, info, event, { payload, json }, deps.now());
   let result;

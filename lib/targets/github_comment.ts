@@ -10,6 +10,7 @@ import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import { field, type Target } from "./_target.ts";
+import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** An issue or pull request: `owner/repo` and its number. */
 export interface GitHubItem {
@@ -78,7 +79,8 @@ export function githubItem(payload: unknown): GitHubItem | undefined {
 /** GitHub comment, `GITHUB_TOKEN` or `GH_TOKEN`, item from payload or `owner/repo#123`. */
 export const githubComment: Target<GitHubDestination> = {
   name: "github_comment",
-  maxChars: 65536,
+  // Each part ends with the marker that keeps the gateway from answering its own comments.
+  maxChars: 65536 - OWN_COMMENT_MARKER.length,
   needs: "GITHUB_TOKEN (or GH_TOKEN)",
   destination: "the issue or pull request of the payload, or --deliver-chat-id owner/repo#123",
   resolve(job, ctx) {
@@ -104,7 +106,7 @@ export const githubComment: Target<GitHubDestination> = {
         "X-GitHub-Api-Version": "2022-11-28",
         "User-Agent": "agent-gateway",
       },
-      body: { body: text },
+      body: { body: text + OWN_COMMENT_MARKER },
       secret: token,
     });
   },

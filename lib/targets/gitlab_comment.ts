@@ -11,6 +11,7 @@ import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import { field, type Target } from "./_target.ts";
+import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** A merge request or issue: project (numeric id or `group/project` path), kind and iid. */
 export interface GitLabItem {
@@ -85,7 +86,8 @@ export function gitlabItem(payload: unknown): GitLabItem | undefined {
 /** GitLab note, `GITLAB_TOKEN`, item from payload or `<project>!<iid>` / `<project>#<iid>`. */
 export const gitlabComment: Target<GitLabDestination> = {
   name: "gitlab_comment",
-  maxChars: 1_000_000,
+  // Each part ends with the marker that keeps the gateway from answering its own comments.
+  maxChars: 1_000_000 - OWN_COMMENT_MARKER.length,
   needs: "GITLAB_TOKEN",
   destination:
     "the merge request or issue of the payload, or --deliver-chat-id <project>!<iid> / <project>#<iid>",
@@ -109,7 +111,7 @@ export const gitlabComment: Target<GitLabDestination> = {
       // A path project id is one URL segment: `group/project` becomes `group%2Fproject`.
       url: `${baseUrl}/api/v4/projects/${encodeURIComponent(project)}/${kind}/${iid}/notes`,
       headers: { "PRIVATE-TOKEN": token },
-      body: { body: text },
+      body: { body: text + OWN_COMMENT_MARKER },
       secret: token,
     });
   },

@@ -11,6 +11,7 @@ import { sign } from "@octokit/webhooks-methods";
 import { loadConfig } from "../../lib/config.ts";
 import type { StoredEvent } from "../../lib/state/mod.ts";
 import type { Subscription } from "../../lib/subscription.ts";
+import { OWN_COMMENT_MARKER } from "../../lib/targets/own_comments.ts";
 import { startGateway } from "../../server/gateway.ts";
 import { enabledConfig, eventually, tempHome } from "../_helpers.ts";
 import {
@@ -28,7 +29,7 @@ const HOME_CHAT = "5555";
 /** An event as its sender signs it: GitHub HMAC, GitLab token, or a Bearer token. */
 type Sent =
   | { sender: "github"; event: string; payload: Record<string, unknown> }
-  | { sender: "gitlab" | "bearer"; payload: Record<string, unknown> };
+  | { sender: "gitlab" | "bearer"; payload: Record<string, unknown>; event?: string };
 
 const ISSUE = githubExample("issues", "opened");
 const PULL = githubExample("pull_request", "opened");
@@ -120,7 +121,7 @@ async function post(
     headers["x-github-delivery"] = deliveryId;
     headers["x-hub-signature-256"] = await sign(secret, body);
   } else if (sent.sender === "gitlab") {
-    headers["x-gitlab-event"] = "Merge Request Hook";
+    headers["x-gitlab-event"] = sent.event ?? "Merge Request Hook";
     headers["x-gitlab-event-uuid"] = deliveryId;
     headers["x-gitlab-token"] = secret;
   } else {
@@ -216,8 +217,12 @@ function assertCall(c: TargetCase, fake: FakePlatform, message: ReceivedMessage,
     if (expected instanceof RegExp) assert.match(message.headers[name] ?? "", expected, name);
     else assert.equal(message.headers[name], withToken(expected), name);
   }
-  assert.deepEqual(message.body, { ...c.body, [c.textField]: text });
+  assert.deepEqual(message.body, { ...c.body, [c.textField]: posted(c, text) });
 }
+
+/** The text a platform receives: a comment ends with the gateway's marker. */
+const posted = (c: TargetCase, text: string) =>
+  c.kind === "github" || c.kind === "gitlab" ? text + OWN_COMMENT_MARKER : text;
 
 const label = (sent: Sent) => sent.sender === "github" ? `${sent.event}.opened` : "merge_request";
 
@@ -266,7 +271,7 @@ for (const c of CASES) {
       assert.equal(status, 200);
       assert.ok(performance.now() - started >= 950, "the gateway waited retry_after");
       assert.equal(fake.requests, requests + 2);
-      assert.equal(fake.messages.at(-1)!.text, `Direct ${label(c.sent)} via direct`);
+      assert.equal(fake.messages.at(-1)!.text, posted(c, `Direct ${label(c.sent)} via direct`));
     });
   });
 }
@@ -338,10 +343,64 @@ Deno.test("origin answers a GitHub issue or pull request with a comment, a GitLa
     assert.equal(stored.status, "delivered", stored.lastError ?? "");
     const message = world.fakes[kind].messages.at(-1)!;
     assert.equal(message.path, path);
-    assert.equal(message.text, `Answer: Reply to ${event}`);
+    const marker = kind === "telegram" ? "" : OWN_COMMENT_MARKER;
+    assert.equal(message.text, `Answer: Reply to ${event}${marker}`);
   }
   assert.equal(world.fakes.github.messages.length, 2);
   assert.equal(world.fakes.telegram.messages[0].to, "9001");
+});
+
+Deno.test("a comment the gateway posted is not answered again when GitHub or GitLab sends its event back", async () => {
+  await using world = await startWorld({
+    answers: { deliver: "origin", events: ["issue_comment"], prompt: "Reply to {comment.body}" },
+    notes: { deliver: "gitlab_comment", prompt: "Reply to {object_attributes.note}" },
+    // Forwards comments to a chat: it posts none, so it still gets the gateway's own.
+    watch: { deliver: "telegram", deliver_extra: { chat_id: "77" }, events: ["issue_comment"] },
+  });
+  const comment = githubExample("issue_comment", "created") as { comment: { body: string } };
+  const first = await world.post("answers", {
+    sender: "github",
+    event: "issue_comment",
+    payload: comment,
+  });
+  assert.equal(first.status, 202);
+  assert.equal((await world.settled(first.body.event_id)).status, "delivered");
+  const posted = world.fakes.github.messages[0].text;
+  assert.ok(posted.endsWith(OWN_COMMENT_MARKER), posted);
+  // What GitHub sends for the comment the gateway just posted.
+  const echo: Sent = {
+    sender: "github",
+    event: "issue_comment",
+    payload: { ...comment, comment: { ...comment.comment, body: posted } },
+  };
+  assert.deepEqual(await world.post("answers", echo).then(({ status, body }) => [status, body]), [
+    200,
+    { status: "ignored", event: "issue_comment.created", reason: "the gateway's own comment" },
+  ]);
+  assert.equal((await world.post("watch", echo)).status, 202);
+
+  const note = (text: string): Sent => ({
+    sender: "gitlab",
+    event: "Note Hook",
+    payload: {
+      object_kind: "note",
+      project: { id: 42, path_with_namespace: "group/project" },
+      object_attributes: { note: text, noteable_type: "MergeRequest" },
+      merge_request: { iid: 7 },
+    },
+  });
+  const asked = await world.post("notes", note("Why does the build fail?"));
+  assert.equal(asked.status, 202);
+  assert.equal((await world.settled(asked.body.event_id)).status, "delivered");
+  const noted = world.fakes.gitlab.messages[0].text;
+  assert.equal((await world.post("notes", note(noted))).body.status, "ignored");
+
+  await eventually(() => world.fakes.telegram.messages.length === 1, { what: "the forward" });
+  // Nothing more was run or posted: one comment, one note.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(world.fakes.github.messages.length, 1);
+  assert.equal(world.fakes.gitlab.messages.length, 1);
+  assert.equal(world.gateway.store.listEvents({}).length, 3);
 });
 
 Deno.test("origin without extra.home fails an event that has no place to reply to, and says why", async () => {
