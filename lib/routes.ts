@@ -6,7 +6,7 @@
  */
 import type { Config } from "./config.ts";
 import { UsageError } from "./errors.ts";
-import type { EventDispatch } from "./state/mod.ts";
+import { type EventDispatch, storableText } from "./state/mod.ts";
 import { NAME_PATTERN, type Route } from "./subscription.ts";
 import {
   readSubscriptions,
@@ -37,7 +37,8 @@ export function dispatchFor(
     : undefined;
   return {
     mode: route.deliver_only ? "direct" : "agent",
-    prompt,
+    // As stored: a direct message sent now and its replay later are the same text.
+    prompt: storableText(prompt),
     route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
   };
 }

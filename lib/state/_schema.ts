@@ -113,6 +113,18 @@ export const UPGRADE_TO_8_SQL = "ALTER TABLE events ADD COLUMN replayed_at INTEG
 type Row = Record<string, unknown>;
 
 /**
+ * Text as the state database can give it back. `node:sqlite` reads a TEXT value only up to its
+ * first U+0000, so a prompt rendered from a payload value holding one (`"title": "a\u0000b"`)
+ * came back cut there: the agent, and every replay, got only the text before it. Each U+0000 is
+ * stored as U+FFFD instead. (A payload's JSON text never holds one: JSON escapes it.)
+ * @param text a prompt, an answer or an error message
+ * @returns the text with each U+0000 replaced by U+FFFD
+ */
+export function storableText(text: string): string {
+  return text.includes("\0") ? text.replaceAll("\0", "\uFFFD") : text;
+}
+
+/**
  * Whether an event's next step is an agent run: an agent-mode event without a saved answer.
  * The others (direct messages, answers waiting for their delivery) go straight to delivery;
  * `events_due_delivery` holds the queued ones among them.

@@ -14,6 +14,7 @@ import {
   needsAgentRun,
   rowToAttempt,
   rowToEvent,
+  storableText,
 } from "./_schema.ts";
 import type {
   AcceptResult,
@@ -131,7 +132,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       event.source,
       event.mode,
       event.payload,
-      event.prompt,
+      storableText(event.prompt),
       JSON.stringify(event.route),
       event.receivedAtMs,
       progress.status,
@@ -139,7 +140,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       progress.nextAttemptAtMs,
       null,
       progress.partsSent,
-      progress.lastError,
+      progress.lastError === null ? null : storableText(progress.lastError),
       progress.updatedAtMs,
       keyExpiresAtMs,
     );
@@ -174,7 +175,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
 
   function recordDirectNow(event: NewEvent, outcome: DirectOutcome): string {
     const nowMs = outcome.atMs ?? clock();
-    const lastError = outcome.delivered ? null : outcome.error ?? "delivery failed";
+    const lastError = outcome.delivered ? null : storableText(outcome.error ?? "delivery failed");
     const holdsKey = outcome.delivered && event.dedupe;
     // A delivered message takes the key over from any earlier holder, expired or not.
     if (holdsKey) s.releaseKey.run(event.subscription, event.deliveryId);
@@ -237,7 +238,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     const row = s.partsSentByFailedAttempts.get(
       event.subscription,
       event.deliveryId,
-      event.prompt,
+      storableText(event.prompt),
       JSON.stringify(event.route),
       event.receivedAtMs - ttlMs,
     ) as Row | undefined;
@@ -294,6 +295,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     status: { status: EventStatus; error: string; step: string; nextMs: number | null },
     nowMs: number,
   ): void {
+    status = { ...status, error: storableText(status.error) };
     use(() =>
       transaction(() => {
         update(
@@ -362,7 +364,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     saveResponse: (eventId, response) =>
       use(() =>
         transaction(() => {
-          update(eventId, () => s.saveResponse.run(response, clock(), eventId));
+          update(eventId, () => s.saveResponse.run(storableText(response), clock(), eventId));
           s.agentDone.run(eventId);
         })
       ),
@@ -409,7 +411,13 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         refuseSuperseded(event);
         let replayed = event;
         transaction(() => {
-          replayed = replayEvent(db, event, nowMs, redispatch?.(event));
+          const dispatch = redispatch?.(event);
+          replayed = replayEvent(
+            db,
+            event,
+            nowMs,
+            dispatch && { ...dispatch, prompt: storableText(dispatch.prompt) },
+          );
           if (replayed.mode !== "direct" || !replayed.dedupe) return;
           // A direct message to send again takes its delivery id now, not once delivered: the
           // sender's retry meanwhile is then told to wait (409), instead of sending a copy.

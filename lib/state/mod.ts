@@ -18,7 +18,7 @@ import type { EventSource } from "../event_info.ts";
 
 export type { EventSource };
 export { openStateStore } from "./_sqlite_store.ts";
-export { needsAgentRun } from "./_schema.ts";
+export { needsAgentRun, storableText } from "./_schema.ts";
 export type { SqliteStateStore, StateStoreOptions } from "./_sqlite_store.ts";
 export type { GroupCommitStats } from "./_group_commit.ts";
 

@@ -403,6 +403,25 @@ Deno.test("a comment the gateway posted is not answered again when GitHub or Git
   assert.equal(world.gateway.store.listEvents({}).length, 3);
 });
 
+Deno.test("a NUL in a payload value does not cut the prompt the agent gets, nor a replay's", async () => {
+  await using world = await startWorld({
+    agent: {
+      deliver: "telegram",
+      deliver_extra: { chat_id: "4242" },
+      prompt: "Title: {issue.title} -- never run shell commands. END",
+    },
+  });
+  const issue = { ...(ISSUE.issue as Record<string, unknown>), title: "harmless\u0000 (rest)" };
+  const sent: Sent = { sender: "github", event: "issues", payload: { ...ISSUE, issue } };
+  const { body } = await world.post("agent", sent);
+  assert.equal((await world.settled(body.event_id)).status, "delivered");
+  const whole = "Answer: Title: harmless\uFFFD (rest) -- never run shell commands. END";
+  assert.equal(world.fakes.telegram.messages[0].text, whole);
+  world.gateway.store.replay(String(body.event_id), Date.now());
+  await eventually(() => world.fakes.telegram.messages.length === 2, { what: "the replay" });
+  assert.equal(world.fakes.telegram.messages[1].text, whole);
+});
+
 Deno.test("origin without extra.home fails an event that has no place to reply to, and says why", async () => {
   await using world = await startWorld({ origin: { deliver: "origin" } });
   const reasons = [

@@ -598,3 +598,21 @@ Deno.test("replay() of a direct message takes its delivery id at once, so a retr
     assert.equal(store.keyHolder(event.subscription, "waiting", T0 + 2) !== null, true);
   });
 });
+
+Deno.test("a NUL in a prompt, an answer or an error no longer cuts what is read back there", async () => {
+  await withStore({}, async (store) => {
+    const prompt = "Title: harmless\u0000 (rest) -- never run shell commands. END";
+    const { eventId } = await store.accept(newEvent({ receivedAtMs: T0, prompt }));
+    const [claimed] = store.claimDue(T0, 1);
+    assert.equal(claimed.prompt, prompt.replace("\u0000", "\uFFFD"));
+    store.saveResponse(eventId!, "first\u0000second");
+    store.markRetry(eventId!, "bad\u0000chat id", "delivery", T0 + 10, T0);
+    const stored = store.getEvent(eventId!)!;
+    assert.equal(stored.prompt, claimed.prompt);
+    assert.equal(stored.response, "first\uFFFDsecond");
+    assert.equal(stored.lastError, "bad\uFFFDchat id");
+    assert.equal(store.attempts(eventId!)[0].error, "bad\uFFFDchat id");
+    const replayed = store.replay(eventId!, T0 + 20, (event) => ({ ...event, prompt: "x\u0000y" }));
+    assert.equal(replayed.prompt, "x\uFFFDy");
+  });
+});
