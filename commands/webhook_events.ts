@@ -6,6 +6,7 @@
  */
 import type { Config } from "../lib/config.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
+import { oneTerminalLine } from "../lib/log.ts";
 import { findRoute } from "../lib/routes.ts";
 import {
   type Attempt,
@@ -163,18 +164,20 @@ function table(events: StoredEvent[]): string {
     "TOOK",
     "LAST ERROR",
   ];
+  // Delivery ids, event types and errors come from senders, platforms and agents: escape
+  // what a terminal would run (see oneTerminalLine). `--json` is safe as it is.
   const rows = events.map((e) => [
     e.id,
     e.subscription,
-    e.eventType,
-    cut(e.deliveryId, 24),
+    oneTerminalLine(e.eventType),
+    cut(oneTerminalLine(e.deliveryId), 24),
     e.status,
     String(e.attempts),
     new Date(e.receivedAtMs).toISOString().replace("T", " ").slice(0, 19),
     e.status === "delivered" || e.status === "failed"
       ? duration(e.updatedAtMs - (e.replayedAtMs ?? e.receivedAtMs))
       : "-",
-    cut((e.lastError ?? "").replace(/\s+/g, " "), ERROR_COLUMN_CHARS),
+    cut(oneTerminalLine(e.lastError ?? "").replace(/\s+/g, " "), ERROR_COLUMN_CHARS),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   return [header, ...rows]

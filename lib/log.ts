@@ -51,21 +51,32 @@ export const lineFormatter: TextFormatter = (record) => {
     if (value === undefined) continue;
     line += " " + key + "=" + (isSecretField(key) ? "[REDACTED]" : quoteValue(printable(value)));
   }
-  return (ANY_CONTROL.test(line)
-    ? line.replace(LINE_BREAKS, " ").replace(OTHER_CONTROLS, escape)
-    : line) +
-    "\n";
+  return oneTerminalLine(line) + "\n";
 };
 
 // Text from requests (a name in the URL, a header) must not break a line in two, nor reach the
-// terminal of whoever reads the log with `tail -f` as escape sequences (ESC, BEL, NUL...):
-// line breaks become a space, other control characters a visible \u escape. Tabs stay.
+// terminal of whoever reads the log with `tail -f` as escape sequences (ESC, BEL, NUL...), nor
+// reorder what it shows (the bidirectional overrides and isolates, U+202A-U+202E and
+// U+2066-U+2069): line breaks become a space, the others a visible \u escape. Tabs stay.
 // deno-lint-ignore no-control-regex
-const ANY_CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f]/;
+const ANY_CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 // deno-lint-ignore no-control-regex
-const OTHER_CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
-const LINE_BREAKS = /[\r\n]+/g;
+const OTHER_CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+const LINE_BREAKS = /[\r\n\u2028\u2029]+/g;
 const escape = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+
+/**
+ * Text from outside (a payload, a request, an error a platform or an agent sent back) as it can
+ * be shown on one line of a terminal, as the log writes it: line breaks become a space, other
+ * control characters (ESC, BEL, NUL, C1) and the bidirectional overrides a visible `\u` escape.
+ * @param text any text
+ * @returns the same text when it holds none of them (tabs stay)
+ */
+export function oneTerminalLine(text: string): string {
+  return ANY_CONTROL.test(text)
+    ? text.replace(LINE_BREAKS, " ").replace(OTHER_CONTROLS, escape)
+    : text;
+}
 // Memos of pure functions, shared by every sink in the process: which field names are secret
 // (bounded), and the ISO text of the last timestamp formatted. Neither can change an output.
 const secretFields = new Map<string, boolean>();

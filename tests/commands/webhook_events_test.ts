@@ -161,6 +161,28 @@ Deno.test("webhook events cuts long delivery ids and errors so a row stays one l
   assert.doesNotMatch(row, /tail/);
 });
 
+Deno.test("webhook events shows escape sequences and bidi overrides from senders as \\u escapes", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+  });
+  const { eventId } = await store.accept(
+    newEvent({ eventType: "push\u202egnp.exe", deliveryId: "d\u2066x" }),
+  ) as { eventId: string };
+  store.claimDue(T0, 1);
+  // As a platform echoes a chat id templated from the payload back in its error.
+  const error = 'bad chat "42:\u001b]0;PWNED\u0007\u001b[2J\u009b31m"\nnext line';
+  store.markFailed(eventId, error, "delivery", T0 + 10);
+  await store.close();
+  const { out } = await run(webhookEvents, h.home, []);
+  // deno-lint-ignore no-control-regex
+  assert.doesNotMatch(out, /[\x1b\x07\x9b\u202e\u2066]/);
+  const row = out.split("\n")[1];
+  assert.match(row, /push\\u202egnp\.exe/);
+  assert.match(row, /d\\u2066x/);
+  assert.match(row, /bad chat "42:\\u001b\]0;PWNED\\u0007\\u001b\[2J\\u009b31m" next line/);
+});
+
 Deno.test("webhook events --json gives every public field and the attempts, not the payload", async () => {
   await using h = await homeWithEvents();
   const rows = await json(h.home);

@@ -70,6 +70,11 @@ Deno.test("lineFormatter shows control characters from requests as escapes, not 
   assert.ok(line.endsWith("\n"));
 });
 
+Deno.test("lineFormatter shows bidirectional overrides as escapes and line separators as spaces", () => {
+  const line = lineFormatter(record(T, ["push\u202egnp.exe\u2066x\u2028y"], {}));
+  assert.match(line, /push\\u202egnp\.exe\\u2066x y\n$/);
+});
+
 Deno.test("lineFormatter gives every record its own time", () => {
   const times = [T, T, T + 1, T + 60_000].map((ms) =>
     lineFormatter(record(ms, ["x"], {})).slice(0, 24)
