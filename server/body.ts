@@ -231,7 +231,9 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 /**
  * Parses a verified body into a payload: JSON, or a form (`application/x-www-form-urlencoded`)
  * whose `payload` field is JSON (GitHub's form mode) or whose fields become an object (Slack's
- * slash commands), as far as `options.forms` allows.
+ * slash commands), as far as `options.forms` allows. A body that starts with `{` or `[` is JSON
+ * whatever its Content-Type says: `curl -d '{...}'`, as many monitoring scripts send it, labels
+ * it a form, and read as one it became a single field named after the whole JSON text.
  * @param body the raw bytes
  * @param contentType the request's Content-Type, or null
  * @param options `forms`: `any` (@default), `payload` (only a form whose one field is
@@ -257,7 +259,7 @@ export function parsePayload(
     }
   }
   const mediaType = contentType?.split(";")[0].trim().toLowerCase() ?? "";
-  if (mediaType === "application/x-www-form-urlencoded") {
+  if (mediaType === "application/x-www-form-urlencoded" && !JSON_START.test(text)) {
     // URLSearchParams turns a percent-encoded invalid sequence (%FF) into U+FFFD; the strict
     // decoder refuses it, as the raw body's bytes are refused above.
     if (text.includes("%") && !isStrictFormUtf8(text)) {
@@ -282,6 +284,9 @@ export function parsePayload(
   }
   return { value: parseJson(text, mediaType ? `body (${mediaType})` : "body"), json: text };
 }
+
+/** The start of a JSON object or array; no form field a sender builds starts this way. */
+const JSON_START = /^\s*[[{]/;
 
 /**
  * True when the percent-encoded bytes of a form body decode as UTF-8. A `%` not followed by two

@@ -330,6 +330,41 @@ Deno.test("a GitHub form-mode body is parsed from its payload field", async () =
   assert.equal(h.store.getEvent(answer.event_id)?.prompt, "Issue Crash");
 });
 
+Deno.test("a JSON body labelled a form, as curl -d sends it, is read as JSON", async () => {
+  await using h = await harness();
+  h.routes.set("iot", {
+    name: "iot",
+    origin: "dynamic",
+    secret: SECRET,
+    auth: "bearer",
+    prompt: "Alert {alert} on {host}",
+  });
+  const FORM = { "content-type": "application/x-www-form-urlencoded" };
+  const curl = (body: string) =>
+    h.request("/webhooks/iot", {
+      method: "POST",
+      headers: { ...FORM, authorization: `Bearer ${SECRET}` },
+      body,
+    });
+  const alert = '{"alert":"disk full","host":"db1"}';
+  const accepted = await json(await curl(alert));
+  assert.equal(accepted.status, 202);
+  const stored = h.store.getEvent(accepted.body.event_id)!;
+  assert.deepEqual([stored.payload, stored.prompt], [alert, "Alert disk full on db1"]);
+  // Signed as GitHub signs, whose form mode would want a payload field.
+  const init = await github(ISSUE);
+  Object.assign(init.headers as Record<string, string>, FORM);
+  const labelled = await json(await h.request("/webhooks/gh", init));
+  assert.equal(h.store.getEvent(labelled.body.event_id)?.prompt, "Issue Crash");
+  // Broken JSON is a 400, not a form with one odd field.
+  const broken = await json(await curl('{"alert": "disk full"'));
+  assert.equal(broken.status, 400);
+  assert.match(broken.body.error, /not valid JSON/);
+  // A real form still is one.
+  const form = await json(await curl("alert=disk+full&host=db1"));
+  assert.equal(h.store.getEvent(form.body.event_id)?.prompt, "Alert disk full on db1");
+});
+
 Deno.test("a store that cannot persist makes the answer 503 with Retry-After, never 202", async () => {
   await using h = await harness();
   await h.store.close();
