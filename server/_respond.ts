@@ -32,7 +32,8 @@ export function reject(
 ) {
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
-  const reason = error.replace(name, subscription);
+  // A replacer function: a string would expand `$&`, `$'` and `` $` `` in the name.
+  const reason = error.replace(name, () => subscription);
   writeLine(log, "warning", REJECTED, { subscription, status, reason });
   return answer(status, { error: reason }, headers);
 }

@@ -342,6 +342,12 @@ const CASES: Case[] = [
     status: 404,
     match: /unknown subscription/,
   })),
+  {
+    name: "a long unknown name of $` and $' (String.replace patterns)",
+    request: () => signed(issue, {}, `/webhooks/${"$%60$'".repeat(30)}`),
+    status: 404,
+    match: /^\{"error":"unknown subscription: [^"]{81}"\}$/,
+  },
   ...[
     "/webhooks/../webhooks/gh",
     "/webhooks/./gh",
