@@ -34,8 +34,11 @@ export interface EventInfo {
   source: EventSource;
 }
 
-/** Longest usable event type, action or delivery id, in characters. */
-export const MAX_ID_CHARS = 200;
+/**
+ * Longest usable event type, action or delivery id, in characters. As long as the longest
+ * Standard Webhooks id the signature check takes, so that a signed id is always the delivery id.
+ */
+export const MAX_ID_CHARS = 256;
 
 /** Delivery id headers, most specific first; Stripe's payload `id` comes after `svix-id`. */
 const ID_HEADERS_BEFORE_STRIPE = [

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { MAX_ID_CHARS } from "../../lib/event_info.ts";
 import { concatBytes, decodeBase64, hmacMatches, utf8 } from "./_crypto.ts";
 import { checkTimestamp, decodeAll, headerValue } from "./_headers.ts";
 import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
@@ -19,8 +20,12 @@ function symmetricSignatures(value: string): Uint8Array<ArrayBuffer>[] | null {
   return decodeAll(entries.map((entry) => entry.slice("v1,".length)), decodeBase64);
 }
 
-/** What a message id may be: no dot, so the signed `<id>.<timestamp>.<body>` splits one way. */
-const PLAIN_ID = /^[A-Za-z0-9_-]{1,256}$/;
+/**
+ * What a message id may be: no dot, so the signed `<id>.<timestamp>.<body>` splits one way; and
+ * no longer than a delivery id may be, so a signed id is always the delivery id (a longer one,
+ * dropped there, left the event to unsigned headers or a generated id: never deduplicated).
+ */
+const PLAIN_ID = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_ID_CHARS}}$`);
 
 /**
  * Standard Webhooks / Svix: HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, base64,

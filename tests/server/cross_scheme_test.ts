@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import Stripe from "stripe";
+import { Webhook as StandardWebhook } from "standardwebhooks";
 import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
 import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { Route } from "../../lib/subscription.ts";
@@ -16,6 +17,8 @@ import { createApp } from "../../server/app.ts";
 import { createSignatureVerifier } from "../../server/signatures/mod.ts";
 
 const SECRET = "open-secret-123";
+/** SECRET as Standard Webhooks libraries take it: `whsec_` and the key's base64. */
+const WHSEC = `whsec_${btoa(SECRET)}`;
 const NOW_MS = Date.parse("2026-11-21T12:00:00Z");
 const NOW = NOW_MS / 1000;
 
@@ -207,6 +210,34 @@ Deno.test("a Linear request captured hours ago is refused under every scheme tha
   });
   assert.equal(github.status, 202, JSON.stringify(github.body));
   assert.equal(g.stored(), 1);
+});
+
+Deno.test("a Standard Webhooks id of any length the signature check takes is the delivery id", async () => {
+  await using g = await gateway();
+  const body = JSON.stringify({ type: "invoice.paid", data: { n: 1 } });
+  for (const id of ["m".repeat(201), "n".repeat(256)]) {
+    const signature = new StandardWebhook(WHSEC).sign(id, new Date(NOW * 1000), body);
+    const headers = {
+      "content-type": "application/json",
+      "webhook-id": id,
+      "webhook-timestamp": `${NOW}`,
+      "webhook-signature": signature,
+    };
+    const first = await g.post(body, headers);
+    assert.deepEqual([first.status, first.body.delivery_id], [202, id]);
+    const again = await g.post(body, { ...headers, "idempotency-key": "new-1" });
+    assert.equal(again.body.status, "duplicate", JSON.stringify(again.body));
+  }
+  const tooLong = "o".repeat(257);
+  const signature = new StandardWebhook(WHSEC).sign(tooLong, new Date(NOW * 1000), body);
+  const refused = await g.post(body, {
+    "content-type": "application/json",
+    "webhook-id": tooLong,
+    "webhook-timestamp": `${NOW}`,
+    "webhook-signature": signature,
+  });
+  assert.equal(refused.status, 401);
+  assert.equal(g.stored(), 2);
 });
 
 Deno.test("a Stripe request re-sent as generic V2 is a duplicate of itself, typed by its payload", async () => {
