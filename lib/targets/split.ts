@@ -1,10 +1,13 @@
 /**
- * Splits a long message into numbered parts that each fit a platform's limit, cutting where a
- * reader would: between paragraphs, else between lines, else between words, and only as a last
- * resort inside a word (never inside a UTF-16 surrogate pair or, when avoidable, a grapheme).
+ * Splits a long message into numbered parts that each fit a platform's limit. A reader gets as
+ * few parts as possible, each nearly full, cut where a reader would: between paragraphs, else
+ * between lines, else after a sentence, else between words (each only in the second half of a
+ * part), and as a last resort between two grapheme clusters, so a flag, an emoji joined by ZWJ
+ * or a skin tone stays whole (a single cluster longer than a part is cut between code points).
  * Markdown code fences stay balanced: a part that ends inside a fence closes it and the next
  * part reopens it with the same info string (CommonMark fences:
- * https://spec.commonmark.org/0.31.2/#fenced-code-blocks).
+ * https://spec.commonmark.org/0.31.2/#fenced-code-blocks). No cut leaves a code block empty:
+ * a part does not end on the line that opens a fence, nor start with the line that closes one.
  *
  * @module
  */
@@ -29,7 +32,8 @@ const MIN_ROOM = 8;
 /**
  * Splits `text` into parts of at most `maxChars` UTF-16 code units each. More than one part
  * get a `(i/n)` prefix, counted within the limit; fences closed and reopened at cut points are
- * counted too. Whitespace at cut points is dropped; nothing else is lost or reordered.
+ * counted too. Whitespace at cut points is dropped, and so is a fence's closing line that
+ * would open a part (the previous part's close stands for it); nothing else is lost or reordered.
  *
  * @param text The whole message.
  * @param maxChars The platform's limit per message, in UTF-16 code units (JavaScript length).
@@ -56,28 +60,26 @@ function numbered(chunk: Chunk, index: number, chunks: Chunk[]): string {
   return `(${index + 1}/${chunks.length})${gap}${content}`;
 }
 
+/** The parts of `text`, each at most `room` UTF-16 code units with its fence repair. */
 function chunk(text: string, room: number): Chunk[] {
   const chunks: Chunk[] = [];
   let fence: Fence | undefined;
   let pos = 0;
   while (hasText(text, pos)) {
-    const reopen = fence && balanced(fence, room) ? `${fence.marker}${fence.info}\n` : "";
-    const space = room - reopen.length;
-    let limit = space;
-    for (;;) {
-      const cut = findCut(text, pos, limit);
-      const body = text.slice(pos, cut.end).trimEnd();
-      const after = fenceAfter(fence, body);
-      const more = hasText(text, cut.next);
-      const close = after && more && balanced(after, room) ? `\n${after.marker}` : "";
-      if (body.length + close.length <= space) {
-        if (body !== "") chunks.push({ reopen, body, close });
-        fence = after;
-        pos = cut.next;
-        break;
-      }
-      limit = space - close.length;
+    const repaired = fence !== undefined && balanced(fence, room);
+    const lineEnd = text.indexOf("\n", pos);
+    const line = text.slice(pos, lineEnd === -1 ? text.length : lineEnd);
+    if (repaired && closes(fence!, line)) {
+      // The previous part closed this fence already; reopening it here would send an empty block.
+      fence = undefined;
+      pos = skipSpace(text, pos + line.length);
+      continue;
     }
+    const reopen = repaired ? `${fence!.marker}${fence!.info}\n` : "";
+    const part = fill(text, pos, { open: fence, space: room - reopen.length, room });
+    if (part.body !== "") chunks.push({ reopen, body: part.body, close: part.close });
+    fence = part.after;
+    pos = part.next;
   }
   return chunks;
 }
@@ -87,32 +89,89 @@ function balanced(fence: Fence, room: number): boolean {
   return 2 * fence.marker.length + fence.info.length + 2 <= room / 2;
 }
 
-/**
- * Where to end a part that starts at `pos` and may hold `limit` characters: `end` is the end of
- * its text, `next` where the following part starts (after the whitespace at the cut).
- */
-function findCut(text: string, pos: number, limit: number): { end: number; next: number } {
-  if (text.length - pos <= limit) return { end: text.length, next: text.length };
-  // One character past the limit: a separator right there still leaves a part of `limit`.
-  const window = text.slice(pos, pos + limit + 2);
-  for (const minimum of [limit / 2, 1]) {
-    for (const separator of [/\n[ \t]*\n/g, /\n/g, /[ \t]/g]) {
-      const at = lastMatch(window, separator, limit);
-      if (at >= minimum) return { end: pos + at, next: skipSpace(text, pos + at) };
-    }
-  }
-  const end = pos + hardCut(text.slice(pos, pos + limit + 1), limit);
-  return { end, next: end };
+/** One part's text from a given position, and what follows it. */
+interface Part {
+  body: string;
+  /** The fence closed at the end of the part (`\n` and the marker), or "". */
+  close: string;
+  /** The fence still open after the part, which the next part reopens. */
+  after: Fence | undefined;
+  /** Where the next part starts. */
+  next: number;
 }
 
-/** The index of the last match of `pattern` that starts at or before `limit`, or -1. */
-function lastMatch(window: string, pattern: RegExp, limit: number): number {
-  let last = -1;
-  for (const match of window.matchAll(pattern)) {
-    if (match.index > limit) break;
-    last = match.index;
+/**
+ * The part that starts at `pos`: the nicest cut (see {@link cuts}) whose body and closing fence
+ * fit `space` and which leaves no empty code block, that is no body ending on the line that opens
+ * a fence. When no cut qualifies (a fence line longer than the part), the first that fits.
+ */
+function fill(
+  text: string,
+  pos: number,
+  { open, space, room }: { open: Fence | undefined; space: number; room: number },
+): Part {
+  let limit = space;
+  for (;;) {
+    let fallback: Part | undefined;
+    let tooLong = 0;
+    for (const { end, next } of cuts(text, pos, limit)) {
+      const body = text.slice(pos, end).trimEnd();
+      const after = fenceAfter(open, body);
+      const more = hasText(text, next);
+      const close = after && more && balanced(after, room) ? `\n${after.marker}` : "";
+      if (body.length + close.length > space) {
+        tooLong = close.length;
+        break;
+      }
+      const part = { body, close, after, next };
+      // An empty body is whitespace at the start of the text: skipped, not sent.
+      if (body === "" || !more || !opensAtEnd(open, body)) return part;
+      fallback ??= part;
+    }
+    if (tooLong === 0 && fallback) return fallback;
+    // The closing fence did not fit: look again with room for it (strictly less than before).
+    limit = space - tooLong;
   }
-  return last;
+}
+
+/** Where to cut, nicest first: between paragraphs, lines, sentences, words, else graphemes. */
+const SEPARATORS = [
+  /\n[ \t]*\n/g,
+  /\n/g,
+  // After a full stop and its closing quotes or brackets; CJK text has no space to cut at.
+  /(?<=[.!?]["')\]]*)[ \t]|(?<=[。！？][\p{Pe}\p{Pf}]*)(?![\p{M}\p{Pe}\p{Pf}\s])/gu,
+  /[ \t]/g,
+];
+
+/**
+ * The places a part that starts at `pos` and holds at most `limit` UTF-16 code units may end,
+ * nicest first. `end` is the end of its text, `next` where the following part starts (after the
+ * whitespace at the cut). A separator counts only in the second half of the part, so a reader
+ * gets few parts, each nearly full; failing that, the part is filled to the last grapheme that
+ * fits, which is always the last place offered.
+ */
+function* cuts(text: string, pos: number, limit: number): Generator<{ end: number; next: number }> {
+  if (text.length - pos <= limit) {
+    yield { end: text.length, next: text.length };
+    return;
+  }
+  // One character past the limit: a separator right there still leaves a part of `limit`.
+  const window = text.slice(pos, pos + limit + 2);
+  for (const separator of SEPARATORS) {
+    const starts = [...window.matchAll(separator)].map((match) => match.index);
+    for (const at of starts.filter((at) => at >= limit / 2 && at <= limit).reverse()) {
+      yield { end: pos + at, next: skipSpace(text, pos + at) };
+    }
+  }
+  const end = pos + graphemeCut(window, limit);
+  yield { end, next: end };
+}
+
+/** Whether a part ending with `body` would end on the line that opens a fence, leaving it empty. */
+function opensAtEnd(open: Fence | undefined, body: string): boolean {
+  const lastLine = body.lastIndexOf("\n") + 1;
+  return fenceAfter(open, body) !== undefined &&
+    fenceAfter(open, body.slice(0, lastLine)) === undefined;
 }
 
 /** Whether anything but whitespace is left from `from` on. */
@@ -126,19 +185,28 @@ function skipSpace(text: string, from: number): number {
   return index;
 }
 
-/** The longest prefix of at most `limit` units that ends on a grapheme (or code point) boundary. */
-function hardCut(window: string, limit: number): number {
-  const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
-  let best = 0;
-  const from = Math.max(0, limit - 64);
-  for (const { index } of segmenter.segment(window.slice(from))) {
-    if (from + index > limit) break;
-    best = from + index;
-  }
-  if (best > 0 && best >= limit - 32) return best;
-  // A grapheme longer than the search span: fall back to not splitting a surrogate pair.
+const GRAPHEMES = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/**
+ * The longest prefix of `window` of at most `limit` UTF-16 code units that ends between two
+ * grapheme clusters (Unicode UAX #29, https://unicode.org/reports/tr29/), so a flag, a family
+ * emoji joined by ZWJ or a letter with its accents stays whole. `window` starts where a part
+ * starts (a cluster boundary: regional indicators pair by their count from the start of a run)
+ * and holds the code point at `limit`, whose class decides whether a cluster goes on past it.
+ * A single cluster longer than `limit` is cut between code points.
+ */
+function graphemeCut(window: string, limit: number): number {
+  const straddling = GRAPHEMES.segment(window).containing(limit);
+  if (straddling === undefined || straddling.index > 0) return straddling?.index ?? limit;
   const high = window.charCodeAt(limit - 1);
   return high >= 0xd800 && high <= 0xdbff && limit > 1 ? limit - 1 : limit;
+}
+
+/** Whether `line` closes `fence` (CommonMark: same character, at least as long, no info). */
+function closes(fence: Fence, line: string): boolean {
+  const match = FENCE_LINE.exec(line.trimEnd());
+  return match !== null && match[1][0] === fence.marker[0] &&
+    match[1].length >= fence.marker.length && match[2].trim() === "";
 }
 
 /** The fence still open after `body`, given the one open before it. */
@@ -152,9 +220,7 @@ function fenceAfter(open: Fence | undefined, body: string): Fence | undefined {
       // A backtick fence's info string cannot hold a backtick (that line is inline code).
       if (marker[0] === "`" && rest.includes("`")) continue;
       fence = { marker, info: rest.trim() };
-    } else if (
-      marker[0] === fence.marker[0] && marker.length >= fence.marker.length && rest.trim() === ""
-    ) {
+    } else if (closes(fence, line)) {
       fence = undefined;
     }
   }

@@ -178,3 +178,112 @@ Deno.test("splitMessage() keeps its promises on 300 seeded random Markdown texts
     }
   }
 });
+
+Deno.test("splitMessage() sends an intro and a minified JSON block to Telegram as 2 full parts", () => {
+  const answer = `Here is the event payload:\n\n\`\`\`json\n{"data": "${
+    "A".repeat(5000)
+  }"}\n\`\`\``;
+  const parts = checkParts(answer, 4096);
+  assert.equal(parts.length, 2);
+  assert.match(parts[0], /^Here is the event payload:\n\n```json\n\{"data": "A{4000,}\n```$/);
+  assert.match(parts[1], /^```json\nA+"\}\n```$/);
+});
+
+Deno.test("splitMessage() fills a part rather than cut at a space far before the limit", () => {
+  const bodies = checkParts(`See: ${"x".repeat(5000)}`, 4096);
+  assert.equal(bodies.length, 2);
+  assert.ok(bodies[0].length >= 4000, `part 1 holds ${bodies[0].length}`);
+});
+
+Deno.test("splitMessage() cuts after a sentence before a later space in the same line", () => {
+  const text = `${"word ".repeat(14)}ends here. And ${"more ".repeat(20)}`;
+  assert.match(splitMessage(text, 100)[0], /ends here\.$/);
+});
+
+Deno.test("splitMessage() moves a fence opener at the end of a part into the next part", () => {
+  const text = `${"p ".repeat(2000)}\n\`\`\`json\n${"y".repeat(3000)}\n\`\`\``;
+  const parts = splitMessage(text, 4096);
+  assert.equal(parts.length, 2);
+  assert.match(parts[0], /p$/);
+  assert.match(parts[1], /^\(2\/2\)\n```json\ny{3000}\n```$/);
+});
+
+Deno.test("splitMessage() does not reopen a fence only to close it at the start of a part", () => {
+  const text = `\`\`\`json\n${"x".repeat(4050)}\n\n\`\`\`\n${"after ".repeat(100)}`;
+  const parts = splitMessage(text, 4096);
+  assert.equal(parts.length, 2);
+  assert.match(parts[0], /x\n```$/);
+  assert.match(parts[1], /^\(2\/2\) after after/);
+});
+
+Deno.test("splitMessage() keeps flags, ZWJ families and skin tones whole at the Telegram limit", () => {
+  for (const emoji of ["🇫🇷", "👨‍👩‍👧‍👦", "👍🏽", "🏳️‍🌈", "e\u0301"]) {
+    for (const prefix of ["", "a", "ab", "abc"]) {
+      for (const limit of [2000, 4096]) {
+        const bodies = checkParts(prefix + emoji.repeat(Math.ceil(9000 / emoji.length)), limit);
+        for (const [index, body] of bodies.entries()) {
+          const whole = new RegExp(`^${index === 0 ? prefix : ""}(${emoji})+$`, "u");
+          assert.match(body, whole, `${emoji} ${prefix} ${limit} part ${index + 1}`);
+        }
+      }
+    }
+  }
+});
+
+/** The grapheme clusters of `text` outside fence lines, whitespace left out. */
+function graphemes(text: string): string[] {
+  const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+  const lines = text.split("\n").filter((line) => !FENCE.test(line)).join("\n");
+  return [...segmenter.segment(lines)].map(({ segment }) => segment).filter((g) => g.trim());
+}
+
+/** `text` read as one message: how many code blocks hold only blank lines, whether it shows text. */
+function rendered(text: string): { emptyBlocks: number; showsText: boolean } {
+  let open: string | undefined;
+  let blank = true;
+  let emptyBlocks = 0;
+  let showsText = false;
+  for (const line of text.split("\n")) {
+    const match = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line.trimEnd());
+    if (open === undefined && match) [open, blank] = [match[1], true];
+    else if (open && match?.[1][0] === open[0] && match[1].length >= open.length && !match[2]) {
+      if (blank) emptyBlocks++;
+      open = undefined;
+    } else if (line.trim() !== "") [blank, showsText] = [false, true];
+  }
+  return { emptyBlocks, showsText };
+}
+
+Deno.test("splitMessage() keeps graphemes, content and blocks whole on 300 random answers", () => {
+  let seed = 7;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const atoms = ["🇫🇷", "🇩🇪🇯🇵", "🇫", "👨‍👩‍👧‍👦", "👩🏽‍💻", "👍🏿", "🏳️‍🌈", "e\u0301", "中文字", "한국어"]
+    .concat(["word ", "Sentence ends. ", "x".repeat(120), `https://e.com/${"q".repeat(80)}`])
+    .concat([" ", "\n", "\n\n", "\n```json\n", "\n```\n", "\n~~~\n", '{"k": "v"}', "。"]);
+  for (let run = 0; run < 300; run++) {
+    const text = Array.from({ length: 20 + Math.floor(random() * 200) }, () => {
+      const atom = atoms[Math.floor(random() * atoms.length)];
+      const fenceLine = atom.includes("``") || atom.includes("~~");
+      return !fenceLine && random() < 0.2 ? atom.repeat(1 + Math.floor(random() * 12)) : atom;
+    }).join("");
+    const limit = 40 + Math.floor(random() * 1000);
+    const parts = splitMessage(text, limit);
+    const bodies = checkParts(text, limit);
+    const where = `run ${run}, limit ${limit}`;
+    assert.deepEqual(bodies.flatMap(graphemes), graphemes(text), `${where}: a grapheme was cut`);
+    const emptyBlocks = bodies.map((body) => rendered(body).emptyBlocks);
+    assert.ok(emptyBlocks.reduce((a, b) => a + b) <= rendered(text).emptyBlocks, `${where}: empty`);
+    for (const [index, body] of bodies.entries()) {
+      assert.ok(rendered(body).showsText, `${where}: part ${index + 1} shows no text`);
+      if (index < bodies.length - 1) {
+        assert.ok(parts[index].length > limit / 3, `${where}: part ${index + 1} is a fragment`);
+      }
+    }
+  }
+});
+
+Deno.test("splitMessage() cuts CJK text after a full stop and its closing bracket", () => {
+  const sentence = `${"中".repeat(27)}。」`;
+  const bodies = checkParts(`「${sentence}`.repeat(12), 100);
+  for (const body of bodies.slice(0, -1)) assert.match(body, /。」$/);
+});
