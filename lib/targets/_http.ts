@@ -5,9 +5,13 @@
  * Rate limits, as documented by each platform:
  * - HTTP `Retry-After` (seconds): https://www.rfc-editor.org/rfc/rfc9110#field.retry-after
  * - Telegram `parameters.retry_after`: https://core.telegram.org/bots/api#responseparameters
- * - Discord `retry_after` (float seconds): https://discord.com/developers/docs/topics/rate-limits
+ * - Discord: 429 with `retry_after` (float seconds); its `X-RateLimit-*` headers come with most
+ *   answers, so a 403 is a refusal whatever they say:
+ *   https://discord.com/developers/docs/topics/rate-limits
  * - Slack `ratelimited` + `Retry-After`: https://api.slack.com/apis/rate-limits
- * - GitHub: 403 or 429 with `retry-after` (secondary limits), or with `x-ratelimit-remaining: 0`
+ * - GitLab: 429 ("Retry later") with `Retry-After` and `RateLimit-*` headers:
+ *   https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/
+ * - GitHub, the only one whose 403 can be a rate limit: 403 or 429 with `retry-after` (secondary limits), or with `x-ratelimit-remaining: 0`
  *   and `x-ratelimit-reset` (epoch seconds, primary limits), or with neither, a message that
  *   says so and "wait for at least one minute":
  *   https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
@@ -30,6 +34,11 @@ import type { SendContext } from "./_target.ts";
 const DEFAULT_RETRY_AFTER_SECONDS = 1;
 /** GitHub asks for at least a minute after a rate limit that names no reset time. */
 const GITHUB_RATE_LIMIT_SECONDS = 60;
+/**
+ * The platform name GitHub's requests carry: only GitHub documents a 403 that is a rate limit.
+ * https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+ */
+const GITHUB = "GitHub";
 /** A platform answering 429 with a zero wait forever must not keep one delivery spinning. */
 const MAX_RATE_LIMIT_RETRIES = 5;
 /** A request with no answer after this long is abandoned (retryable). */
@@ -171,9 +180,12 @@ function classify(
         : `redirected to ${location}, which is not followed: set the API URL to where it points`,
     };
   }
-  if (status === 429 || status === 403) {
-    // GitHub answers either: a secondary limit sends retry-after; a primary one, remaining 0
-    // and the reset time. Any other 403 is a refusal.
+  // GitHub answers a rate limit with either 429 or 403: a secondary limit sends retry-after; a
+  // primary one, remaining 0 and the reset time. Other platforms send x-ratelimit-* headers on
+  // most answers but limit with 429 only (Discord, GitLab's RateLimit-* and Retry-After), so
+  // their 403 is a refusal even when the bucket it arrives with is empty: Discord's "Missing
+  // Permissions" with x-ratelimit-remaining 0 was waited on and retried, never dead-lettered.
+  if (status === 429 || (status === 403 && request.platform === GITHUB)) {
     const seconds = retryAfter(headers, body);
     if (seconds !== undefined) return { kind: "rate_limited", retryAfterSeconds: seconds };
     if (headers.get("x-ratelimit-remaining") === "0") {
@@ -184,7 +196,7 @@ function classify(
     }
     // A secondary limit may name no wait at all: GitHub asks for at least a minute then, and
     // warns that retrying sooner can get the integration banned.
-    if (request.platform === "GitHub" && /\brate limit/i.test(describe(body))) {
+    if (request.platform === GITHUB && /\brate limit/i.test(describe(body))) {
       return { kind: "rate_limited", retryAfterSeconds: GITHUB_RATE_LIMIT_SECONDS };
     }
     if (status === 429) return { kind: "rate_limited" };
