@@ -23,11 +23,15 @@
  * A redirect is a permanent error that names where it points (an `http://` API URL that a
  * self-hosted GitLab or GitHub Enterprise redirects to `https://`).
  *
+ * An answer is read up to a bound that every real answer fits in (see `_answer_body.ts`): a
+ * longer 2xx is a retryable error, a longer error answer is described by its beginning.
+ *
  * @module
  */
 
 import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../_retry.ts";
 import { TargetError } from "../errors.ts";
+import { answerLimitBytes, type AnswerText, readAnswerText } from "./_answer_body.ts";
 import type { SendContext } from "./_target.ts";
 
 /** Wait assumed when a platform answers 429 without saying how long, in seconds. */
@@ -78,7 +82,8 @@ export interface PostJsonRequest {
  * @param request What to send and how to describe it.
  * @returns The answer body, parsed as JSON when it is JSON, else its text.
  * @throws {TargetError} retryable (with `retryAfterSeconds`) for 429 beyond the budget, 5xx,
- *   408 and network errors; permanent for other 4xx, carrying the platform's description.
+ *   408, network errors and a 2xx answer longer than any the platform gives (about 1 MiB, see
+ *   {@link answerLimitBytes}); permanent for other 4xx, carrying the platform's description.
  */
 export async function postJson(ctx: SendContext, request: PostJsonRequest): Promise<unknown> {
   for (let attempt = 0;; attempt++) {
@@ -117,24 +122,38 @@ async function exchange(
 ): Promise<{ status: number; headers: Headers; body: unknown }> {
   // One deadline for the whole exchange, answer body included.
   const signal = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+  const requestJson = JSON.stringify(request.body);
   let response: Response;
   try {
     response = await ctx.fetch(request.url, {
       method: "POST",
       headers: { "Content-Type": "application/json; charset=utf-8", ...request.headers },
-      body: JSON.stringify(request.body),
+      body: requestJson,
       redirect: "manual",
       signal,
     });
   } catch (error) {
     throw failedExchange(error, request, "failed");
   }
-  let text: string;
+  const { status } = response;
+  const limitBytes = answerLimitBytes(requestJson);
+  let answer: AnswerText;
   try {
-    text = await response.text();
+    answer = await readAnswerText(response, limitBytes);
   } catch (error) {
     // The platform may have taken the message: the retry can post it twice (at least once).
-    throw failedExchange(error, request, `answered HTTP ${response.status}, then failed`);
+    throw failedExchange(error, request, `answered HTTP ${status}, then failed`);
+  }
+  const { text } = answer;
+  if (!answer.complete && status >= 200 && status < 300) {
+    // No answer of the platform is that long: something in between answered. Retryable, like
+    // any 2xx that is not the platform's answer; an error status is still read by its status.
+    throw new TargetError(
+      `${request.platform} ${request.action} answered HTTP ${status} with more than ${
+        Math.ceil(limitBytes / 1024)
+      } KiB, which is not a ${request.platform} answer: the rest was not read`,
+      { status },
+    );
   }
   let body: unknown = text;
   try {
@@ -142,7 +161,7 @@ async function exchange(
   } catch {
     // A proxy's HTML error page: keep the text as the description.
   }
-  return { status: response.status, headers: response.headers, body };
+  return { status, headers: response.headers, body };
 }
 
 /** A retryable error for a request that got no (whole) answer: timeout, refused, cut off. */
