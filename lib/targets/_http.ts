@@ -47,6 +47,8 @@ const GITHUB = "GitHub";
 const MAX_RATE_LIMIT_RETRIES = 5;
 /** A request with no answer after this long is abandoned (retryable). */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** Characters quoted of a 2xx answer that is not the platform's. */
+const ANSWER_EXCERPT_CHARS = 100;
 /** Platform error descriptions are cut here so a huge HTML error page cannot flood the log. */
 const MAX_DETAIL_CHARS = 300;
 
@@ -265,6 +267,21 @@ function describe(body: unknown): string {
   }
   if (record.code !== undefined) parts.push(`code ${JSON.stringify(record.code)}`);
   return parts.join("; ");
+}
+
+/**
+ * The failure for a 2xx answer that is not the platform's (a proxy's login page, a captive
+ * portal): retryable, since the message was most likely not sent and whatever stands in
+ * between is likely to step aside; it quotes the start of what came back.
+ *
+ * @param expected What the answer should have been: `a Bot API answer`, `a Discord message`.
+ * @param body The answer: parsed JSON, or text that was not JSON.
+ * @returns A retryable {@link Failure} reading `not <expected>: <first 100 characters>`.
+ */
+export function notThePlatformsAnswer(expected: string, body: unknown): Failure {
+  const text = typeof body === "string" ? body.trim() : JSON.stringify(body);
+  const excerpt = text === "" ? "an empty body" : text.slice(0, ANSWER_EXCERPT_CHARS);
+  return { kind: "retryable", detail: `not ${expected}: ${excerpt}` };
 }
 
 function cut(text: string): string {

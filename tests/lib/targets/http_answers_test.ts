@@ -253,3 +253,36 @@ Deno.test("a huge 2xx answer that is not the platform's is described in a few hu
   assert.match(error.message, /not a Bot API answer/);
   assert.ok(error.message.length < 420, `${error.message.length} characters`);
 });
+
+Deno.test("a proxy's login page answered 200 is a retryable failure quoting it, for every chat target", async () => {
+  const page = "<html><body>Corporate proxy: please log in</body></html>";
+  await using proxy = scripted(() =>
+    new Response(page, { headers: { "content-type": "text/html" } })
+  );
+  const env = {
+    TELEGRAM_API_URL: proxy.url,
+    TELEGRAM_BOT_TOKEN: TOKEN,
+    DISCORD_API_URL: proxy.url,
+    DISCORD_BOT_TOKEN: "bot-token",
+    SLACK_API_URL: proxy.url,
+    SLACK_BOT_TOKEN: "xoxb-token",
+  };
+  const expected = {
+    telegram: "Telegram sendMessage to chat 1 failed: not a Bot API answer",
+    discord: "Discord message to channel 1 failed: not a Discord message",
+    slack: "Slack chat.postMessage to 1 failed: not a Slack Web API answer",
+  };
+  for (const [target, failure] of Object.entries(expected)) {
+    const error = await targetError(deliver(job(target, { chatId: "1" }), recordingContext(env)));
+    assert.equal(error.message, `${failure}: ${page}`);
+    assert.equal(error.permanent, false, `${target}: the message was not sent, a retry may be`);
+  }
+});
+
+Deno.test("Discord's 200 without a message id (JSON, but not a created message) is not taken for a delivery", async () => {
+  await using discord = scripted(() => Response.json({ status: "ok" }));
+  const env = { DISCORD_API_URL: discord.url, DISCORD_BOT_TOKEN: "bot-token" };
+  const error = await targetError(deliver(job("discord", { chatId: "1" }), recordingContext(env)));
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /not a Discord message: \{"status":"ok"\}$/);
+});
