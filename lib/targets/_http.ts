@@ -217,12 +217,12 @@ function classify(
     }
     // A secondary limit may name no wait at all: GitHub asks for at least a minute then, and
     // warns that retrying sooner can get the integration banned.
-    if (request.platform === GITHUB && /\brate limit/i.test(describe(body))) {
+    if (request.platform === GITHUB && /\brate limit/i.test(describeError(body))) {
       return { kind: "rate_limited", retryAfterSeconds: GITHUB_RATE_LIMIT_SECONDS };
     }
     if (status === 429) return { kind: "rate_limited" };
   }
-  const detail = describe(body) || `HTTP ${status}`;
+  const detail = describeError(body) || `HTTP ${status}`;
   if (status >= 500 || status === 408) {
     return { kind: "retryable", detail, retryAfterSeconds: retryAfter(headers, body) };
   }
@@ -255,8 +255,13 @@ function secondsUntilReset(headers: Headers): number | undefined {
 /**
  * The platform's own words for an error (Telegram `description`, Slack `error`, ...), whole:
  * {@link postJson} removes the token, then cuts, so a cut never leaves part of a token behind.
+ * Telegram's `parameters.migrate_to_chat_id` (a group upgraded to a supergroup has a new id,
+ * https://core.telegram.org/bots/api#responseparameters) is added as what to do about it.
+ *
+ * @param body The answer: parsed JSON, or text that was not JSON.
+ * @returns The description, or `""` when the answer has none.
  */
-function describe(body: unknown): string {
+export function describeError(body: unknown): string {
   const record = asRecord(body);
   if (record === undefined) return typeof body === "string" ? body.trim() : "";
   const parts: string[] = [];
@@ -266,6 +271,10 @@ function describe(body: unknown): string {
     parts.push(typeof value === "string" ? value : JSON.stringify(value));
   }
   if (record.code !== undefined) parts.push(`code ${JSON.stringify(record.code)}`);
+  const migratedTo = asRecord(record.parameters)?.migrate_to_chat_id;
+  if (typeof migratedTo === "number") {
+    parts.push(`the chat is now ${migratedTo}: use it as the chat id`);
+  }
   return parts.join("; ");
 }
 
