@@ -5,9 +5,13 @@
  * Rate limits, as documented by each platform:
  * - HTTP `Retry-After` (seconds): https://www.rfc-editor.org/rfc/rfc9110#field.retry-after
  * - Telegram `parameters.retry_after`: https://core.telegram.org/bots/api#responseparameters
- * - Discord `retry_after` (float seconds): https://discord.com/developers/docs/topics/rate-limits
+ * - Discord: 429 with `retry_after` (float seconds); its `X-RateLimit-*` headers come with most
+ *   answers, so a 403 is a refusal whatever they say:
+ *   https://discord.com/developers/docs/topics/rate-limits
  * - Slack `ratelimited` + `Retry-After`: https://api.slack.com/apis/rate-limits
- * - GitHub: 403 or 429 with `retry-after` (secondary limits), or with `x-ratelimit-remaining: 0`
+ * - GitLab: 429 ("Retry later") with `Retry-After` and `RateLimit-*` headers:
+ *   https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/
+ * - GitHub, the only one whose 403 can be a rate limit: 403 or 429 with `retry-after` (secondary limits), or with `x-ratelimit-remaining: 0`
  *   and `x-ratelimit-reset` (epoch seconds, primary limits), or with neither, a message that
  *   says so and "wait for at least one minute":
  *   https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
@@ -19,21 +23,32 @@
  * A redirect is a permanent error that names where it points (an `http://` API URL that a
  * self-hosted GitLab or GitHub Enterprise redirects to `https://`).
  *
+ * An answer is read up to a bound that every real answer fits in (see `_answer_body.ts`): a
+ * longer 2xx is a retryable error, a longer error answer is described by its beginning.
+ *
  * @module
  */
 
 import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../_retry.ts";
 import { TargetError } from "../errors.ts";
+import { answerLimitBytes, type AnswerText, readAnswerText } from "./_answer_body.ts";
 import type { SendContext } from "./_target.ts";
 
 /** Wait assumed when a platform answers 429 without saying how long, in seconds. */
 const DEFAULT_RETRY_AFTER_SECONDS = 1;
 /** GitHub asks for at least a minute after a rate limit that names no reset time. */
 const GITHUB_RATE_LIMIT_SECONDS = 60;
+/**
+ * The platform name GitHub's requests carry: only GitHub documents a 403 that is a rate limit.
+ * https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+ */
+const GITHUB = "GitHub";
 /** A platform answering 429 with a zero wait forever must not keep one delivery spinning. */
 const MAX_RATE_LIMIT_RETRIES = 5;
 /** A request with no answer after this long is abandoned (retryable). */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** Characters quoted of a 2xx answer that is not the platform's. */
+const ANSWER_EXCERPT_CHARS = 100;
 /** Platform error descriptions are cut here so a huge HTML error page cannot flood the log. */
 const MAX_DETAIL_CHARS = 300;
 
@@ -69,7 +84,8 @@ export interface PostJsonRequest {
  * @param request What to send and how to describe it.
  * @returns The answer body, parsed as JSON when it is JSON, else its text.
  * @throws {TargetError} retryable (with `retryAfterSeconds`) for 429 beyond the budget, 5xx,
- *   408 and network errors; permanent for other 4xx, carrying the platform's description.
+ *   408, network errors and a 2xx answer longer than any the platform gives (about 1 MiB, see
+ *   {@link answerLimitBytes}); permanent for other 4xx, carrying the platform's description.
  */
 export async function postJson(ctx: SendContext, request: PostJsonRequest): Promise<unknown> {
   for (let attempt = 0;; attempt++) {
@@ -108,24 +124,38 @@ async function exchange(
 ): Promise<{ status: number; headers: Headers; body: unknown }> {
   // One deadline for the whole exchange, answer body included.
   const signal = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+  const requestJson = JSON.stringify(request.body);
   let response: Response;
   try {
     response = await ctx.fetch(request.url, {
       method: "POST",
       headers: { "Content-Type": "application/json; charset=utf-8", ...request.headers },
-      body: JSON.stringify(request.body),
+      body: requestJson,
       redirect: "manual",
       signal,
     });
   } catch (error) {
     throw failedExchange(error, request, "failed");
   }
-  let text: string;
+  const { status } = response;
+  const limitBytes = answerLimitBytes(requestJson);
+  let answer: AnswerText;
   try {
-    text = await response.text();
+    answer = await readAnswerText(response, limitBytes);
   } catch (error) {
     // The platform may have taken the message: the retry can post it twice (at least once).
-    throw failedExchange(error, request, `answered HTTP ${response.status}, then failed`);
+    throw failedExchange(error, request, `answered HTTP ${status}, then failed`);
+  }
+  const { text } = answer;
+  if (!answer.complete && status >= 200 && status < 300) {
+    // No answer of the platform is that long: something in between answered. Retryable, like
+    // any 2xx that is not the platform's answer; an error status is still read by its status.
+    throw new TargetError(
+      `${request.platform} ${request.action} answered HTTP ${status} with more than ${
+        Math.ceil(limitBytes / 1024)
+      } KiB, which is not a ${request.platform} answer: the rest was not read`,
+      { status },
+    );
   }
   let body: unknown = text;
   try {
@@ -133,7 +163,7 @@ async function exchange(
   } catch {
     // A proxy's HTML error page: keep the text as the description.
   }
-  return { status: response.status, headers: response.headers, body };
+  return { status, headers: response.headers, body };
 }
 
 /** A retryable error for a request that got no (whole) answer: timeout, refused, cut off. */
@@ -171,9 +201,12 @@ function classify(
         : `redirected to ${location}, which is not followed: set the API URL to where it points`,
     };
   }
-  if (status === 429 || status === 403) {
-    // GitHub answers either: a secondary limit sends retry-after; a primary one, remaining 0
-    // and the reset time. Any other 403 is a refusal.
+  // GitHub answers a rate limit with either 429 or 403: a secondary limit sends retry-after; a
+  // primary one, remaining 0 and the reset time. Other platforms send x-ratelimit-* headers on
+  // most answers but limit with 429 only (Discord, GitLab's RateLimit-* and Retry-After), so
+  // their 403 is a refusal even when the bucket it arrives with is empty: Discord's "Missing
+  // Permissions" with x-ratelimit-remaining 0 was waited on and retried, never dead-lettered.
+  if (status === 429 || (status === 403 && request.platform === GITHUB)) {
     const seconds = retryAfter(headers, body);
     if (seconds !== undefined) return { kind: "rate_limited", retryAfterSeconds: seconds };
     if (headers.get("x-ratelimit-remaining") === "0") {
@@ -184,12 +217,12 @@ function classify(
     }
     // A secondary limit may name no wait at all: GitHub asks for at least a minute then, and
     // warns that retrying sooner can get the integration banned.
-    if (request.platform === "GitHub" && /\brate limit/i.test(describe(body))) {
+    if (request.platform === GITHUB && /\brate limit/i.test(describeError(body))) {
       return { kind: "rate_limited", retryAfterSeconds: GITHUB_RATE_LIMIT_SECONDS };
     }
     if (status === 429) return { kind: "rate_limited" };
   }
-  const detail = describe(body) || `HTTP ${status}`;
+  const detail = describeError(body) || `HTTP ${status}`;
   if (status >= 500 || status === 408) {
     return { kind: "retryable", detail, retryAfterSeconds: retryAfter(headers, body) };
   }
@@ -222,8 +255,13 @@ function secondsUntilReset(headers: Headers): number | undefined {
 /**
  * The platform's own words for an error (Telegram `description`, Slack `error`, ...), whole:
  * {@link postJson} removes the token, then cuts, so a cut never leaves part of a token behind.
+ * Telegram's `parameters.migrate_to_chat_id` (a group upgraded to a supergroup has a new id,
+ * https://core.telegram.org/bots/api#responseparameters) is added as what to do about it.
+ *
+ * @param body The answer: parsed JSON, or text that was not JSON.
+ * @returns The description, or `""` when the answer has none.
  */
-function describe(body: unknown): string {
+export function describeError(body: unknown): string {
   const record = asRecord(body);
   if (record === undefined) return typeof body === "string" ? body.trim() : "";
   const parts: string[] = [];
@@ -233,7 +271,26 @@ function describe(body: unknown): string {
     parts.push(typeof value === "string" ? value : JSON.stringify(value));
   }
   if (record.code !== undefined) parts.push(`code ${JSON.stringify(record.code)}`);
+  const migratedTo = asRecord(record.parameters)?.migrate_to_chat_id;
+  if (typeof migratedTo === "number") {
+    parts.push(`the chat is now ${migratedTo}: use it as the chat id`);
+  }
   return parts.join("; ");
+}
+
+/**
+ * The failure for a 2xx answer that is not the platform's (a proxy's login page, a captive
+ * portal): retryable, since the message was most likely not sent and whatever stands in
+ * between is likely to step aside; it quotes the start of what came back.
+ *
+ * @param expected What the answer should have been: `a Bot API answer`, `a Discord message`.
+ * @param body The answer: parsed JSON, or text that was not JSON.
+ * @returns A retryable {@link Failure} reading `not <expected>: <first 100 characters>`.
+ */
+export function notThePlatformsAnswer(expected: string, body: unknown): Failure {
+  const text = typeof body === "string" ? body.trim() : JSON.stringify(body);
+  const excerpt = text === "" ? "an empty body" : text.slice(0, ANSWER_EXCERPT_CHARS);
+  return { kind: "retryable", detail: `not ${expected}: ${excerpt}` };
 }
 
 function cut(text: string): string {

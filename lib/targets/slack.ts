@@ -14,7 +14,7 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
-import { type Failure, postJson } from "./_http.ts";
+import { type Failure, notThePlatformsAnswer, postJson } from "./_http.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Slack message goes. */
@@ -59,11 +59,17 @@ function escapeSlackText(text: string): string {
   return text.replace(/[&<>]/g, (char) => char === "&" ? "&amp;" : char === "<" ? "&lt;" : "&gt;");
 }
 
-/** Reads Slack's `ok` / `error` answer. */
+/**
+ * Reads Slack's `ok` / `error` answer. An `ok: false` is classed by its `error` code; a body
+ * without a boolean `ok` (a proxy's page) is retryable, as for every chat target.
+ */
 function inspect(body: unknown): Failure | undefined {
-  const answer = body as { ok?: unknown; error?: unknown } | null;
-  if (answer !== null && typeof answer === "object" && answer.ok === true) return undefined;
-  const code = typeof answer?.error === "string" ? answer.error : "unexpected answer";
+  const answer = body !== null && typeof body === "object"
+    ? body as { ok?: unknown; error?: unknown }
+    : undefined;
+  if (answer?.ok === true) return undefined;
+  if (answer?.ok !== false) return notThePlatformsAnswer("a Slack Web API answer", body);
+  const code = typeof answer.error === "string" ? answer.error : `"ok": false without an error`;
   if (code === "ratelimited") return { kind: "rate_limited" };
   return { kind: RETRYABLE_ERRORS.has(code) ? "retryable" : "permanent", detail: code };
 }

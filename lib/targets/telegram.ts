@@ -8,7 +8,13 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
-import { type Failure, postJson, retryAfter } from "./_http.ts";
+import {
+  describeError,
+  type Failure,
+  notThePlatformsAnswer,
+  postJson,
+  retryAfter,
+} from "./_http.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Telegram message goes. */
@@ -49,20 +55,15 @@ export function parseTelegramChat(value: string): { chatId: string; threadId?: n
  */
 function inspect(body: unknown): Failure | undefined {
   const answer = body !== null && typeof body === "object"
-    ? body as { ok?: unknown; error_code?: unknown; description?: unknown }
+    ? body as { ok?: unknown; error_code?: unknown }
     : undefined;
   if (answer?.ok === true) return undefined;
-  if (answer?.ok !== false) {
-    const text = typeof body === "string" ? body.trim().slice(0, 100) : JSON.stringify(body);
-    return { kind: "retryable", detail: `not a Bot API answer: ${text}` };
-  }
+  if (answer?.ok !== false) return notThePlatformsAnswer("a Bot API answer", body);
   const code = typeof answer.error_code === "number" ? answer.error_code : 0;
   if (code === 429) {
     return { kind: "rate_limited", retryAfterSeconds: retryAfter(new Headers(), body) };
   }
-  const detail = typeof answer.description === "string"
-    ? answer.description
-    : `"ok": false, error_code ${code || "missing"}`;
+  const detail = describeError(body) || `"ok": false, error_code ${code || "missing"}`;
   return { kind: code >= 500 ? "retryable" : "permanent", detail };
 }
 

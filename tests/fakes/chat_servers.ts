@@ -70,6 +70,12 @@ export interface FakeOptions {
   token?: string;
   /** Only these chats/channels/repos/projects exist; others get the platform's "not found". */
   known?: string[];
+  /**
+   * Telegram: groups upgraded to supergroups, old chat id → new one. A message to an old id
+   * gets Telegram's 400 "group chat was upgraded to a supergroup chat" with the new id in
+   * `parameters.migrate_to_chat_id`; the new id is a chat that exists.
+   */
+  upgradedChats?: Record<string, number>;
 }
 
 type Answer = { status: number; body: unknown; headers?: Record<string, string> };
@@ -79,6 +85,7 @@ type Request = {
   body: Record<string, unknown>;
   token: string;
   known?: string[];
+  upgradedChats?: Record<string, number>;
   record: (message: Omit<ReceivedMessage, "path" | "headers" | "body">) => number;
 };
 interface Platform {
@@ -113,7 +120,19 @@ const telegram: Platform = {
     if (thread !== undefined && !Number.isInteger(thread)) {
       return error(400, "Bad Request: message thread not found");
     }
-    if (!isKnown(request, String(chat))) return error(400, "Bad Request: chat not found");
+    const migratedTo = request.upgradedChats?.[String(chat)];
+    if (migratedTo !== undefined) {
+      return json(400, {
+        ok: false,
+        error_code: 400,
+        description: "Bad Request: group chat was upgraded to a supergroup chat",
+        parameters: { migrate_to_chat_id: migratedTo },
+      });
+    }
+    const upgradedTo = Object.values(request.upgradedChats ?? {}).map(String);
+    if (!isKnown(request, String(chat)) && !upgradedTo.includes(String(chat))) {
+      return error(400, "Bad Request: chat not found");
+    }
     const id = request.record({
       to: String(chat),
       text: message,
@@ -298,7 +317,8 @@ export function startFakePlatform(kind: PlatformKind, options: FakeOptions = {})
       const body = parseObject(raw);
       const record = (message: Omit<ReceivedMessage, "path" | "headers" | "body">) =>
         fake.messages.push({ ...message, path, headers, body });
-      answer = platform.handle({ path, headers, body, token, known: options.known, record });
+      const { known, upgradedChats } = options;
+      answer = platform.handle({ path, headers, body, token, known, upgradedChats, record });
     }
     const responseBody = typeof answer.body === "string"
       ? answer.body

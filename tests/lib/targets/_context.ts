@@ -1,6 +1,7 @@
 /**
  * Helpers for target tests: a delivery context with real `fetch` and a recording `sleep` and
- * `log`, a job builder, and GitHub example payloads from `@octokit/webhooks-examples`.
+ * `log`, a job builder, a loopback server scripted to answer one way, and GitHub example
+ * payloads from `@octokit/webhooks-examples`.
  *
  * @module
  */
@@ -76,4 +77,31 @@ export async function targetError(promise: Promise<unknown>): Promise<TargetErro
     throw error;
   }
   assert.fail("expected a TargetError");
+}
+
+/** A running {@link scripted} server. `await using` closes it. */
+export interface ScriptedServer extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`: the API URL to give the target. */
+  url: string;
+  /** `<method> <path>` of every request received, in order. */
+  requests: string[];
+}
+
+/**
+ * A loopback server answering every request with `answer`: a platform, or a proxy in front of
+ * one, answering in a way the platform fakes of `tests/fakes` do not.
+ */
+export function scripted(
+  answer: (request: Request) => Response | Promise<Response>,
+): ScriptedServer {
+  const requests: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    requests.push(`${request.method} ${new URL(request.url).pathname}`);
+    return answer(request);
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    requests,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
 }

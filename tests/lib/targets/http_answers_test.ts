@@ -8,23 +8,9 @@ import assert from "node:assert/strict";
 import { retryDelayMs } from "../../../lib/_retry.ts";
 import { deliver } from "../../../lib/targets/mod.ts";
 import { startFakeSlack } from "../../fakes/chat_servers.ts";
-import { job, recordingContext, targetError } from "./_context.ts";
+import { job, recordingContext, scripted, targetError } from "./_context.ts";
 
 const TOKEN = "123456789:AAHsecretTOKENvalueXYZ0123456789abc";
-
-/** A loopback server answering every request with `answer`, recording method and path. */
-function scripted(answer: (request: Request) => Response | Promise<Response>) {
-  const requests: string[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
-    requests.push(`${request.method} ${new URL(request.url).pathname}`);
-    return answer(request);
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    requests,
-    [Symbol.asyncDispose]: () => server.shutdown(),
-  };
-}
 
 Deno.test("a redirect is a permanent error naming where it points, and is not followed", async () => {
   // fetch would follow a 301 with a GET, which GitLab answers 200 with the list of notes.
@@ -95,6 +81,58 @@ for (const status of [403, 429]) {
     assert.equal(error.permanent, false);
     assert.equal(error.retryAfterSeconds, 60);
     assert.equal(github.requests.length, 1, "no retries in place");
+  });
+}
+
+Deno.test("Discord's 403 Missing Permissions, sent with x-ratelimit-remaining 0, is a permanent refusal, not a rate limit", async () => {
+  // What Discord sends a bot that may not post in the channel: its bucket headers come along.
+  const reset = Math.ceil(Date.now() / 1000) + 40;
+  await using discord = scripted(() =>
+    Response.json({ message: "Missing Permissions", code: 50013 }, {
+      status: 403,
+      headers: {
+        "x-ratelimit-limit": "5",
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": `${reset}.250`,
+        "x-ratelimit-reset-after": "4.250",
+        "x-ratelimit-bucket": "abcd",
+      },
+    })
+  );
+  const ctx = recordingContext({ DISCORD_API_URL: discord.url, DISCORD_BOT_TOKEN: "bot-token" });
+  const error = await targetError(deliver(job("discord", { chatId: "123" }), ctx));
+  assert.equal(error.permanent, true);
+  assert.equal(error.retryAfterSeconds, undefined);
+  assert.equal(
+    error.message,
+    "Discord message to channel 123 failed (HTTP 403): Missing Permissions; code 50013",
+  );
+  assert.deepEqual(ctx.waits, []);
+  assert.equal(discord.requests.length, 1);
+});
+
+for (const target of ["gitlab_comment", "telegram", "slack"]) {
+  Deno.test(`a ${target} 403 with Retry-After and x-ratelimit-remaining 0 is a refusal: only GitHub limits with 403`, async () => {
+    await using platform = scripted(() =>
+      Response.json({ message: "403 Forbidden" }, {
+        status: 403,
+        headers: { "retry-after": "30", "x-ratelimit-remaining": "0" },
+      })
+    );
+    const env = {
+      GITLAB_URL: platform.url,
+      GITLAB_TOKEN: "glpat-token",
+      TELEGRAM_API_URL: platform.url,
+      TELEGRAM_BOT_TOKEN: TOKEN,
+      SLACK_API_URL: platform.url,
+      SLACK_BOT_TOKEN: "xoxb-token",
+    };
+    const ctx = recordingContext(env);
+    const error = await targetError(deliver(job(target, { chatId: "1#2" }), ctx));
+    assert.equal(error.permanent, true);
+    assert.equal(error.retryAfterSeconds, undefined);
+    assert.match(error.message, /\(HTTP 403\): 403 Forbidden$/);
+    assert.deepEqual(ctx.waits, []);
   });
 }
 
@@ -214,4 +252,37 @@ Deno.test("a huge 2xx answer that is not the platform's is described in a few hu
   const error = await targetError(deliver(job("telegram", { chatId: "1" }), recordingContext(env)));
   assert.match(error.message, /not a Bot API answer/);
   assert.ok(error.message.length < 420, `${error.message.length} characters`);
+});
+
+Deno.test("a proxy's login page answered 200 is a retryable failure quoting it, for every chat target", async () => {
+  const page = "<html><body>Corporate proxy: please log in</body></html>";
+  await using proxy = scripted(() =>
+    new Response(page, { headers: { "content-type": "text/html" } })
+  );
+  const env = {
+    TELEGRAM_API_URL: proxy.url,
+    TELEGRAM_BOT_TOKEN: TOKEN,
+    DISCORD_API_URL: proxy.url,
+    DISCORD_BOT_TOKEN: "bot-token",
+    SLACK_API_URL: proxy.url,
+    SLACK_BOT_TOKEN: "xoxb-token",
+  };
+  const expected = {
+    telegram: "Telegram sendMessage to chat 1 failed: not a Bot API answer",
+    discord: "Discord message to channel 1 failed: not a Discord message",
+    slack: "Slack chat.postMessage to 1 failed: not a Slack Web API answer",
+  };
+  for (const [target, failure] of Object.entries(expected)) {
+    const error = await targetError(deliver(job(target, { chatId: "1" }), recordingContext(env)));
+    assert.equal(error.message, `${failure}: ${page}`);
+    assert.equal(error.permanent, false, `${target}: the message was not sent, a retry may be`);
+  }
+});
+
+Deno.test("Discord's 200 without a message id (JSON, but not a created message) is not taken for a delivery", async () => {
+  await using discord = scripted(() => Response.json({ status: "ok" }));
+  const env = { DISCORD_API_URL: discord.url, DISCORD_BOT_TOKEN: "bot-token" };
+  const error = await targetError(deliver(job("discord", { chatId: "1" }), recordingContext(env)));
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /not a Discord message: \{"status":"ok"\}$/);
 });

@@ -97,6 +97,21 @@ Deno.test("deliver() telegram turns 'chat not found' into a permanent error with
   assert.ok(!error.message.includes(telegram.token));
 });
 
+Deno.test("deliver() telegram to a group upgraded to a supergroup names the new chat id to use", async () => {
+  await using telegram = startFakeTelegram({
+    known: [],
+    upgradedChats: { "-4012345678": -1001234567890 },
+  });
+  const ctx = recordingContext(telegram.env);
+  const error = await targetError(deliver(job("telegram", { chatId: "-4012345678" }), ctx));
+  assert.equal(error.permanent, true, "the old id fails every time: a retry cannot help");
+  assert.match(error.message, /group chat was upgraded to a supergroup chat/);
+  assert.match(error.message, /the chat is now -1001234567890: use it as the chat id$/);
+  // Doing what the message says delivers.
+  await deliver(job("telegram", { chatId: "-1001234567890" }), ctx);
+  assert.equal(telegram.messages[0].to, "-1001234567890");
+});
+
 Deno.test("deliver() telegram never shows a rejected token, which sits in the URL path", async () => {
   await using telegram = startFakeTelegram();
   const env = { ...telegram.env, TELEGRAM_BOT_TOKEN: "123:wrong-secret" };
