@@ -701,7 +701,7 @@ Deno.test("webhook test signs as the scheme a subscription is pinned to, for eve
   assert.match(accented.stdout, /"status":"ignored","event":"déploy"/, accented.stderr);
   const empty = await runCli(["webhook", "test", "pinned-github", "--event", ""], env);
   assert.equal(empty.code, 2);
-  assert.match(empty.stderr, /--event must be 1 to 200 printable ASCII characters/);
+  assert.match(empty.stderr, /--event must be 1 to 256 printable ASCII characters/);
 
   const bad = await runCli(
     ["webhook", "subscribe", "bad-key", "--auth", "standard", "--secret", "whsec_not base64!"],

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { deliver } from "../../../lib/targets/mod.ts";
 import { startFakeGitLab } from "../../fakes/chat_servers.ts";
 import { job, recordingContext, scripted, targetError } from "./_context.ts";
+import { OWN_COMMENT_MARKER } from "../../../lib/targets/own_comments.ts";
 
 const TOKEN = "123456789:AAHsecretTOKENvalueXYZ0123456789abc";
 const MiB = 1_048_576;
@@ -65,13 +66,13 @@ Deno.test("a 502 error page of 64 MiB is still a retryable 502, described by its
   assert.ok(progress.sent < 16 * MiB, `${progress.sent / MiB} MiB sent`);
 });
 
-Deno.test("a GitLab note of 1,000,000 two-byte characters, echoed in the answer (2 MB), is delivered", async () => {
+Deno.test("a GitLab note as long as GitLab takes (1,000,000 characters with the marker), two bytes each and echoed in the answer (2 MB), is delivered", async () => {
   await using gitlab = startFakeGitLab();
-  const text = "é".repeat(1_000_000);
+  const text = "é".repeat(1_000_000 - OWN_COMMENT_MARKER.length);
   const receipt = await deliver(
     job("gitlab_comment", { chatId: "1#2", text }),
     recordingContext(gitlab.env),
   );
   assert.equal(receipt.parts, 1);
-  assert.equal(gitlab.messages[0].text, text);
+  assert.equal(gitlab.messages[0].text, text + OWN_COMMENT_MARKER);
 });
