@@ -1,6 +1,7 @@
 /**
  * Text about a failure, for error messages that reach the log and the state database: an error
- * with its causes, a secret taken out, a long description cut.
+ * with its causes, a secret taken out, a long description cut. Shared by the targets' HTTP
+ * helper and the `openai` agent runner.
  *
  * @module
  */

@@ -9,11 +9,15 @@
  * @module
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import { errorChainText, redact } from "../_error_text.ts";
 import { parseRetryAfterSeconds } from "../_retry.ts";
 import { AgentError } from "../errors.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+/** API keys shorter than this are placeholders, left in messages. */
+const MIN_SECRET_CHARS = 8;
 
 /**
  * Builds a runner for an OpenAI-compatible endpoint.
@@ -46,6 +50,11 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       timeout: settings.timeoutSeconds * 1000,
     })
     : undefined;
+  // A key of a few characters is a local server's placeholder ("EMPTY", "x"), not a secret:
+  // taking every "x" out of a message would make it unreadable. (Deno's fetch errors quote the
+  // URL without its user and password.)
+  const hideSecrets = (text: string) =>
+    apiKey.length >= MIN_SECRET_CHARS ? redact(text, apiKey) : text;
 
   return async ({ prompt, systemPrompt, signal }) => {
     if (!client) {
@@ -65,7 +74,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       // the process.
       completion = await untilAborted(client.chat.completions.create({ model, messages }), signal);
     } catch (error) {
-      throw toAgentError(error, settings.timeoutSeconds);
+      throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
     const answer = completion.choices[0]?.message?.content?.trim() ?? "";
     if (!answer) {
@@ -101,9 +110,14 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
  * Classifies an SDK failure: 429, 408, 409, 5xx, timeouts and connection errors are retryable
  * (with the endpoint's `retry-after-ms` or `Retry-After`); redirects and other 4xx answers are
  * permanent. Connection errors, 429 and 5xx are the endpoint's own (`unavailable`); a timeout
- * may be the prompt's (a long answer).
+ * may be the prompt's (a long answer). A connection error names its causes (DNS, TLS, refused);
+ * what the endpoint said is quoted without the API key.
  */
-function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
+function toAgentError(
+  error: unknown,
+  options: { timeoutSeconds: number; hideSecrets: (text: string) => string },
+): AgentError {
+  const { timeoutSeconds, hideSecrets } = options;
   if (error instanceof AgentError) return error;
   if (error instanceof APIConnectionTimeoutError) {
     return new AgentError(`The LLM endpoint did not answer within ${timeoutSeconds} s`, {
@@ -111,7 +125,8 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
     });
   }
   if (error instanceof APIConnectionError) {
-    const detail = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    // The SDK's own message is only "Connection error.": what failed is in its causes.
+    const detail = error.cause === undefined ? "" : `: ${hideSecrets(errorChainText(error.cause))}`;
     return new AgentError(`Cannot reach the LLM endpoint${detail}`, {
       unavailable: true,
       cause: error,
@@ -132,15 +147,16 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
     const tooLarge = status === 429 && /request too large/i.test(error.message);
     const retryable = !tooLarge &&
       (status === 408 || status === 409 || status === 429 || status >= 500);
-    return new AgentError(`LLM endpoint answered ${error.message}`, {
+    return new AgentError(`LLM endpoint answered ${hideSecrets(error.message)}`, {
       permanent: !retryable,
       retryAfterSeconds: retryAfter(error.headers),
       unavailable: retryable && (status === 429 || status >= 500),
       cause: error,
     });
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new AgentError(`Agent run failed: ${message}`, { cause: error });
+  return new AgentError(`Agent run failed: ${hideSecrets(errorChainText(error))}`, {
+    cause: error,
+  });
 }
 
 function retryAfter(headers: Headers | undefined): number | undefined {
