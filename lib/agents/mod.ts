@@ -2,9 +2,9 @@
  * Agent runners (CONTRACT §8): turn a rendered prompt into an answer, either through any
  * OpenAI-compatible chat completions endpoint or by running a configured program.
  *
- * Every failure is an {@link AgentError}: `permanent` when retrying cannot help (bad request,
- * bad credentials, unknown model, program not found), otherwise retryable, with
- * `retryAfterSeconds` when the endpoint said how long to wait.
+ * Every failure is an {@link AgentError} with a readable cause: `permanent` when retrying cannot
+ * help (bad request, bad credentials, unknown model, the model's refusal, program not found),
+ * otherwise retryable, with `retryAfterSeconds` when the endpoint said how long to wait.
  *
  * @module
  */

@@ -9,9 +9,10 @@
  * @module
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
-import { errorChainText, redact } from "../_error_text.ts";
+import { cutText, errorChainText, redact } from "../_error_text.ts";
 import { parseRetryAfterSeconds } from "../_retry.ts";
 import { AgentError } from "../errors.ts";
+import { type CompletionBody, MAX_QUOTED_CHARS, readCompletion } from "./_completion.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -27,10 +28,13 @@ const MIN_SECRET_CHARS = 8;
  * built by hand: `apiKey` else `OPENAI_API_KEY`, `baseUrl` else `OPENAI_BASE_URL` else
  * api.openai.com, `model` else `AGENT_MODEL`. An endpoint other than
  * api.openai.com may need no key (local servers): the SDK then sends the placeholder `no-key`.
+ *
+ * Error messages quote what the endpoint said, without the API key.
  * @param settings the `agent:` configuration
  * @param deps `fetch` (used by the SDK) and the environment
  * @returns the runner; a missing key or model is reported by each run as a permanent AgentError,
- *   so a gateway that only does direct deliveries still starts
+ *   so a gateway that only does direct deliveries still starts. A body that is not a chat
+ *   completion, a refusal and an empty answer fail as `_completion.ts` describes
  */
 export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
   const baseURL = settings.baseUrl || deps.env.OPENAI_BASE_URL || DEFAULT_BASE_URL;
@@ -50,6 +54,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       timeout: settings.timeoutSeconds * 1000,
     })
     : undefined;
+
   // A key of a few characters is a local server's placeholder ("EMPTY", "x"), not a secret:
   // taking every "x" out of a message would make it unreadable. (Deno's fetch errors quote the
   // URL without its user and password.)
@@ -67,22 +72,28 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [];
     if (systemPrompt) messages.push({ role: "system", content: systemPrompt });
     messages.push({ role: "user", content: prompt });
-    let completion: OpenAI.Chat.ChatCompletion;
+    let body: CompletionBody;
     try {
       // The signal is not handed to the SDK: with one, each request kept about 350 bytes for
       // good (21 MB over 60,000 runs, measured). The request left behind on a stop ends with
-      // the process.
-      completion = await untilAborted(client.chat.completions.create({ model, messages }), signal);
+      // the process. The body is read here, not by the SDK, so that an answer that is not a
+      // chat completion can be quoted.
+      body = await untilAborted(postCompletion(client, { model, messages }), signal);
     } catch (error) {
       throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
-    const answer = completion.choices[0]?.message?.content?.trim() ?? "";
-    if (!answer) {
-      const reason = completion.choices[0]?.finish_reason ?? "no choices";
-      throw new AgentError(`The model returned an empty answer (finish_reason: ${reason})`);
-    }
-    return answer;
+    return readCompletion(body, hideSecrets).text;
   };
+}
+
+/** Sends the request; the SDK throws APIError for a non-2xx status. */
+async function postCompletion(
+  client: OpenAI,
+  request: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+): Promise<CompletionBody> {
+  const response = await client.chat.completions.create(request).asResponse();
+  const text = await response.text();
+  return { status: response.status, contentType: response.headers.get("content-type") ?? "", text };
 }
 
 /**
@@ -111,7 +122,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
  * (with the endpoint's `retry-after-ms` or `Retry-After`); redirects and other 4xx answers are
  * permanent. Connection errors, 429 and 5xx are the endpoint's own (`unavailable`); a timeout
  * may be the prompt's (a long answer). A connection error names its causes (DNS, TLS, refused);
- * what the endpoint said is quoted without the API key.
+ * the endpoint's words are cut to {@link MAX_QUOTED_CHARS} characters.
  */
 function toAgentError(
   error: unknown,
@@ -147,7 +158,8 @@ function toAgentError(
     const tooLarge = status === 429 && /request too large/i.test(error.message);
     const retryable = !tooLarge &&
       (status === 408 || status === 409 || status === 429 || status >= 500);
-    return new AgentError(`LLM endpoint answered ${hideSecrets(error.message)}`, {
+    const words = cutText(hideSecrets(error.message), MAX_QUOTED_CHARS);
+    return new AgentError(`LLM endpoint answered ${words}`, {
       permanent: !retryable,
       retryAfterSeconds: retryAfter(error.headers),
       unavailable: retryable && (status === 429 || status >= 500),
