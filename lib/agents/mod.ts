@@ -66,6 +66,12 @@ export interface AgentDeps {
    * can kill it if the gateway dies meanwhile (see `_leftovers.ts`); none when omitted.
    */
   processNotes?: AgentProcessNotes;
+  /**
+   * Told what did not fail a run but its reader should know (an answer cut at the model's
+   * length limit): a LogTape-style message template and its properties. The gateway logs it as
+   * a warning; nothing is told when omitted.
+   */
+  warn?: (message: string, properties: Record<string, unknown>) => void;
 }
 
 /**

@@ -21,6 +21,12 @@ const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 const MIN_SECRET_CHARS = 8;
 
 /**
+ * Line added below an answer the model stopped at its token limit (`finish_reason: length`),
+ * so that whoever reads it knows the rest is missing.
+ */
+export const CUT_OFF_MARKER = "[answer cut off: the model reached its length limit]";
+
+/**
  * Builds a runner for an OpenAI-compatible endpoint.
  *
  * `loadConfig` has already merged the settings with the environment (process env, then `.env`,
@@ -29,9 +35,11 @@ const MIN_SECRET_CHARS = 8;
  * api.openai.com, `model` else `AGENT_MODEL`. An endpoint other than
  * api.openai.com may need no key (local servers): the SDK then sends the placeholder `no-key`.
  *
- * Error messages quote what the endpoint said, without the API key.
+ * An answer cut at the model's token limit (`finish_reason: length`) is delivered with
+ * {@link CUT_OFF_MARKER} on a line of its own below it, and `deps.warn` is told. Error messages
+ * quote what the endpoint said, without the API key.
  * @param settings the `agent:` configuration
- * @param deps `fetch` (used by the SDK) and the environment
+ * @param deps `fetch` (used by the SDK), the environment and `warn`
  * @returns the runner; a missing key or model is reported by each run as a permanent AgentError,
  *   so a gateway that only does direct deliveries still starts. A body that is not a chat
  *   completion, a refusal and an empty answer fail as `_completion.ts` describes
@@ -61,7 +69,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
   const hideSecrets = (text: string) =>
     apiKey.length >= MIN_SECRET_CHARS ? redact(text, apiKey) : text;
 
-  return async ({ prompt, systemPrompt, signal }) => {
+  return async ({ prompt, systemPrompt, eventId, signal }) => {
     if (!client) {
       const missing = apiKey
         ? "no model (agent.model or AGENT_MODEL)"
@@ -82,7 +90,13 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     } catch (error) {
       throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
-    return readCompletion(body, hideSecrets).text;
+    const { text, finishReason } = readCompletion(body, hideSecrets);
+    if (finishReason !== "length") return text;
+    deps.warn?.("the answer to {eventId} was cut off: the model reached its length limit", {
+      eventId,
+      model,
+    });
+    return `${text}\n\n${CUT_OFF_MARKER}`;
   };
 }
 

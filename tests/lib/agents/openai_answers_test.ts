@@ -1,7 +1,7 @@
 /**
  * The `openai` runner against answers that are not a plain chat completion (a captive portal's
- * page, a proxy's error sent with 200, text parts, a refusal) and against connections that fail
- * before any answer (TLS, DNS). The endpoint is a loopback server.
+ * page, a proxy's error sent with 200, text parts, a refusal, a cut-off answer) and against
+ * connections that fail before any answer (TLS, DNS). The endpoint is a loopback server.
  */
 import assert from "node:assert/strict";
 import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
@@ -90,6 +90,27 @@ Deno.test("openai runner reports a refusal as permanent, with the model's words"
     assert.equal(error.permanent, true, "the same prompt gets the same refusal");
     assert.equal(error.unavailable, false, "the prompt's own");
     assert.equal(error.message, "The model refused to answer: I can't help with that.");
+  });
+});
+
+Deno.test("openai runner delivers an answer cut at the length limit with a marker line, and warns", async () => {
+  const message = { content: "The answer is cut in the midd" };
+  const answer = () => ({ completion: { message, finishReason: "length" } });
+  await withFakeLlm({ answer }, async (settings) => {
+    const warnings: [string, Record<string, unknown>][] = [];
+    const run = createAgentRunner(settings, {
+      ...deps,
+      warn: (template, properties) => void warnings.push([template, properties]),
+    });
+    const text = await run({ prompt: "x", eventId: "evt_42" });
+    assert.equal(
+      text,
+      "The answer is cut in the midd\n\n[answer cut off: the model reached its length limit]",
+    );
+    assert.deepEqual(warnings, [[
+      "the answer to {eventId} was cut off: the model reached its length limit",
+      { eventId: "evt_42", model: "test-model" },
+    ]]);
   });
 });
 
