@@ -154,7 +154,12 @@ export async function startGateway(
   });
   const worker = createWorker({
     store,
-    runAgent: createAgentRunner(agent, { fetch: fetchFn, env: config.env, processNotes }),
+    runAgent: createAgentRunner(agent, {
+      fetch: fetchFn,
+      env: config.env,
+      processNotes,
+      warn: (message, properties) => workerLog.warn(message, properties),
+    }),
     deliver: (job, onPartSent) => deliver(job, targets, onPartSent),
     systemPrompt: (skills) => systemPromptFor(paths.skills, skills),
     now,

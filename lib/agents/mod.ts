@@ -2,9 +2,9 @@
  * Agent runners (CONTRACT §8): turn a rendered prompt into an answer, either through any
  * OpenAI-compatible chat completions endpoint or by running a configured program.
  *
- * Every failure is an {@link AgentError}: `permanent` when retrying cannot help (bad request,
- * bad credentials, unknown model, program not found), otherwise retryable, with
- * `retryAfterSeconds` when the endpoint said how long to wait.
+ * Every failure is an {@link AgentError} with a readable cause: `permanent` when retrying cannot
+ * help (bad request, bad credentials, unknown model, the model's refusal, program not found),
+ * otherwise retryable, with `retryAfterSeconds` when the endpoint said how long to wait.
  *
  * @module
  */
@@ -66,6 +66,12 @@ export interface AgentDeps {
    * can kill it if the gateway dies meanwhile (see `_leftovers.ts`); none when omitted.
    */
   processNotes?: AgentProcessNotes;
+  /**
+   * Told what did not fail a run but its reader should know (an answer cut at the model's
+   * length limit): a LogTape-style message template and its properties. The gateway logs it as
+   * a warning; nothing is told when omitted.
+   */
+  warn?: (message: string, properties: Record<string, unknown>) => void;
 }
 
 /**

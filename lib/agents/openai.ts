@@ -9,11 +9,22 @@
  * @module
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import { cutText, errorChainText, redact } from "../_error_text.ts";
 import { parseRetryAfterSeconds } from "../_retry.ts";
 import { AgentError } from "../errors.ts";
+import { type CompletionBody, MAX_QUOTED_CHARS, readCompletion } from "./_completion.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+/** API keys shorter than this are placeholders, left in messages. */
+const MIN_SECRET_CHARS = 8;
+
+/**
+ * Line added below an answer the model stopped at its token limit (`finish_reason: length`),
+ * so that whoever reads it knows the rest is missing.
+ */
+export const CUT_OFF_MARKER = "[answer cut off: the model reached its length limit]";
 
 /**
  * Builds a runner for an OpenAI-compatible endpoint.
@@ -23,10 +34,15 @@ const DEFAULT_BASE_URL = "https://api.openai.com/v1";
  * built by hand: `apiKey` else `OPENAI_API_KEY`, `baseUrl` else `OPENAI_BASE_URL` else
  * api.openai.com, `model` else `AGENT_MODEL`. An endpoint other than
  * api.openai.com may need no key (local servers): the SDK then sends the placeholder `no-key`.
+ *
+ * An answer cut at the model's token limit (`finish_reason: length`) is delivered with
+ * {@link CUT_OFF_MARKER} on a line of its own below it, and `deps.warn` is told. Error messages
+ * quote what the endpoint said, without the API key.
  * @param settings the `agent:` configuration
- * @param deps `fetch` (used by the SDK) and the environment
+ * @param deps `fetch` (used by the SDK), the environment and `warn`
  * @returns the runner; a missing key or model is reported by each run as a permanent AgentError,
- *   so a gateway that only does direct deliveries still starts
+ *   so a gateway that only does direct deliveries still starts. A body that is not a chat
+ *   completion, a refusal and an empty answer fail as `_completion.ts` describes
  */
 export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
   const baseURL = settings.baseUrl || deps.env.OPENAI_BASE_URL || DEFAULT_BASE_URL;
@@ -47,7 +63,13 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     })
     : undefined;
 
-  return async ({ prompt, systemPrompt, signal }) => {
+  // A key of a few characters is a local server's placeholder ("EMPTY", "x"), not a secret:
+  // taking every "x" out of a message would make it unreadable. (Deno's fetch errors quote the
+  // URL without its user and password.)
+  const hideSecrets = (text: string) =>
+    apiKey.length >= MIN_SECRET_CHARS ? redact(text, apiKey) : text;
+
+  return async ({ prompt, systemPrompt, eventId, signal }) => {
     if (!client) {
       const missing = apiKey
         ? "no model (agent.model or AGENT_MODEL)"
@@ -58,22 +80,34 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [];
     if (systemPrompt) messages.push({ role: "system", content: systemPrompt });
     messages.push({ role: "user", content: prompt });
-    let completion: OpenAI.Chat.ChatCompletion;
+    let body: CompletionBody;
     try {
       // The signal is not handed to the SDK: with one, each request kept about 350 bytes for
       // good (21 MB over 60,000 runs, measured). The request left behind on a stop ends with
-      // the process.
-      completion = await untilAborted(client.chat.completions.create({ model, messages }), signal);
+      // the process. The body is read here, not by the SDK, so that an answer that is not a
+      // chat completion can be quoted.
+      body = await untilAborted(postCompletion(client, { model, messages }), signal);
     } catch (error) {
-      throw toAgentError(error, settings.timeoutSeconds);
+      throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
-    const answer = completion.choices[0]?.message?.content?.trim() ?? "";
-    if (!answer) {
-      const reason = completion.choices[0]?.finish_reason ?? "no choices";
-      throw new AgentError(`The model returned an empty answer (finish_reason: ${reason})`);
-    }
-    return answer;
+    const { text, finishReason } = readCompletion(body, hideSecrets);
+    if (finishReason !== "length") return text;
+    deps.warn?.("the answer to {eventId} was cut off: the model reached its length limit", {
+      eventId,
+      model,
+    });
+    return `${text}\n\n${CUT_OFF_MARKER}`;
   };
+}
+
+/** Sends the request; the SDK throws APIError for a non-2xx status. */
+async function postCompletion(
+  client: OpenAI,
+  request: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+): Promise<CompletionBody> {
+  const response = await client.chat.completions.create(request).asResponse();
+  const text = await response.text();
+  return { status: response.status, contentType: response.headers.get("content-type") ?? "", text };
 }
 
 /**
@@ -101,9 +135,14 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
  * Classifies an SDK failure: 429, 408, 409, 5xx, timeouts and connection errors are retryable
  * (with the endpoint's `retry-after-ms` or `Retry-After`); redirects and other 4xx answers are
  * permanent. Connection errors, 429 and 5xx are the endpoint's own (`unavailable`); a timeout
- * may be the prompt's (a long answer).
+ * may be the prompt's (a long answer). A connection error names its causes (DNS, TLS, refused);
+ * the endpoint's words are cut to {@link MAX_QUOTED_CHARS} characters.
  */
-function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
+function toAgentError(
+  error: unknown,
+  options: { timeoutSeconds: number; hideSecrets: (text: string) => string },
+): AgentError {
+  const { timeoutSeconds, hideSecrets } = options;
   if (error instanceof AgentError) return error;
   if (error instanceof APIConnectionTimeoutError) {
     return new AgentError(`The LLM endpoint did not answer within ${timeoutSeconds} s`, {
@@ -111,7 +150,8 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
     });
   }
   if (error instanceof APIConnectionError) {
-    const detail = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    // The SDK's own message is only "Connection error.": what failed is in its causes.
+    const detail = error.cause === undefined ? "" : `: ${hideSecrets(errorChainText(error.cause))}`;
     return new AgentError(`Cannot reach the LLM endpoint${detail}`, {
       unavailable: true,
       cause: error,
@@ -132,15 +172,17 @@ function toAgentError(error: unknown, timeoutSeconds: number): AgentError {
     const tooLarge = status === 429 && /request too large/i.test(error.message);
     const retryable = !tooLarge &&
       (status === 408 || status === 409 || status === 429 || status >= 500);
-    return new AgentError(`LLM endpoint answered ${error.message}`, {
+    const words = cutText(hideSecrets(error.message), MAX_QUOTED_CHARS);
+    return new AgentError(`LLM endpoint answered ${words}`, {
       permanent: !retryable,
       retryAfterSeconds: retryAfter(error.headers),
       unavailable: retryable && (status === 429 || status >= 500),
       cause: error,
     });
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new AgentError(`Agent run failed: ${message}`, { cause: error });
+  return new AgentError(`Agent run failed: ${hideSecrets(errorChainText(error))}`, {
+    cause: error,
+  });
 }
 
 function retryAfter(headers: Headers | undefined): number | undefined {

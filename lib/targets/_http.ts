@@ -29,6 +29,7 @@
  * @module
  */
 
+import { cutText, errorChainText, redact } from "../_error_text.ts";
 import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../_retry.ts";
 import { TargetError } from "../errors.ts";
 import { answerLimitBytes, type AnswerText, readAnswerText } from "./_answer_body.ts";
@@ -96,7 +97,7 @@ export async function postJson(ctx: SendContext, request: PostJsonRequest): Prom
       const where = status >= 200 && status < 300 ? "" : ` (HTTP ${status})`;
       throw new TargetError(
         `${request.platform} ${request.action} failed${where}: ${
-          cut(redact(failure.detail, request.secret))
+          cutText(redact(failure.detail, request.secret), MAX_DETAIL_CHARS)
         }`,
         {
           permanent: failure.kind === "permanent",
@@ -171,18 +172,8 @@ function failedExchange(error: unknown, request: PostJsonRequest, what: string):
   // Fetch errors quote the URL, and Telegram's URL holds the token: never pass them on as is.
   const reason = error instanceof DOMException && error.name === "TimeoutError"
     ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
-    : redact(errorText(error), request.secret);
+    : redact(errorChainText(error), request.secret);
   return new TargetError(`${request.platform} ${request.action} ${what}: ${reason}`);
-}
-
-/** An error's message with its causes (`fetch failed: ... Connection refused`). */
-function errorText(error: unknown): string {
-  const messages: string[] = [];
-  for (let current = error; current !== undefined && messages.length < 4;) {
-    messages.push(current instanceof Error ? current.message : String(current));
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return messages.join(": ");
 }
 
 function classify(
@@ -291,16 +282,6 @@ export function notThePlatformsAnswer(expected: string, body: unknown): Failure 
   const text = typeof body === "string" ? body.trim() : JSON.stringify(body);
   const excerpt = text === "" ? "an empty body" : text.slice(0, ANSWER_EXCERPT_CHARS);
   return { kind: "retryable", detail: `not ${expected}: ${excerpt}` };
-}
-
-function cut(text: string): string {
-  return text.length > MAX_DETAIL_CHARS ? `${text.slice(0, MAX_DETAIL_CHARS)}…` : text;
-}
-
-/** Replaces every occurrence of `secret` in `text` (and its URL-encoded form) with `***`. */
-export function redact(text: string, secret: string): string {
-  if (secret === "") return text;
-  return text.split(secret).join("***").split(encodeURIComponent(secret)).join("***");
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

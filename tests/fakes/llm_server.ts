@@ -2,9 +2,11 @@
  * A loopback OpenAI-compatible endpoint for tests: `POST /v1/chat/completions` only.
  *
  * It checks the Bearer key and the model, records every request, and answers with what the
- * test's `answer` function returns: a text (a normal completion), or a failure (an HTTP
- * status with an optional `Retry-After`, or a hang that ends only when the client gives up
- * or the server closes). Response shape:
+ * test's `answer` function returns: a text (a normal completion), a completion whose message
+ * and finish reason the test writes (a refusal, text parts, a cut-off answer), a body sent as
+ * it is (a captive portal's HTML page), or a failure (an HTTP status with an optional
+ * `Retry-After`, or a hang that ends only when the client gives up or the server closes).
+ * Response shape:
  * https://platform.openai.com/docs/api-reference/chat/object
  *
  * @module
@@ -26,9 +28,18 @@ export interface FakeLlmRequest {
   body: Record<string, unknown>;
 }
 
-/** What the fake answers: a completion text, or a failure. */
+/** What the fake answers: a completion text, a completion as written, a raw body, or a failure. */
 export type FakeLlmAnswer =
   | string
+  | {
+    /** The first choice's `message` (role `assistant` is added) and `finish_reason`. */
+    completion: { message: Record<string, unknown>; finishReason: string };
+  }
+  | {
+    /** The body, sent as it is, with status 200 and this `Content-Type` (text/plain when absent). */
+    raw: string;
+    contentType?: string;
+  }
   | { status: number; retryAfter?: string; message?: string }
   | { hang: true };
 
@@ -91,7 +102,14 @@ export function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
       return error(404, "model_not_found", `The model ${recorded.model} does not exist`);
     }
     const reply = await answer(recorded, index);
-    if (typeof reply === "string") return completion(model, reply);
+    if (typeof reply === "string") {
+      return completion(model, { message: { content: reply }, finishReason: "stop" });
+    }
+    if ("completion" in reply) return completion(model, reply.completion);
+    if ("raw" in reply) {
+      const headers = reply.contentType ? { "content-type": reply.contentType } : undefined;
+      return new Response(reply.raw, { headers });
+    }
     if ("hang" in reply) return await hang(request.signal, shutdown.signal);
     const headers = reply.retryAfter ? { "retry-after": reply.retryAfter } : undefined;
     return error(
@@ -131,13 +149,20 @@ function lastUserMessage(request: FakeLlmRequest): string {
   return users.at(-1)?.content ?? "";
 }
 
-function completion(model: string, content: string): Response {
+function completion(
+  model: string,
+  choice: { message: Record<string, unknown>; finishReason: string },
+): Response {
   return Response.json({
     id: `chatcmpl-${crypto.randomUUID()}`,
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
     model,
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+    choices: [{
+      index: 0,
+      message: { role: "assistant", ...choice.message },
+      finish_reason: choice.finishReason,
+    }],
     usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
   });
 }

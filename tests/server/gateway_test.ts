@@ -1,6 +1,7 @@
 /**
  * The running gateway (in process, on a real port) and the subscription file: changes made
  * between two requests, faster than the file is re-checked, are honoured on the next request.
+ * Also its stop, and what it makes of an agent answer cut at the model's length limit.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -9,7 +10,8 @@ import { loadConfig } from "../../lib/config.ts";
 import { startLogging, stopLogging } from "../../lib/log.ts";
 import { updateSubscriptions } from "../../lib/subscription_store.ts";
 import { startGateway } from "../../server/gateway.ts";
-import { enabledConfig, signedIssue, tempHome } from "../_helpers.ts";
+import { startFakeLlm } from "../fakes/llm_server.ts";
+import { enabledConfig, eventually, signedIssue, tempHome } from "../_helpers.ts";
 
 const OLD_SECRET = "the-old-secret-0123456789";
 const NEW_SECRET = "the-new-secret-0123456789";
@@ -96,5 +98,43 @@ Deno.test("stop() ends within its deadline while a sender stalls in the middle o
     assert.ok(tookMs < 3_000, `stop() took ${Math.round(tookMs)} ms`);
   } finally {
     connection.close();
+  }
+});
+
+Deno.test("an answer cut at the model's length limit is delivered with its marker and logged as a warning", async () => {
+  const llm = await startFakeLlm({
+    answer: () => ({
+      completion: { message: { content: "The build failed because" }, finishReason: "length" },
+    }),
+  });
+  await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
+  await using h = await tempHome({ config: enabledConfig(0) });
+  await updateSubscriptions(
+    join(h.home, "webhook_subscriptions.json"),
+    (records) => void (records.gh = { secret: NEW_SECRET, deliver: "log" }),
+  );
+  const records: LogRecord[] = [];
+  await startLogging({ extraSinks: [(record) => void records.push(record)] });
+  const config = await loadConfig({ AGENT_HOME: h.home, HOME: "/nonexistent", ...llm.env });
+  const gateway = await startGateway(config);
+  try {
+    const response = await fetch(`${gateway.url}/webhooks/gh`, await signedIssue(NEW_SECRET));
+    await response.body?.cancel();
+    assert.equal(response.status, 202);
+    const delivered = await eventually(
+      () => records.find((record) => record.rawMessage === "delivered to log"),
+      { what: "the answer to reach the log target" },
+    );
+    assert.equal(
+      delivered.properties.text,
+      "The build failed because\n\n[answer cut off: the model reached its length limit]",
+    );
+    const warnings = records.filter((record) => record.level === "warning");
+    assert.deepEqual(warnings.map((record) => [record.category.join("."), record.rawMessage]), [
+      ["agent.worker", "the answer to {eventId} was cut off: the model reached its length limit"],
+    ]);
+  } finally {
+    await gateway.stop({ deadlineMs: 0 });
+    await stopLogging();
   }
 });

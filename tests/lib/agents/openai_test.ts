@@ -1,32 +1,15 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../../../lib/errors.ts";
 import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
-import { type FakeLlmOptions, startFakeLlm } from "../../fakes/llm_server.ts";
+import { startFakeLlm } from "../../fakes/llm_server.ts";
 import { eventually } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
-
-async function withFake(
-  options: FakeLlmOptions,
-  body: (settings: AgentSettings, fake: Awaited<ReturnType<typeof startFakeLlm>>) => Promise<void>,
-): Promise<void> {
-  const fake = await startFakeLlm(options);
-  try {
-    await body({
-      provider: "openai",
-      model: "test-model",
-      baseUrl: fake.url,
-      apiKey: "test-key",
-      timeoutSeconds: 5,
-    }, fake);
-  } finally {
-    await fake.close();
-  }
-}
+import { withFakeLlm } from "./_fake_llm.ts";
 
 const deps = { fetch, env: {} };
 
 Deno.test("openai runner sends the system prompt and the prompt, and returns the answer", async () => {
-  await withFake({ answer: () => "  Looks like a flaky test.\n" }, async (settings, fake) => {
+  await withFakeLlm({ answer: () => "  Looks like a flaky test.\n" }, async (settings, fake) => {
     const run = createAgentRunner(settings, deps);
     const answer = await run({ prompt: "CI failed", systemPrompt: "Be brief", eventId: "evt_1" });
     assert.equal(answer, "Looks like a flaky test.");
@@ -41,7 +24,7 @@ Deno.test("openai runner sends the system prompt and the prompt, and returns the
 });
 
 Deno.test("openai runner takes key, base URL and model from the environment when unset", async () => {
-  await withFake({}, async (settings, fake) => {
+  await withFakeLlm({}, async (settings, fake) => {
     const run = createAgentRunner(
       { provider: "openai", model: "", timeoutSeconds: 5 },
       {
@@ -56,7 +39,7 @@ Deno.test("openai runner takes key, base URL and model from the environment when
 });
 
 Deno.test("openai runner reports 429 as retryable with the Retry-After seconds", async () => {
-  await withFake({ answer: () => ({ status: 429, retryAfter: "7" }) }, async (settings) => {
+  await withFakeLlm({ answer: () => ({ status: 429, retryAfter: "7" }) }, async (settings) => {
     const error = await agentError(
       createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
     );
@@ -70,7 +53,7 @@ Deno.test("openai runner reports 429 as retryable with the Retry-After seconds",
 Deno.test("openai runner reports a 429 for a request larger than the per-minute limit as permanent", async () => {
   const message = "Request too large for gpt-4o in organization org-x on tokens per min (TPM): " +
     "Limit 30000, Requested 45000.";
-  await withFake({ answer: () => ({ status: 429, message }) }, async (settings) => {
+  await withFakeLlm({ answer: () => ({ status: 429, message }) }, async (settings) => {
     const error = await agentError(
       createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
     );
@@ -81,7 +64,7 @@ Deno.test("openai runner reports a 429 for a request larger than the per-minute 
 });
 
 Deno.test("openai runner reports 500 as retryable and makes a single request", async () => {
-  await withFake({ answer: () => ({ status: 500 }) }, async (settings, fake) => {
+  await withFakeLlm({ answer: () => ({ status: 500 }) }, async (settings, fake) => {
     const error = await agentError(
       createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
     );
@@ -93,7 +76,7 @@ Deno.test("openai runner reports 500 as retryable and makes a single request", a
 });
 
 Deno.test("openai runner reports a wrong API key and an unknown model as permanent", async () => {
-  await withFake({}, async (settings) => {
+  await withFakeLlm({}, async (settings) => {
     const badKey = createAgentRunner({ ...settings, apiKey: "wrong" }, deps);
     const keyError = await agentError(badKey({ prompt: "x", eventId: "e" }));
     assert.equal(keyError.permanent, true);
@@ -107,7 +90,7 @@ Deno.test("openai runner reports a wrong API key and an unknown model as permane
 });
 
 Deno.test("openai runner reports 400 as permanent", async () => {
-  await withFake({ answer: () => ({ status: 400, message: "context too long" }) }, async (s) => {
+  await withFakeLlm({ answer: () => ({ status: 400, message: "context too long" }) }, async (s) => {
     const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
     assert.equal(error.permanent, true);
     assert.equal(error.unavailable, false);
@@ -116,7 +99,7 @@ Deno.test("openai runner reports 400 as permanent", async () => {
 });
 
 Deno.test("openai runner reports an empty answer as retryable", async () => {
-  await withFake({ answer: () => "   " }, async (settings) => {
+  await withFakeLlm({ answer: () => "   " }, async (settings) => {
     const error = await agentError(
       createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
     );
@@ -127,7 +110,7 @@ Deno.test("openai runner reports an empty answer as retryable", async () => {
 });
 
 Deno.test("openai runner times out a hanging endpoint with a retryable error", async () => {
-  await withFake({ answer: () => ({ hang: true }) }, async (settings) => {
+  await withFakeLlm({ answer: () => ({ hang: true }) }, async (settings) => {
     const run = createAgentRunner({ ...settings, timeoutSeconds: 0.2 }, deps);
     const error = await agentError(run({ prompt: "x", eventId: "e" }));
     assert.equal(error.permanent, false);
@@ -137,7 +120,7 @@ Deno.test("openai runner times out a hanging endpoint with a retryable error", a
 });
 
 Deno.test("openai runner stops waiting for a hanging endpoint when the run is aborted", async () => {
-  await withFake({ answer: () => ({ hang: true }) }, async (settings, fake) => {
+  await withFakeLlm({ answer: () => ({ hang: true }) }, async (settings, fake) => {
     const stop = new AbortController();
     const run = createAgentRunner(settings, deps)({
       prompt: "p",

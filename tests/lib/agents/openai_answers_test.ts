@@ -1,0 +1,160 @@
+/**
+ * The `openai` runner against answers that are not a plain chat completion (a captive portal's
+ * page, a proxy's error sent with 200, text parts, a refusal, a cut-off answer) and against
+ * connections that fail before any answer (TLS, DNS). The endpoint is a loopback server.
+ */
+import assert from "node:assert/strict";
+import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+import { agentError } from "./_assert.ts";
+import { withFakeLlm } from "./_fake_llm.ts";
+
+const deps = { fetch, env: {} };
+
+Deno.test("openai runner reports a captive portal's HTML page (HTTP 200) as retryable, quoting it", async () => {
+  const page = "<html><body>Captive portal login</body></html>";
+  await withFakeLlm({ answer: () => ({ raw: page, contentType: "text/html" }) }, async (s) => {
+    const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
+    assert.equal(error.permanent, false, "the portal goes away once logged in");
+    assert.equal(error.unavailable, true, "every run fails the same way meanwhile");
+    assert.equal(
+      error.message,
+      `The LLM endpoint answered HTTP 200 with text/html, not a chat completion: ${page}`,
+    );
+  });
+});
+
+Deno.test("openai runner reports a proxy's error object sent with HTTP 200 as retryable, with its message", async () => {
+  const body = JSON.stringify({ error: { message: "model overloaded", type: "server_error" } });
+  await withFakeLlm(
+    { answer: () => ({ raw: body, contentType: "application/json" }) },
+    async (s) => {
+      const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
+      assert.equal(error.permanent, false);
+      assert.equal(error.unavailable, true);
+      assert.match(
+        error.message,
+        /HTTP 200 with an error, not a chat completion: model overloaded$/,
+      );
+    },
+  );
+});
+
+Deno.test("openai runner reports an empty JSON body (HTTP 200) as retryable, saying it was empty", async () => {
+  await withFakeLlm({ answer: () => ({ raw: "", contentType: "application/json" }) }, async (s) => {
+    const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
+    assert.equal(error.permanent, false);
+    assert.equal(
+      error.message,
+      "The LLM endpoint answered HTTP 200 with an empty body, not a chat completion",
+    );
+  });
+});
+
+Deno.test("openai runner quotes at most 300 characters of an unexpected body, and never the API key", async () => {
+  const apiKey = "sk-test-SECRETKEY-1234567890";
+  const page = `<html>Proxy saw Authorization: Bearer ${apiKey}. ${"padding ".repeat(200)}</html>`;
+  const answers = [{ raw: page, contentType: "text/html" }, { status: 502, message: page }];
+  await withFakeLlm({ apiKey, answer: (_, index) => answers[index] }, async (settings) => {
+    const run = createAgentRunner({ ...settings, apiKey }, deps);
+    for (const expected of [/HTTP 200 with text\/html/, /502/]) {
+      const error = await agentError(run({ prompt: "x", eventId: "e" }));
+      assert.match(error.message, expected);
+      assert.match(error.message, /Bearer \*\*\*\. padding/, "the key is taken out");
+      assert.doesNotMatch(error.message, /SECRETKEY/);
+      assert.ok(error.message.length < 400, `${error.message.length} characters`);
+      assert.match(error.message, /…$/, "the cut is marked");
+    }
+  });
+});
+
+Deno.test("openai runner joins an answer sent as text parts, leaving other parts out", async () => {
+  const content = [
+    { type: "reasoning", text: "The user wants a summary. " },
+    { type: "text", text: "The build failed " },
+    { type: "text", text: "on a flaky test." },
+  ];
+  const answer = () => ({ completion: { message: { content }, finishReason: "stop" } });
+  await withFakeLlm({ answer }, async (settings) => {
+    const text = await createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" });
+    assert.equal(text, "The build failed on a flaky test.");
+  });
+});
+
+Deno.test("openai runner reports a refusal as permanent, with the model's words", async () => {
+  const message = { content: null, refusal: "I can't help with that." };
+  const answer = () => ({ completion: { message, finishReason: "stop" } });
+  await withFakeLlm({ answer }, async (settings) => {
+    const error = await agentError(
+      createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }),
+    );
+    assert.equal(error.permanent, true, "the same prompt gets the same refusal");
+    assert.equal(error.unavailable, false, "the prompt's own");
+    assert.equal(error.message, "The model refused to answer: I can't help with that.");
+  });
+});
+
+Deno.test("openai runner delivers an answer cut at the length limit with a marker line, and warns", async () => {
+  const message = { content: "The answer is cut in the midd" };
+  const answer = () => ({ completion: { message, finishReason: "length" } });
+  await withFakeLlm({ answer }, async (settings) => {
+    const warnings: [string, Record<string, unknown>][] = [];
+    const run = createAgentRunner(settings, {
+      ...deps,
+      warn: (template, properties) => void warnings.push([template, properties]),
+    });
+    const text = await run({ prompt: "x", eventId: "evt_42" });
+    assert.equal(
+      text,
+      "The answer is cut in the midd\n\n[answer cut off: the model reached its length limit]",
+    );
+    assert.deepEqual(warnings, [[
+      "the answer to {eventId} was cut off: the model reached its length limit",
+      { eventId: "evt_42", model: "test-model" },
+    ]]);
+  });
+});
+
+/** The innermost cause of `error`: what really went wrong under "fetch failed". */
+function rootCause(error: Error): Error {
+  let current = error;
+  while (current.cause instanceof Error) current = current.cause;
+  return current;
+}
+
+function settingsFor(baseUrl: string): AgentSettings {
+  return { provider: "openai", model: "m", baseUrl, apiKey: "k", timeoutSeconds: 5 };
+}
+
+Deno.test("openai runner names the TLS failure behind a connection error", async () => {
+  // A plain HTTP server asked for TLS: the handshake fails.
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    return new Response("not TLS");
+  });
+  try {
+    const url = `https://127.0.0.1:${server.addr.port}/v1`;
+    const error = await agentError(
+      createAgentRunner(settingsFor(url), deps)({ prompt: "x", eventId: "e" }),
+    );
+    assert.equal(error.permanent, false);
+    assert.equal(error.unavailable, true);
+    const root = rootCause(error).message;
+    assert.notEqual(root, "fetch failed");
+    assert.ok(
+      error.message.startsWith("Cannot reach the LLM endpoint: fetch failed: ") &&
+        error.message.endsWith(root),
+      error.message,
+    );
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("openai runner names the DNS failure behind a connection error", async () => {
+  // .invalid never resolves (RFC 6761 §6.4).
+  const run = createAgentRunner(settingsFor("http://llm.invalid/v1"), deps);
+  const error = await agentError(run({ prompt: "x", eventId: "e" }));
+  assert.equal(error.unavailable, true);
+  const root = rootCause(error).message;
+  assert.match(error.message, /^Cannot reach the LLM endpoint: fetch failed: .*llm\.invalid/);
+  assert.ok(error.message.endsWith(root), error.message);
+});
