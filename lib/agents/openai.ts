@@ -9,6 +9,7 @@
  * @module
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import { readBoundedText } from "../_bounded_body.ts";
 import { cutText, errorChainText, redact } from "../_error_text.ts";
 import { parseRetryAfterSeconds } from "../_retry.ts";
 import { AgentError } from "../errors.ts";
@@ -100,13 +101,30 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
   };
 }
 
-/** Sends the request; the SDK throws APIError for a non-2xx status. */
+/**
+ * Most bytes of an answer read (8 MiB). A chat completion carries the answer and some metadata;
+ * the longest answers models give (100,000 tokens or so) are well under 1 MiB even with every
+ * character escaped. More is something else talking, and is not held in memory.
+ */
+const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Sends the request; the SDK throws APIError for a non-2xx status.
+ * @throws AgentError retryable and `unavailable` for an answer over {@link MAX_ANSWER_BYTES}
+ */
 async function postCompletion(
   client: OpenAI,
   request: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
 ): Promise<CompletionBody> {
   const response = await client.chat.completions.create(request).asResponse();
-  const text = await response.text();
+  const { text, complete } = await readBoundedText(response, MAX_ANSWER_BYTES);
+  if (!complete) {
+    throw new AgentError(
+      `The LLM endpoint answered HTTP ${response.status} with more than ` +
+        `${MAX_ANSWER_BYTES / 1024 / 1024} MiB, not a chat completion: the rest was not read`,
+      { unavailable: true },
+    );
+  }
   return { status: response.status, contentType: response.headers.get("content-type") ?? "", text };
 }
 

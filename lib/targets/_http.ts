@@ -32,7 +32,8 @@
 import { cutText, errorChainText, redact } from "../_error_text.ts";
 import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../_retry.ts";
 import { TargetError } from "../errors.ts";
-import { answerLimitBytes, type AnswerText, readAnswerText } from "./_answer_body.ts";
+import { type BoundedText, readBoundedText } from "../_bounded_body.ts";
+import { answerLimitBytes } from "./_answer_body.ts";
 import type { SendContext } from "./_target.ts";
 
 /** Wait assumed when a platform answers 429 without saying how long, in seconds. */
@@ -140,9 +141,9 @@ async function exchange(
   }
   const { status } = response;
   const limitBytes = answerLimitBytes(requestJson);
-  let answer: AnswerText;
+  let answer: BoundedText;
   try {
-    answer = await readAnswerText(response, limitBytes);
+    answer = await readBoundedText(response, limitBytes);
   } catch (error) {
     // The platform may have taken the message: the retry can post it twice (at least once).
     throw failedExchange(error, request, `answered HTTP ${status}, then failed`);

@@ -158,3 +158,20 @@ Deno.test("openai runner names the DNS failure behind a connection error", async
   assert.match(error.message, /^Cannot reach the LLM endpoint: fetch failed: .*llm\.invalid/);
   assert.ok(error.message.endsWith(root), error.message);
 });
+
+Deno.test("openai runner stops reading an answer over 8 MiB and retries, saying so", async () => {
+  const huge = `{"choices":[{"message":{"content":"${"x".repeat(9 * 1024 * 1024)}"}}]}`;
+  await withFakeLlm(
+    { answer: () => ({ raw: huge, contentType: "application/json" }) },
+    async (s) => {
+      const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
+      assert.equal(error.permanent, false);
+      assert.equal(error.unavailable, true);
+      assert.equal(
+        error.message,
+        "The LLM endpoint answered HTTP 200 with more than 8 MiB, not a chat completion: the rest " +
+          "was not read",
+      );
+    },
+  );
+});
