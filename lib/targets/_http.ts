@@ -285,6 +285,22 @@ export function notThePlatformsAnswer(expected: string, body: unknown): Failure 
   return { kind: "retryable", detail: `not ${expected}: ${excerpt}` };
 }
 
+/**
+ * An `inspect` for a platform that answers a created message with the message itself: an object
+ * whose `id` is of `idType`. Anything else (a proxy's login page) means nothing was sent.
+ * @param expected what the answer should be, for the error: `a Discord message`
+ * @param idType the type of the created message's `id` in the platform's JSON
+ * @returns the inspect function: undefined for the platform's answer, else
+ *   {@link notThePlatformsAnswer}
+ */
+export function createdWithId(
+  expected: string,
+  idType: "string" | "number",
+): (body: unknown) => Failure | undefined {
+  return (body) =>
+    typeof asRecord(body)?.id === idType ? undefined : notThePlatformsAnswer(expected, body);
+}
+
 function asRecord(value: unknown): Record<string, unknown> | undefined {
   return value !== null && typeof value === "object" && !Array.isArray(value)
     ? value as Record<string, unknown>

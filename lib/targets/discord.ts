@@ -8,7 +8,7 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
-import { type Failure, notThePlatformsAnswer, postJson } from "./_http.ts";
+import { createdWithId, postJson } from "./_http.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Discord message goes. */
@@ -41,14 +41,11 @@ export function parseDiscordChannel(value: string): string {
 const DISCORD_USER_AGENT = "DiscordBot (agent-gateway, 0.1.0)";
 
 /**
- * Reads a 2xx answer: Discord answers a created message with the message object, so one
- * without a string `id` (a proxy's login page) means nothing was sent, and is retryable.
+ * Reads a 2xx answer: Discord answers a created message with the message object, whose `id` is
+ * a string; anything else (a proxy's login page) means nothing was sent, and is retryable.
  * https://discord.com/developers/docs/resources/message#message-object
  */
-function inspect(body: unknown): Failure | undefined {
-  const id = body !== null && typeof body === "object" ? (body as { id?: unknown }).id : undefined;
-  return typeof id === "string" ? undefined : notThePlatformsAnswer("a Discord message", body);
-}
+const inspect = createdWithId("a Discord message", "string");
 
 /** Where a message goes when its subscription names no chat. */
 const HOME_CHANNEL = "DISCORD_HOME_CHANNEL";

@@ -8,7 +8,7 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
-import { postJson } from "./_http.ts";
+import { createdWithId, postJson } from "./_http.ts";
 import { field, type Target } from "./_target.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
@@ -76,6 +76,12 @@ export function githubItem(payload: unknown): GitHubItem | undefined {
   return undefined;
 }
 
+/**
+ * Reads a 2xx answer: GitHub answers a created comment (201) with the comment, whose `id` is a number; anything else (a proxy's login page) means nothing was posted, and
+ * is retryable. https://docs.github.com/en/rest/issues/comments#create-an-issue-comment
+ */
+const inspect = createdWithId("a GitHub comment", "number");
+
 /** GitHub comment, `GITHUB_TOKEN` or `GH_TOKEN`, item from payload or `owner/repo#123`. */
 export const githubComment: Target<GitHubDestination> = {
   name: "github_comment",
@@ -108,6 +114,7 @@ export const githubComment: Target<GitHubDestination> = {
       },
       body: { body: text + OWN_COMMENT_MARKER },
       secret: token,
+      inspect,
     });
   },
   check(options) {

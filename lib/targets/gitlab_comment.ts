@@ -9,7 +9,7 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
-import { postJson } from "./_http.ts";
+import { createdWithId, postJson } from "./_http.ts";
 import { field, type Target } from "./_target.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
@@ -83,6 +83,12 @@ export function gitlabItem(payload: unknown): GitLabItem | undefined {
   return undefined;
 }
 
+/**
+ * Reads a 2xx answer: GitLab answers a created note (201) with the note, whose `id` is a number; anything else (a proxy's login page) means nothing was posted, and
+ * is retryable. https://docs.gitlab.com/api/notes/
+ */
+const inspect = createdWithId("a GitLab note", "number");
+
 /** GitLab note, `GITLAB_TOKEN`, item from payload or `<project>!<iid>` / `<project>#<iid>`. */
 export const gitlabComment: Target<GitLabDestination> = {
   name: "gitlab_comment",
@@ -113,6 +119,7 @@ export const gitlabComment: Target<GitLabDestination> = {
       headers: { "PRIVATE-TOKEN": token },
       body: { body: text + OWN_COMMENT_MARKER },
       secret: token,
+      inspect,
     });
   },
   check(options) {

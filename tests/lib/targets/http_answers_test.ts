@@ -254,7 +254,7 @@ Deno.test("a huge 2xx answer that is not the platform's is described in a few hu
   assert.ok(error.message.length < 420, `${error.message.length} characters`);
 });
 
-Deno.test("a proxy's login page answered 200 is a retryable failure quoting it, for every chat target", async () => {
+Deno.test("a proxy's login page answered 200 is a retryable failure quoting it, for every target", async () => {
   const page = "<html><body>Corporate proxy: please log in</body></html>";
   await using proxy = scripted(() =>
     new Response(page, { headers: { "content-type": "text/html" } })
@@ -266,14 +266,20 @@ Deno.test("a proxy's login page answered 200 is a retryable failure quoting it, 
     DISCORD_BOT_TOKEN: "bot-token",
     SLACK_API_URL: proxy.url,
     SLACK_BOT_TOKEN: "xoxb-token",
+    GITHUB_API_URL: proxy.url,
+    GITHUB_TOKEN: "ghp-token",
+    GITLAB_URL: proxy.url,
+    GITLAB_TOKEN: "glpat-token",
   };
   const expected = {
-    telegram: "Telegram sendMessage to chat 1 failed: not a Bot API answer",
-    discord: "Discord message to channel 1 failed: not a Discord message",
-    slack: "Slack chat.postMessage to 1 failed: not a Slack Web API answer",
+    telegram: ["1", "Telegram sendMessage to chat 1 failed: not a Bot API answer"],
+    discord: ["1", "Discord message to channel 1 failed: not a Discord message"],
+    slack: ["1", "Slack chat.postMessage to 1 failed: not a Slack Web API answer"],
+    github_comment: ["octo/repo#1", "GitHub comment on octo/repo#1 failed: not a GitHub comment"],
+    gitlab_comment: ["42!7", "GitLab note on merge request 42!7 failed: not a GitLab note"],
   };
-  for (const [target, failure] of Object.entries(expected)) {
-    const error = await targetError(deliver(job(target, { chatId: "1" }), recordingContext(env)));
+  for (const [target, [chatId, failure]] of Object.entries(expected)) {
+    const error = await targetError(deliver(job(target, { chatId }), recordingContext(env)));
     assert.equal(error.message, `${failure}: ${page}`);
     assert.equal(error.permanent, false, `${target}: the message was not sent, a retry may be`);
   }
