@@ -7,6 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
 import { createWebhookHandler, type IngestDeps } from "./ingest.ts";
+import { logRejection } from "./_respond.ts";
 
 export type { IngestDeps } from "./ingest.ts";
 
@@ -44,7 +45,9 @@ export function createApp(deps: IngestDeps): Hono {
   };
   app.notFound((c) => {
     const path = c.req.path.length > 200 ? `${c.req.path.slice(0, 200)}…` : c.req.path;
-    log.warn("not found {method} {path}", { method: c.req.method, path, status: 404 });
+    logRejection(404, () => {
+      log.warn("not found {method} {path}", { method: c.req.method, path, status: 404 });
+    });
     return c.json({ error: `not found: ${c.req.method} ${path}` }, 404);
   });
   app.onError((error, c) => internalError(error, c.req.raw));
@@ -61,10 +64,12 @@ const HOST_HEADER = /^(?:\[[0-9A-Za-z:.%~_-]*\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?:
 /** The 400 for a Host header that is not a host, and its log line. */
 function invalidHost(request: Request, host: string): Response {
   const shown = host.length > 100 ? `${host.slice(0, 100)}…` : host;
-  log.warn("invalid Host header {host} on {method}", {
-    host: shown,
-    method: request.method,
-    status: 400,
+  logRejection(400, () => {
+    log.warn("invalid Host header {host} on {method}", {
+      host: shown,
+      method: request.method,
+      status: 400,
+    });
   });
   return Response.json({ error: `invalid Host header: ${shown}` }, { status: 400 });
 }

@@ -21,6 +21,8 @@ import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
 import { deliveryKey } from "./_direct.ts";
+import { flushRejectionLog, limitRejectionLog } from "./_respond.ts";
+import type { RejectionLogLimits } from "./_rejection_log.ts";
 import { createHeldDirectRecords } from "./_held_direct.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
@@ -77,6 +79,8 @@ export interface GatewayOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Called once listening, with the URL. */
   onListen?: (url: string) => void;
+  /** How many refused requests the log records (see `_rejection_log.ts`). @default {200 per 10 s} */
+  rejectionLog?: RejectionLogLimits;
 }
 
 /** How often the gateway checks that `state/gateway.db` is still the file it opened, in ms. */
@@ -106,6 +110,7 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const fetchFn = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
+  limitRejectionLog(options.rejectionLog);
   const { webhook, agent, paths } = config;
   const stateLock = await lockGatewayState(paths.stateDb);
   const failed = Promise.withResolvers<Error>();
@@ -308,6 +313,7 @@ export async function startGateway(
         settledWithin(server.shutdown(), deadlineMs, { signal: hurry }),
         worker.stop({ deadlineMs, hurry }),
       ]);
+      flushRejectionLog();
       // Direct deliveries whose record the database refused: written now if it takes them.
       const unrecorded = await heldDirect.flush();
       heldDirect.stop();

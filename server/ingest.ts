@@ -24,7 +24,7 @@ import {
 } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
 import type { HeldDirectRecords } from "./_held_direct.ts";
-import { answer, duplicate, log, reject, REJECTED } from "./_respond.ts";
+import { answer, duplicate, log, logRejection, reject, REJECTED } from "./_respond.ts";
 import {
   DEFAULT_TOLERANCE_SECONDS,
   detectScheme,
@@ -220,13 +220,14 @@ async function authenticate(
 /** The 401 for a signature that is missing, wrong or too old, and its log line. */
 function refuseSignature(name: string, scheme: SchemeName | null, detail: string): Response {
   const error = detail === "missing" ? "missing signature" : "invalid signature";
-  writeLine(log, "warning", REJECTED, {
-    subscription: name,
-    status: 401,
-    reason: error,
-    scheme,
-    detail,
-  });
+  logRejection(401, () =>
+    writeLine(log, "warning", REJECTED, {
+      subscription: name,
+      status: 401,
+      reason: error,
+      scheme,
+      detail,
+    }));
   return answer(401, { error });
 }
 
