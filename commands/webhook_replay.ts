@@ -56,7 +56,7 @@ export const webhookReplay: Command = {
           event: found.eventType,
           subscription: route.name,
           deliveryId: found.deliveryId,
-        });
+        }, found.payload);
       });
       ctx.stdout(
         `Queued ${event.id} (${event.subscription}, ${event.eventType}) again, ` +

@@ -45,8 +45,19 @@ export function boundedJson(value: unknown, maxChars: number): string {
   return writer.parts.join("");
 }
 
+/**
+ * `JSON.rawJSON` and `JSON.isRawJSON` (V8 has them; TypeScript's library does not yet): a number
+ * kept as its JSON text, so one over 2^53 prints as written, not rounded.
+ * https://github.com/tc39/proposal-json-parse-with-source
+ */
+export const RawJson = JSON as unknown as {
+  rawJSON(text: string): { readonly rawJSON: string };
+  isRawJSON(value: unknown): value is { readonly rawJSON: string };
+};
+
 function printJson(value: unknown, indent: string, writer: BoundedWriter): void {
   if (typeof value === "string") return writer.emit(writer.quote(value));
+  if (RawJson.isRawJSON(value)) return writer.emit(value.rawJSON);
   if (typeof value === "number") return writer.emit(Number.isFinite(value) ? `${value}` : "null");
   if (typeof value === "boolean") return writer.emit(`${value}`);
   if (typeof value !== "object" || value === null) return writer.emit("null");

@@ -15,12 +15,15 @@ import {
   wrongFieldType,
 } from "./subscription_store.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
+import { RawJson } from "./_bounded_json.ts";
 
 /**
  * Renders what `route` does with a payload: at ingest, and again when an event is replayed.
  * @param route the static route or subscription
  * @param payload the parsed JSON payload
  * @param context the event label, route name and delivery id the specials render
+ * @param json the payload's JSON text, to render numbers a double rounds as they were written;
+ *   without it they render rounded
  * @returns the mode, prompt (the rendered `--prompt`, or the default prompt when the route has
  *   none; CONTRACT §7) and route snapshot stored with the event
  */
@@ -28,19 +31,48 @@ export function dispatchFor(
   route: Route,
   payload: unknown,
   context: TemplateContext,
+  json?: string,
 ): EventDispatch {
-  const prompt = route.prompt
-    ? renderTemplate(route.prompt, payload, context).text
-    : defaultPrompt(payload, context);
-  const chatId = route.deliver_extra?.chat_id
-    ? renderTemplate(route.deliver_extra.chat_id, payload, context).text
-    : undefined;
+  let { prompt, chatId } = render(route, payload, context);
+  // A number JavaScript cannot hold exactly (an id over 2^53) prints rounded, 12345678901234567891
+  // as 12345678901234567000: then the prompt is rendered again from the payload's text, with its
+  // numbers as written. Only a prompt that shows a long run of digits or an exponent pays for it.
+  if (json !== undefined && ROUNDED_LOOKING.test(chatId === undefined ? prompt : prompt + chatId)) {
+    ({ prompt, chatId } = render(route, JSON.parse(json, keepExactNumber), context));
+  }
   return {
     mode: route.deliver_only ? "direct" : "agent",
     // As stored: a direct message sent now and its replay later are the same text.
     prompt: storableText(prompt),
     route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
   };
+}
+
+/** The rendered prompt and chat id of a route for one payload. */
+function render(route: Route, payload: unknown, context: TemplateContext) {
+  const prompt = route.prompt
+    ? renderTemplate(route.prompt, payload, context).text
+    : defaultPrompt(payload, context);
+  const chatId = route.deliver_extra?.chat_id
+    ? renderTemplate(route.deliver_extra.chat_id, payload, context).text
+    : undefined;
+  return { prompt, chatId };
+}
+
+/** How a rounded number prints: 16 digits or more, or an exponent (`1.2345678901234568e+21`). */
+const ROUNDED_LOOKING = /\d{16}|\de[+-]\d/;
+
+/**
+ * A `JSON.parse` reviver that keeps, as its JSON text, each number that a double cannot hold as
+ * written: an integer beyond 2^53, or one too large for a double at all (`1e400`).
+ */
+function keepExactNumber(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== "number" || Number.isSafeInteger(value) || context?.source === undefined) {
+    return value;
+  }
+  return Number.isInteger(value) || !Number.isFinite(value)
+    ? RawJson.rawJSON(context.source)
+    : value;
 }
 
 /**

@@ -391,7 +391,7 @@ function buildEvent(
     event,
     subscription: route.name,
     deliveryId: info.deliveryId,
-  });
+  }, json);
   return {
     subscription: route.name,
     eventType: event,

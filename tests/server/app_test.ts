@@ -365,6 +365,35 @@ Deno.test("a JSON body labelled a form, as curl -d sends it, is read as JSON", a
   assert.equal(h.store.getEvent(form.body.event_id)?.prompt, "Alert disk full on db1");
 });
 
+Deno.test("numbers a double cannot hold reach the prompt as the sender wrote them", async () => {
+  await using h = await harness();
+  h.routes.set("orders", {
+    name: "orders",
+    origin: "dynamic",
+    secret: SECRET,
+    prompt: "Order {order.id} of {order.amount}, limit {order.limit}, card {card}: {order}",
+  });
+  h.routes.set("raw", { name: "raw", origin: "dynamic", secret: SECRET });
+  const body = '{"order":{"id":12345678901234567891,"amount":0.1,"limit":1e400},' +
+    '"card":"4242424242424242"}';
+  const orders = await json(await h.request("/webhooks/orders", await github(body)));
+  assert.equal(
+    h.store.getEvent(orders.body.event_id)?.prompt,
+    "Order 12345678901234567891 of 0.1, limit 1e400, card 4242424242424242: " +
+      '{\n  "id": 12345678901234567891,\n  "amount": 0.1,\n  "limit": 1e400\n}',
+  );
+  const raw = await json(await h.request("/webhooks/raw", await github(body)));
+  assert.match(h.store.getEvent(raw.body.event_id)!.prompt, /"id": 12345678901234567891,/);
+  // A payload without such numbers renders as before, 16 digits in a string or not.
+  const plain = await json(
+    await h.request(
+      "/webhooks/orders",
+      await github('{"order":{"id":7},"card":"4242424242424242"}'),
+    ),
+  );
+  assert.match(h.store.getEvent(plain.body.event_id)!.prompt, /^Order 7 of \{order\.amount\}/);
+});
+
 Deno.test("a store that cannot persist makes the answer 503 with Retry-After, never 202", async () => {
   await using h = await harness();
   await h.store.close();
