@@ -297,8 +297,11 @@ export function createdWithId(
   expected: string,
   idType: "string" | "number",
 ): (body: unknown) => Failure | undefined {
-  return (body) =>
-    typeof asRecord(body)?.id === idType ? undefined : notThePlatformsAnswer(expected, body);
+  return (body) => {
+    const id = asRecord(body)?.id;
+    const created = idType === "string" ? typeof id === "string" : typeof id === "number";
+    return created ? undefined : notThePlatformsAnswer(expected, body);
+  };
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
