@@ -222,7 +222,8 @@ Deno.test("renderTemplate() stays linear on hostile templates", () => {
     const started = performance.now();
     const { text } = renderTemplate(hostile, payload, context);
     assert.ok(text === expected, `${hostile.slice(0, 9)}… did not render as literal text`);
-    assert.ok(performance.now() - started < 500, "a 200 kB template took over 500 ms");
+    // Linear takes tens of ms; quadratic, 10^10 steps, minutes. The margin is for a busy machine.
+    assert.ok(performance.now() - started < 5000, "a 200 kB template took over 5 s");
   }
 });
 
