@@ -49,8 +49,6 @@ const GITHUB = "GitHub";
 const MAX_RATE_LIMIT_RETRIES = 5;
 /** A request with no answer after this long is abandoned (retryable). */
 const REQUEST_TIMEOUT_MS = 30_000;
-/** Characters quoted of a 2xx answer that is not the platform's. */
-const ANSWER_EXCERPT_CHARS = 100;
 /** Platform error descriptions are cut here so a huge HTML error page cannot flood the log. */
 const MAX_DETAIL_CHARS = 300;
 
@@ -273,16 +271,17 @@ export function describeError(body: unknown): string {
 /**
  * The failure for a 2xx answer that is not the platform's (a proxy's login page, a captive
  * portal): retryable, since the message was most likely not sent and whatever stands in
- * between is likely to step aside; it quotes the start of what came back.
+ * between is likely to step aside. It quotes what came back whole: {@link postJson} removes
+ * the token from it, then cuts it (a page that echoes the request URL holds the token, and a
+ * cut first could leave part of it where the removal no longer finds it).
  *
  * @param expected What the answer should have been: `a Bot API answer`, `a Discord message`.
  * @param body The answer: parsed JSON, or text that was not JSON.
- * @returns A retryable {@link Failure} reading `not <expected>: <first 100 characters>`.
+ * @returns A retryable {@link Failure} reading `not <expected>: <the answer>`.
  */
 export function notThePlatformsAnswer(expected: string, body: unknown): Failure {
   const text = typeof body === "string" ? body.trim() : JSON.stringify(body);
-  const excerpt = text === "" ? "an empty body" : text.slice(0, ANSWER_EXCERPT_CHARS);
-  return { kind: "retryable", detail: `not ${expected}: ${excerpt}` };
+  return { kind: "retryable", detail: `not ${expected}: ${text === "" ? "an empty body" : text}` };
 }
 
 /**

@@ -29,14 +29,18 @@ export function postsComments(target: string): boolean {
 /**
  * True when a payload is about a comment the gateway posted: the body of a GitHub comment
  * (`comment.body`: issue, pull request review and commit comments) or of a GitLab note
- * (`object_attributes.note` of a Note Hook) holds {@link OWN_COMMENT_MARKER}: as it was posted,
- * or after an edit that kept it.
+ * (`object_attributes.note` of a Note Hook) ends with {@link OWN_COMMENT_MARKER}, as it was
+ * posted or after an edit that kept it there. A person's comment that quotes the marker
+ * elsewhere is not one.
  * @param payload the parsed JSON payload of any event
  */
 export function isOwnComment(payload: unknown): boolean {
   for (const path of ["comment.body", "object_attributes.note"]) {
     const body = field(payload, path);
-    if (typeof body === "string" && body.includes(OWN_COMMENT_MARKER.trim())) return true;
+    if (typeof body === "string" && body.trimEnd().endsWith(MARKER_TEXT)) return true;
   }
   return false;
 }
+
+/** The marker without the blank line before it, which a forge may store as `\r\n`. */
+const MARKER_TEXT = OWN_COMMENT_MARKER.trim();

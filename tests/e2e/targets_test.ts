@@ -366,7 +366,7 @@ Deno.test("a comment the gateway posted is not answered again when GitHub or Git
   assert.equal(first.status, 202);
   assert.equal((await world.settled(first.body.event_id)).status, "delivered");
   const posted = world.fakes.github.messages[0].text;
-  assert.ok(posted.endsWith(OWN_COMMENT_MARKER), posted);
+  assert.ok(posted.endsWith("\n\n<!-- posted by the agent webhook gateway -->"), posted);
   // What GitHub sends for the comment the gateway just posted.
   const echo: Sent = {
     sender: "github",
@@ -378,6 +378,18 @@ Deno.test("a comment the gateway posted is not answered again when GitHub or Git
     { status: "ignored", event: "issue_comment.created", reason: "the gateway's own comment" },
   ]);
   assert.equal((await world.post("watch", echo)).status, 202);
+  // A person's reply that quotes the marker is answered, as is one ending with the marker
+  // that the forge stored with \r\n line ends.
+  const quoting: Sent = {
+    ...echo,
+    payload: { ...comment, comment: { ...comment.comment, body: `> ${posted}\n\nStill broken` } },
+  };
+  assert.equal((await world.post("answers", quoting)).status, 202);
+  const crlf: Sent = {
+    ...echo,
+    payload: { ...comment, comment: { ...comment.comment, body: posted.replaceAll("\n", "\r\n") } },
+  };
+  assert.equal((await world.post("answers", crlf)).body.status, "ignored");
 
   const note = (text: string): Sent => ({
     sender: "gitlab",
@@ -396,11 +408,12 @@ Deno.test("a comment the gateway posted is not answered again when GitHub or Git
   assert.equal((await world.post("notes", note(noted))).body.status, "ignored");
 
   await eventually(() => world.fakes.telegram.messages.length === 1, { what: "the forward" });
-  // Nothing more was run or posted: one comment, one note.
+  // Nothing more was run or posted: the comment, the answer to the quoting reply, one note.
+  await eventually(() => world.fakes.github.messages.length === 2, { what: "the second answer" });
   await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.equal(world.fakes.github.messages.length, 1);
+  assert.equal(world.fakes.github.messages.length, 2);
   assert.equal(world.fakes.gitlab.messages.length, 1);
-  assert.equal(world.gateway.store.listEvents({}).length, 3);
+  assert.equal(world.gateway.store.listEvents({}).length, 4);
 });
 
 Deno.test("a NUL in a payload value does not cut the prompt the agent gets, nor a replay's", async () => {

@@ -3,7 +3,6 @@ import { deliver } from "../../../lib/targets/mod.ts";
 import { githubItem, isRepoName, parseGitHubItem } from "../../../lib/targets/github_comment.ts";
 import { startFakeGitHub } from "../../fakes/chat_servers.ts";
 import { githubExample, job, recordingContext, targetError } from "./_context.ts";
-import { OWN_COMMENT_MARKER } from "../../../lib/targets/own_comments.ts";
 
 Deno.test("githubItem() finds the issue of an issues.opened example payload", () => {
   const payload = githubExample("issues", "opened");
@@ -50,7 +49,9 @@ Deno.test("deliver() github_comment comments on the issue of the payload with AP
   assert.equal(comment.headers.authorization, `Bearer ${github.token}`);
   assert.equal(comment.headers.accept, "application/vnd.github+json");
   assert.equal(comment.headers["x-github-api-version"], "2022-11-28");
-  assert.deepEqual(comment.body, { body: `Build 42 failed on main${OWN_COMMENT_MARKER}` });
+  assert.deepEqual(comment.body, {
+    body: "Build 42 failed on main\n\n<!-- posted by the agent webhook gateway -->",
+  });
 });
 
 Deno.test("deliver() github_comment uses --deliver-chat-id owner/repo#123 over the payload", async () => {

@@ -3,7 +3,6 @@ import { deliver } from "../../../lib/targets/mod.ts";
 import { gitlabItem, parseGitLabItem } from "../../../lib/targets/gitlab_comment.ts";
 import { startFakeGitLab } from "../../fakes/chat_servers.ts";
 import { job, recordingContext, targetError } from "./_context.ts";
-import { OWN_COMMENT_MARKER } from "../../../lib/targets/own_comments.ts";
 
 // Shapes from https://docs.gitlab.com/user/project/integrations/webhook_events/ (trimmed).
 const project = {
@@ -83,7 +82,9 @@ Deno.test("deliver() gitlab_comment posts a note on the merge request with PRIVA
   const [note] = gitlab.messages;
   assert.equal(note.path, "/api/v4/projects/1/merge_requests/1/notes");
   assert.equal(note.headers["private-token"], gitlab.token);
-  assert.deepEqual(note.body, { body: `Build 42 failed on main${OWN_COMMENT_MARKER}` });
+  assert.deepEqual(note.body, {
+    body: "Build 42 failed on main\n\n<!-- posted by the agent webhook gateway -->",
+  });
 });
 
 Deno.test("deliver() gitlab_comment posts a note on the issue of a note event", async () => {

@@ -285,6 +285,20 @@ Deno.test("a proxy's login page answered 200 is a retryable failure quoting it, 
   }
 });
 
+Deno.test("a proxy page that echoes the request URL shows no part of the token", async () => {
+  // The token would straddle a cut at 100 characters, made before it was taken out.
+  const page = `<html>${
+    "x".repeat(60)
+  } continue to https://api.telegram.org/bot${TOKEN}/sendMessage`;
+  await using proxy = scripted(() =>
+    new Response(page, { headers: { "content-type": "text/html" } })
+  );
+  const env = { TELEGRAM_API_URL: proxy.url, TELEGRAM_BOT_TOKEN: TOKEN };
+  const error = await targetError(deliver(job("telegram", { chatId: "1" }), recordingContext(env)));
+  assert.match(error.message, /continue to https:\/\/api\.telegram\.org\/bot\*\*\*\/sendMessage$/);
+  assert.ok(!error.message.includes(TOKEN.slice(0, 8)), error.message);
+});
+
 Deno.test("Discord's 200 without a message id (JSON, but not a created message) is not taken for a delivery", async () => {
   await using discord = scripted(() => Response.json({ status: "ok" }));
   const env = { DISCORD_API_URL: discord.url, DISCORD_BOT_TOKEN: "bot-token" };
