@@ -8,7 +8,7 @@ import { ConfigError, UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
 import { findSkill, listSkills } from "../lib/skills.ts";
 import { checkRecord, NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
-import { updateSubscriptions } from "../lib/subscription_store.ts";
+import { updateSubscriptions, wrongFieldType } from "../lib/subscription_store.ts";
 import { homeChannelOf, validateTarget } from "../lib/targets/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import type { Command } from "./_command.ts";
@@ -80,6 +80,22 @@ export const webhookSubscribe: Command = {
       (records) => {
         const existing = Object.hasOwn(records, name) ? records[name] : undefined;
         const merged: Subscription = { ...existing, ...changes };
+        // A field of the wrong type in a record edited by hand stays unless this command gives
+        // it anew: the record would still be refused by the gateway, so it is not written.
+        // Checked first, before anything reads the fields.
+        if (typeof merged.created_at !== "string") delete merged.created_at; // set below
+        if (existing !== undefined && wrongFieldType(existing) !== undefined) {
+          try {
+            const where = `subscription "${name}" in ${config.paths.subscriptions}`;
+            checkRecord(merged as Record<string, unknown>, where, config.paths.subscriptions);
+          } catch (error) {
+            if (!(error instanceof ConfigError)) throw error;
+            throw new ConfigError(
+              `${error.message}; fix it in the file, or give it anew with its flag where it has one`,
+              { file: config.paths.subscriptions },
+            );
+          }
+        }
         // Another target without a chat id of its own: the old target's chat means nothing
         // there (a Telegram chat is not a Slack channel), so the new one uses its home channel.
         // The log target has no chats: a chat id given while it was the target was for the next.
@@ -93,7 +109,7 @@ export const webhookSubscribe: Command = {
         merged.deliver ??= "log";
         // An empty secret counts as none (403): a new one replaces it.
         merged.secret ||= generateSecret(merged.auth);
-        merged.created_at = existing?.created_at ?? nowIso;
+        merged.created_at ??= nowIso;
         merged.updated_at = nowIso;
         const warnings = validateTarget({
           target: merged.deliver,
@@ -101,17 +117,6 @@ export const webhookSubscribe: Command = {
           deliverOnly: merged.deliver_only ?? false,
           env: config.env,
         });
-        // A field of the wrong type in a record edited by hand stays unless this command gives
-        // it anew: the record would still be refused by the gateway, so it is not written.
-        try {
-          const where = `subscription "${name}" in ${config.paths.subscriptions}`;
-          checkRecord(merged as Record<string, unknown>, where, config.paths.subscriptions);
-        } catch (error) {
-          if (!(error instanceof ConfigError)) throw error;
-          throw new ConfigError(`${error.message}; give it with its flag, or fix it in the file`, {
-            file: config.paths.subscriptions,
-          });
-        }
         records[name] = merged;
         return { record: merged, updated: existing !== undefined, warnings };
       },

@@ -375,8 +375,16 @@ Deno.test("a hand-edited field of the wrong type spoils only its record, for eve
   );
   await assert.rejects(
     () => runCommand(["webhook", "subscribe", "gh", "--deliver", "log"], fakeContext(env)),
-    /events must be a list of strings; give it with its flag, or fix it in the file/,
+    /events must be a list of strings; fix it in the file, or give it anew with its flag/,
   );
+  // A field read before the check was a TypeError with a stack trace.
+  const deliverTyped = { ...records, gh: { ...records.gh, deliver: 5 } };
+  await Deno.writeTextFile(file, JSON.stringify(deliverTyped));
+  await assert.rejects(
+    () => runCommand(["webhook", "subscribe", "gh", "--prompt", "hi"], fakeContext(env)),
+    /subscription "gh" in .*: deliver must be a string; fix it in the file/,
+  );
+  await Deno.writeTextFile(file, JSON.stringify(records));
   // Other subscriptions change as usual, and the bad record is written back as it was.
   assert.equal(await runCommand(["webhook", "rotate-secret", "ok"], fakeContext(env)), 0);
   assert.equal(JSON.parse(await Deno.readTextFile(file)).gh.events, "issues");
@@ -387,6 +395,12 @@ Deno.test("a hand-edited field of the wrong type spoils only its record, for eve
   );
   const repaired = JSON.parse(await Deno.readTextFile(file)).gh;
   assert.deepEqual([repaired.events, repaired.secret], [["issues"], records.gh.secret]);
+  // A creation time of the wrong type has no flag: subscribe sets it anew.
+  const timed = JSON.parse(await Deno.readTextFile(file));
+  timed.gh.created_at = 5;
+  await Deno.writeTextFile(file, JSON.stringify(timed));
+  assert.equal(await runCommand(["webhook", "subscribe", "gh"], fakeContext(env)), 0);
+  assert.match(JSON.parse(await Deno.readTextFile(file)).gh.created_at, /^\d{4}-\d\d-\d\dT/);
   records.gh.events = 7;
   await Deno.writeTextFile(file, JSON.stringify(records));
   assert.equal(await runCommand(["webhook", "remove", "gh"], fakeContext(env)), 0);
