@@ -34,7 +34,7 @@ export function dispatchFor(
   json?: string,
 ): EventDispatch {
   let { prompt, chatId } = render(route, payload, context);
-  // A number JavaScript cannot hold exactly (an id over 2^53) prints rounded, 12345678901234567891
+  // An integer JavaScript cannot hold exactly (an id over 2^53) prints rounded, 12345678901234567891
   // as 12345678901234567000: then the prompt is rendered again from the payload's text, with its
   // numbers as written. Only a prompt that shows a long run of digits or an exponent pays for it.
   if (json !== undefined && ROUNDED_LOOKING.test(chatId === undefined ? prompt : prompt + chatId)) {
@@ -63,14 +63,13 @@ function render(route: Route, payload: unknown, context: TemplateContext) {
 const ROUNDED_LOOKING = /\d{16}|\de[+-]\d/;
 
 /**
- * A `JSON.parse` reviver that keeps, as its JSON text, each number that a double cannot hold as
- * written: an integer beyond 2^53, or one too large for a double at all (`1e400`).
+ * A `JSON.parse` reviver that keeps, as its JSON text, each integer a double cannot hold as
+ * written (beyond 2^53). A number beyond a double's range (`1e400`) stays infinite, and prints
+ * as `null`, as JSON has no other way to print it.
  */
 function keepExactNumber(_key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value !== "number" || Number.isSafeInteger(value) || context?.source === undefined) {
-    return value;
-  }
-  return Number.isInteger(value) || !Number.isFinite(value)
+  return typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value) &&
+      context?.source !== undefined
     ? RawJson.rawJSON(context.source)
     : value;
 }
