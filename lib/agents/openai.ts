@@ -58,7 +58,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       project: deps.env.OPENAI_PROJECT_ID ?? null,
       // Redirects are not followed: fetch would turn the POST into a GET (302, 303), sending the
       // prompt nowhere and failing with an unrelated 405. The error names where it points.
-      fetch: (input, init) => deps.fetch(input, { ...init, redirect: "manual" }),
+      fetch: (input, init) => boundedErrors(deps.fetch(input, { ...init, redirect: "manual" })),
       maxRetries: 0,
       timeout: settings.timeoutSeconds * 1000,
     })
@@ -107,6 +107,23 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
  * character escaped. More is something else talking, and is not held in memory.
  */
 const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/** Most bytes of an error answer read; its message is quoted at 300 characters anyway. */
+const MAX_ERROR_BYTES = 65_536;
+
+/**
+ * The endpoint's answer, with the body of a non-2xx one cut to {@link MAX_ERROR_BYTES}: the SDK
+ * reads an error's body whole before the runner sees it (a 300 MB error page grew the gateway
+ * by 953 MB). A 2xx body is left to {@link postCompletion}, which bounds it too.
+ */
+async function boundedErrors(answer: Promise<Response>): Promise<Response> {
+  const response = await answer;
+  if (response.ok || response.body === null) return response;
+  const { text } = await readBoundedText(response, MAX_ERROR_BYTES);
+  const headers = new Headers(response.headers);
+  headers.delete("content-length"); // the whole page's
+  return new Response(text, { status: response.status, statusText: response.statusText, headers });
+}
 
 /**
  * Sends the request; the SDK throws APIError for a non-2xx status.

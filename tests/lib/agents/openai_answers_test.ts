@@ -175,3 +175,35 @@ Deno.test("openai runner stops reading an answer over 8 MiB and retries, saying 
     },
   );
 });
+
+Deno.test("openai runner reads an error page only up to 64 KiB, never the whole of a huge one", async () => {
+  const chunk = new TextEncoder().encode("x".repeat(65_536));
+  let sent = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent >= 256 * 1_048_576) return controller.close();
+          controller.enqueue(chunk);
+          sent += chunk.byteLength;
+        },
+      }),
+      { status: 500, headers: { "content-type": "text/html" } },
+    ));
+  try {
+    const run = createAgentRunner({
+      provider: "openai",
+      model: "test-model",
+      baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
+      apiKey: "test-key",
+      timeoutSeconds: 30,
+    }, deps);
+    const error = await agentError(run({ prompt: "x", eventId: "e" }));
+    assert.equal(error.permanent, false);
+    assert.match(error.message, /500/);
+    assert.ok(error.message.length < 500, `${error.message.length} characters`);
+    assert.ok(sent < 16 * 1_048_576, `${sent / 1_048_576} MiB sent of 256`);
+  } finally {
+    await server.shutdown();
+  }
+});
