@@ -49,13 +49,15 @@ export async function deliverNow(
       // that is settled. A message delivered once, its key live, is a duplicate.
       return reject(subscription, 409, "this delivery is being sent again by a replay", {
         "retry-after": "5",
-      });
+      }, deps.refusals);
     }
     if (live) return duplicate(subscription, eventName, deliveryId);
   }
   const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && inFlight.has(key)) {
-    return reject(subscription, 409, "this delivery is already being sent", { "retry-after": "5" });
+    return reject(subscription, 409, "this delivery is already being sent", {
+      "retry-after": "5",
+    }, deps.refusals);
   }
   inFlight.add(key);
   try {

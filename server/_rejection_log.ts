@@ -2,80 +2,112 @@
  * How many refused requests the log records. Each refusal (401, 404, 405, 413, ... before an
  * event is accepted) is one log line, and anyone on the internet can send them: about 190,000
  * requests to unknown names in 20 s rotated away the whole log (3 files of 5 MiB), with every
- * line about accepted events in it. So the log records at most `linesPerWindow` refusals in each
- * window of `windowMs`; past that it says once that it stops recording them, and when the next
- * refusal comes after the window, how many it left out, by status. Answers are unchanged: every
- * refused request still gets its 4xx. Accepted, duplicate and ignored events, and 503s, are
- * always logged.
+ * line about accepted events in it.
+ *
+ * So in each window of `windowMs` the log records at most `linesPerWindow` refusals per pool:
+ * one pool per subscription, for the refusals of requests to it (a sender with a wrong secret,
+ * a body too large), and one for the rest (unknown names and paths, methods, Host headers). A
+ * flood of requests to unknown names cannot hide a real sender's 401. Past the limit the log
+ * says once that it stops recording that pool's refusals; when the window ends, one line counts
+ * those left out, by pool and status. Answers are unchanged: every refused request still gets
+ * its 4xx. A 5xx refusal (too many bodies at once) is always logged, as are accepted, duplicate
+ * and ignored events.
  *
  * @module
  */
 
-/** Refusals logged per window, and the window, in ms. */
+/** Refusals logged per pool and window, and the window, in ms. */
 export interface RejectionLogLimits {
-  /** @default {200} */
+  /** @default {100} */
   linesPerWindow: number;
   /** @default {10000} */
   windowMs: number;
 }
 
-const DEFAULT_LIMITS: RejectionLogLimits = { linesPerWindow: 200, windowMs: 10_000 };
+const DEFAULT_LIMITS: RejectionLogLimits = { linesPerWindow: 100, windowMs: 10_000 };
 
-/** What the budget says about one refusal. */
-export interface RejectionVerdict {
-  /** Log this refusal's line. */
-  log: boolean;
-  /** A line to write first: that refusals stop being logged, or how many were left out. */
-  notice?: string;
+/** The pool of refusals that are not about one subscription. */
+const OTHERS = "";
+
+/** The refusals a gateway logs, and the count of those it leaves out. */
+export interface RejectionLog {
+  /**
+   * Logs a refusal through `write`, unless its pool has had its share of this window.
+   * @param subscription the subscription the request was for, or undefined when it names none
+   *   (an unknown name or path, a method or Host header refused before the name is looked up)
+   * @param status the refusal's HTTP status; 5xx is always written
+   * @param write writes the refusal's line
+   */
+  refused(subscription: string | undefined, status: number, write: () => void): void;
+  /** Writes the count of refusals left out in a window that has ended (a timer calls it). */
+  endWindowIfOver(): void;
+  /** Writes the count of refusals left out so far (at shutdown). */
+  flush(): void;
 }
 
 /**
- * Counts refusals per window and says which to log.
- * @param limits lines per window and its length (@default {200 per 10 s})
+ * Creates the refusal log of one gateway.
+ * @param warn writes a line of its own: that a pool stops being logged, or the count left out
+ * @param limits lines per pool and window, and the window in ms (@default {100 per 10 s})
  * @param now a monotonic clock in ms (@default {performance.now})
- * @returns `take(status)`: the verdict for one refusal with this HTTP status; and `flush()`:
- *   the count of refusals not logged in the last window, as a line, or undefined (at shutdown)
+ * @returns the refusal log
  */
-export function createRejectionLogBudget(
+export function createRejectionLog(
+  warn: (line: string) => void,
   limits: RejectionLogLimits = DEFAULT_LIMITS,
   now: () => number = () => performance.now(),
-): { take(status: number): RejectionVerdict; flush(): string | undefined } {
-  let windowStart = -Infinity;
-  let logged = 0;
-  const left = new Map<number, number>();
+): RejectionLog {
+  let windowStart = now();
+  /** Lines written this window, by pool. */
+  const logged = new Map<string, number>();
+  /** Refusals left out this window, by pool, then status. */
+  const left = new Map<string, Map<number, number>>();
 
-  function summary(): string | undefined {
-    if (left.size === 0) return undefined;
-    const total = [...left.values()].reduce((sum, count) => sum + count, 0);
-    const byStatus = [...left].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(", ");
+  function flush(): void {
+    if (left.size > 0) {
+      let total = 0;
+      const pools = [...left].map(([pool, byStatus]) => {
+        const counts = [...byStatus].sort(([a], [b]) => a - b).map(([status, count]) => {
+          total += count;
+          return `${status} ×${count}`;
+        });
+        return `${pool === OTHERS ? "unknown names and paths" : pool}: ${counts.join(", ")}`;
+      });
+      warn(`${total} refused requests were not logged (${pools.join("; ")})`);
+    }
     left.clear();
-    return `${total} more refused requests were not logged (${byStatus})`;
+    logged.clear();
+  }
+
+  function endWindowIfOver(): void {
+    const at = now();
+    if (at - windowStart < limits.windowMs) return;
+    flush();
+    windowStart = at;
   }
 
   return {
-    take(status) {
-      const at = now();
-      let notice: string | undefined;
-      if (at - windowStart >= limits.windowMs) {
-        notice = summary();
-        windowStart = at;
-        logged = 0;
+    refused(subscription, status, write) {
+      if (status >= 500) return write();
+      endWindowIfOver();
+      const pool = subscription ?? OTHERS;
+      const count = logged.get(pool) ?? 0;
+      if (count < limits.linesPerWindow) {
+        logged.set(pool, count + 1);
+        return write();
       }
-      if (logged < limits.linesPerWindow) {
-        logged += 1;
-        return { log: true, notice };
+      let byStatus = left.get(pool);
+      if (byStatus === undefined) {
+        left.set(pool, byStatus = new Map());
+        const what = pool === OTHERS ? "to unknown names and paths" : `to ${pool}`;
+        warn(
+          `over ${limits.linesPerWindow} refused requests ${what} in ${limits.windowMs / 1000} s:` +
+            " the rest are counted, not logged, until the count is written",
+        );
       }
-      left.set(status, (left.get(status) ?? 0) + 1);
-      if (left.size === 1 && left.get(status) === 1) {
-        const seconds = limits.windowMs / 1000;
-        return {
-          log: false,
-          notice: `over ${limits.linesPerWindow} refused requests in ${seconds} s: the rest ` +
-            `of this ${seconds} s are counted, not logged`,
-        };
-      }
-      return { log: false };
+      byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
     },
-    flush: summary,
+    endWindowIfOver,
+    flush,
   };
 }

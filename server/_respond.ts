@@ -5,41 +5,12 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { lineTemplate, writeLine } from "../lib/log.ts";
-import { createRejectionLogBudget, type RejectionLogLimits } from "./_rejection_log.ts";
+import type { RejectionLog } from "./_rejection_log.ts";
 
 /** The ingest pipeline's logger: one line per decision. */
 export const log = getLogger(["agent", "ingest"]);
 
 type Json = Record<string, unknown>;
-
-let rejections = createRejectionLogBudget();
-
-/**
- * Sets how many refusals the log records (see `_rejection_log.ts`): a gateway's start does, with
- * its limits; tests pass small ones.
- * @param limits lines per window and its length in ms; the defaults when omitted
- */
-export function limitRejectionLog(limits?: RejectionLogLimits): void {
-  rejections = createRejectionLogBudget(limits);
-}
-
-/** Writes how many refusals were left out of the log, if any (at shutdown). */
-export function flushRejectionLog(): void {
-  const line = rejections.flush();
-  if (line !== undefined) log.warn(line);
-}
-
-/**
- * Writes a refusal's log line through `write`, unless the log already has its share of
- * refusals; writes the budget's notice first, if it has one.
- * @param status the refusal's HTTP status, counted when the line is left out
- * @param write writes the line
- */
-export function logRejection(status: number, write: () => void): void {
-  const verdict = rejections.take(status);
-  if (verdict.notice !== undefined) log.warn(verdict.notice);
-  if (verdict.log) write();
-}
 
 /** The lines written on every request, read once (see `writeLine`). */
 export const REJECTED = lineTemplate("rejected {subscription}: {reason}");
@@ -53,18 +24,28 @@ export function answer(status: number, body: Json, headers: Record<string, strin
   });
 }
 
-/** A refusal: `{"error": ...}` with its status, and a warning line in the log. */
+/**
+ * A refusal: `{"error": ...}` with its status, and a warning line in the log, as far as
+ * `refusals` lets refusals into it.
+ * @param name the subscription name of the URL; a 404 or 405 counts toward the refusals that
+ *   name no subscription, others toward that subscription's
+ * @param refusals the gateway's refusal log; without one, the line is always written
+ */
 export function reject(
   name: string,
   status: number,
   error: string,
   headers?: Record<string, string>,
+  refusals?: RejectionLog,
 ) {
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   // A replacer function: a string would expand `$&`, `$'` and `` $` `` in the name.
   const reason = error.replace(name, () => subscription);
-  logRejection(status, () => writeLine(log, "warning", REJECTED, { subscription, status, reason }));
+  const pool = status === 404 || status === 405 ? undefined : name;
+  const write = () => writeLine(log, "warning", REJECTED, { subscription, status, reason });
+  if (refusals === undefined) write();
+  else refusals.refused(pool, status, write);
   return answer(status, { error: reason }, headers);
 }
 

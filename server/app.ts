@@ -6,8 +6,8 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
-import { createWebhookHandler, type IngestDeps } from "./ingest.ts";
-import { logRejection } from "./_respond.ts";
+import { createWebhookHandler, type IngestDeps, withDefaults } from "./ingest.ts";
+import type { RejectionLog } from "./_rejection_log.ts";
 
 export type { IngestDeps } from "./ingest.ts";
 
@@ -25,7 +25,9 @@ const log = getLogger(["agent", "http"]);
  *   `/webhooks/<name>` → the ingest pipeline; anything else → 404 `{"error": ...}`.
  *   Unexpected errors answer 500 `{"error":"internal error"}` and are logged.
  */
-export function createApp(deps: IngestDeps): Hono {
+export function createApp(given: IngestDeps): Hono {
+  const deps = withDefaults(given);
+  const refusals = deps.refusals!;
   const app = new Hono();
   const handleWebhook = createWebhookHandler(deps);
 
@@ -38,14 +40,14 @@ export function createApp(deps: IngestDeps): Hono {
     // Deno builds the URL from the Host header and the path: `Host: x/webhooks/other#` would
     // make `POST /webhooks/gh` reach `other`, and `Host: x/health?` any path answer as /health.
     const host = request.headers.get("host");
-    if (host !== null && !HOST_HEADER.test(host)) return invalidHost(request, host);
+    if (host !== null && !HOST_HEADER.test(host)) return invalidHost(refusals, request, host);
     const name = request.method === "HEAD" ? undefined : webhookName(request.url);
     if (name === undefined) return routed(request, ...rest);
     return handleWebhook(request, name).catch((error) => internalError(error, request));
   };
   app.notFound((c) => {
     const path = c.req.path.length > 200 ? `${c.req.path.slice(0, 200)}…` : c.req.path;
-    logRejection(404, () => {
+    refusals.refused(undefined, 404, () => {
       log.warn("not found {method} {path}", { method: c.req.method, path, status: 404 });
     });
     return c.json({ error: `not found: ${c.req.method} ${path}` }, 404);
@@ -62,9 +64,9 @@ export function createApp(deps: IngestDeps): Hono {
 const HOST_HEADER = /^(?:\[[0-9A-Za-z:.%~_-]*\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
 
 /** The 400 for a Host header that is not a host, and its log line. */
-function invalidHost(request: Request, host: string): Response {
+function invalidHost(refusals: RejectionLog, request: Request, host: string): Response {
   const shown = host.length > 100 ? `${host.slice(0, 100)}…` : host;
-  logRejection(400, () => {
+  refusals.refused(undefined, 400, () => {
     log.warn("invalid Host header {host} on {method}", {
       host: shown,
       method: request.method,

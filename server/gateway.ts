@@ -21,8 +21,7 @@ import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
 import { deliveryKey } from "./_direct.ts";
-import { flushRejectionLog, limitRejectionLog } from "./_respond.ts";
-import type { RejectionLogLimits } from "./_rejection_log.ts";
+import { createRejectionLog, type RejectionLogLimits } from "./_rejection_log.ts";
 import { createHeldDirectRecords } from "./_held_direct.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
@@ -110,7 +109,6 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const fetchFn = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
-  limitRejectionLog(options.rejectionLog);
   const { webhook, agent, paths } = config;
   const stateLock = await lockGatewayState(paths.stateDb);
   const failed = Promise.withResolvers<Error>();
@@ -180,6 +178,7 @@ export async function startGateway(
   });
 
   const subscriptionLog = getLogger(["agent", "subscriptions"]);
+  const refusalLog = getLogger(["agent", "ingest"]);
   // Records edited by hand that cannot be served: their requests are refused (404), said in the
   // log each time the file is read, so a bad record never costs an agent run it cannot deliver.
   let unusable = new Map<string, string>();
@@ -201,7 +200,17 @@ export async function startGateway(
     },
   });
   subscriptions.current(); // reads the file now, so a corrupt one is reported at start
+  const refusals = createRejectionLog(
+    (line) => refusalLog.warn(line),
+    options.rejectionLog,
+  );
+  // The count of refusals left out is written soon after their window ends.
+  const refusalWindows = setInterval(
+    () => refusals.endWindowIfOver(),
+    (options.rejectionLog?.windowMs ?? 10_000) / 4,
+  );
   const app = createApp({
+    refusals,
     findRoute: (name, options) => {
       const records = subscriptions.current(options); // may read the file anew: first
       return unusable.has(name) ? undefined : findRoute(name, records, webhook.routes);
@@ -258,6 +267,7 @@ export async function startGateway(
   } catch (error) {
     stopping = true;
     clearInterval(pruneTimer);
+    clearInterval(refusalWindows);
     await stateWatch.stop();
     await store.close();
     stateLock.close();
@@ -313,7 +323,8 @@ export async function startGateway(
         settledWithin(server.shutdown(), deadlineMs, { signal: hurry }),
         worker.stop({ deadlineMs, hurry }),
       ]);
-      flushRejectionLog();
+      clearInterval(refusalWindows);
+      refusals.flush();
       // Direct deliveries whose record the database refused: written now if it takes them.
       const unrecorded = await heldDirect.flush();
       heldDirect.stop();

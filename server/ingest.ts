@@ -24,7 +24,8 @@ import {
 } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
 import type { HeldDirectRecords } from "./_held_direct.ts";
-import { answer, duplicate, log, logRejection, reject, REJECTED } from "./_respond.ts";
+import { answer, duplicate, log, reject, REJECTED } from "./_respond.ts";
+import { createRejectionLog, type RejectionLog } from "./_rejection_log.ts";
 import {
   DEFAULT_TOLERANCE_SECONDS,
   detectScheme,
@@ -81,6 +82,24 @@ export interface IngestDeps {
    * delivered is a duplicate meanwhile. @default {none: such a record is only logged}
    */
   heldDirect?: HeldDirectRecords;
+  /**
+   * Which refusals are written to the log (see `_rejection_log.ts`); the gateway's start makes
+   * it and writes the count of those left out. `createApp` makes one with the default limits
+   * when none is given; without one, every refusal is written.
+   */
+  refusals?: RejectionLog;
+}
+
+/**
+ * Fills in the defaults of `deps` that the app shares with the pipeline: a refusal log with the
+ * default limits, when none is given.
+ * @param deps as given
+ * @returns the same collaborators, with a refusal log
+ */
+export function withDefaults(deps: IngestDeps): IngestDeps {
+  return deps.refusals !== undefined
+    ? deps
+    : { ...deps, refusals: createRejectionLog((line) => log.warn(line)) };
 }
 
 /** The lines written on every request they answer, read once (see `writeLine`). */
@@ -126,11 +145,15 @@ async function handleWebhook(
   { inFlight, deadlines, budget }: HandlerState,
 ): Promise<Response> {
   if (request.method !== "POST") {
-    return reject(name, 405, `method ${request.method} not allowed: use POST`, { allow: "POST" });
+    return reject(name, 405, `method ${request.method} not allowed: use POST`, {
+      allow: "POST",
+    }, deps.refusals);
   }
-  if (!NAME_PATTERN.test(name)) return reject(name, 404, `unknown subscription: ${name}`);
+  if (!NAME_PATTERN.test(name)) {
+    return reject(name, 404, `unknown subscription: ${name}`, undefined, deps.refusals);
+  }
   const found = deps.findRoute(name) ?? deps.findRoute(name, { fresh: true });
-  if (!found) return reject(name, 404, `unknown subscription: ${name}`);
+  if (!found) return reject(name, 404, `unknown subscription: ${name}`, undefined, deps.refusals);
 
   let body: Uint8Array;
   try {
@@ -147,7 +170,7 @@ async function handleWebhook(
     const retry = error.status === 503
       ? { "retry-after": `${STORE_RETRY_AFTER_SECONDS}` }
       : undefined;
-    return reject(name, error.status, error.message, retry);
+    return reject(name, error.status, error.message, retry, deps.refusals);
   }
 
   const nowMs = deps.now();
@@ -157,7 +180,9 @@ async function handleWebhook(
 
   const rate = deps.rateLimiter.take(name, route.rate_limit ?? deps.rateLimitPerMinute, nowMs);
   if (!rate.allowed) {
-    return reject(name, 429, "rate limit exceeded", { "retry-after": `${rate.retryAfterSeconds}` });
+    return reject(name, 429, "rate limit exceeded", {
+      "retry-after": `${rate.retryAfterSeconds}`,
+    }, deps.refusals);
   }
 
   let payload: { value: unknown; json: string };
@@ -166,13 +191,15 @@ async function handleWebhook(
       forms: formsSignedBy(scheme, request.headers),
     });
   } catch (error) {
-    if (error instanceof BodyError) return reject(name, error.status, error.message);
+    if (error instanceof BodyError) {
+      return reject(name, error.status, error.message, undefined, deps.refusals);
+    }
     throw error;
   }
   if (
     carriesLinearTimestamp(scheme, payload.value) && !linearTimestampFresh(payload.value, nowMs)
   ) {
-    return refuseSignature(name, scheme, "stale");
+    return refuseSignature(deps.refusals, name, scheme, "stale");
   }
   return dispatch(route, scheme, request.headers, payload, deps, inFlight);
 }
@@ -205,29 +232,44 @@ async function authenticate(
   let verdict = await verify(route, secrets);
   if (!verdict || (!verdict.ok && verdict.reason !== "missing")) {
     const fresh = deps.findRoute(name, { fresh: true });
-    if (!fresh) return reject(name, 404, `unknown subscription: ${name}`);
+    if (!fresh) return reject(name, 404, `unknown subscription: ${name}`, undefined, deps.refusals);
     const freshSecrets = acceptedSecrets(fresh, deps.globalSecret, nowMs);
     if (freshSecrets.join("\n") !== secrets.join("\n") || fresh.auth !== route.auth) {
       [route, secrets] = [fresh, freshSecrets];
       verdict = await verify(route, secrets);
     }
   }
-  if (!verdict) return reject(name, 403, "no secret configured for this subscription");
+  if (!verdict) {
+    return reject(
+      name,
+      403,
+      "no secret configured for this subscription",
+      undefined,
+      deps.refusals,
+    );
+  }
   if (verdict.ok) return { route, scheme: verdict.scheme };
-  return refuseSignature(name, verdict.scheme, verdict.reason);
+  return refuseSignature(deps.refusals, name, verdict.scheme, verdict.reason);
 }
 
 /** The 401 for a signature that is missing, wrong or too old, and its log line. */
-function refuseSignature(name: string, scheme: SchemeName | null, detail: string): Response {
+function refuseSignature(
+  refusals: RejectionLog | undefined,
+  name: string,
+  scheme: SchemeName | null,
+  detail: string,
+): Response {
   const error = detail === "missing" ? "missing signature" : "invalid signature";
-  logRejection(401, () =>
+  const write = () =>
     writeLine(log, "warning", REJECTED, {
       subscription: name,
       status: 401,
       reason: error,
       scheme,
       detail,
-    }));
+    });
+  if (refusals === undefined) write();
+  else refusals.refused(name, 401, write);
   return answer(401, { error });
 }
 

@@ -9,32 +9,45 @@ import type { LogRecord } from "@logtape/logtape";
 import { sign } from "@octokit/webhooks-methods";
 import { loadConfig } from "../../lib/config.ts";
 import { startLogging, stopLogging } from "../../lib/log.ts";
-import { createRejectionLogBudget } from "../../server/_rejection_log.ts";
+import { createRejectionLog } from "../../server/_rejection_log.ts";
 import { startGateway } from "../../server/gateway.ts";
-import { enabledConfig, tempHome } from "../_helpers.ts";
+import { enabledConfig, eventually, tempHome } from "../_helpers.ts";
 
-Deno.test("the budget logs the first refusals of a window, then counts the rest by status", () => {
+Deno.test("the refusal log keeps a share per subscription, and counts the rest by pool and status", () => {
   let now = 0;
-  const budget = createRejectionLogBudget({ linesPerWindow: 2, windowMs: 1000 }, () => now);
-  assert.deepEqual(budget.take(404), { log: true, notice: undefined });
-  assert.deepEqual(budget.take(404), { log: true, notice: undefined });
-  assert.deepEqual(budget.take(401), {
-    log: false,
-    notice: "over 2 refused requests in 1 s: the rest of this 1 s are counted, not logged",
-  });
-  assert.deepEqual(budget.take(404), { log: false });
-  assert.deepEqual(budget.take(404), { log: false });
-  now = 999;
-  assert.deepEqual(budget.take(405), { log: false });
-  now = 1500;
-  assert.deepEqual(budget.take(404), {
-    log: true,
-    notice: "4 more refused requests were not logged (401: 1, 404: 2, 405: 1)",
-  });
-  assert.equal(budget.flush(), undefined, "nothing left out since");
-  budget.take(404);
-  budget.take(413);
-  assert.equal(budget.flush(), "1 more refused requests were not logged (413: 1)");
+  const warnings: string[] = [];
+  const written: string[] = [];
+  const refusals = createRejectionLog(
+    (line) => warnings.push(line),
+    { linesPerWindow: 2, windowMs: 1000 },
+    () => now,
+  );
+  const refuse = (pool: string | undefined, status: number) =>
+    refusals.refused(pool, status, () => written.push(`${pool ?? "-"} ${status}`));
+  for (let i = 0; i < 5; i++) refuse(undefined, 404);
+  assert.deepEqual(written, ["- 404", "- 404"]);
+  assert.deepEqual(warnings, [
+    "over 2 refused requests to unknown names and paths in 1 s: the rest are counted, not logged, until the count is written",
+  ]);
+  // A flood of unknown names leaves a subscription's refusals their own share.
+  refuse("gh", 401);
+  refuse("gh", 401);
+  refuse("gh", 401);
+  refuse("gh", 413);
+  refuse("gh", 503); // a 5xx is always written
+  assert.deepEqual(written.slice(2), ["gh 401", "gh 401", "gh 503"]);
+  refusals.endWindowIfOver();
+  assert.equal(warnings.length, 2, "the window is not over yet");
+  now = 1000;
+  refusals.endWindowIfOver();
+  assert.equal(
+    warnings.at(-1),
+    "5 refused requests were not logged (unknown names and paths: 404 ×3; gh: 401 ×1, 413 ×1)",
+  );
+  refuse("gh", 401);
+  assert.equal(written.at(-1), "gh 401", "a new window, a new share");
+  refusals.flush();
+  assert.equal(warnings.length, 3, "nothing left out since");
 });
 
 Deno.test("a flood of refused requests leaves the log its lines about accepted events", async () => {
@@ -79,20 +92,21 @@ Deno.test("a flood of refused requests leaves the log its lines about accepted e
     assert.ok(performance.now() - started < 1000, "sent within one window");
     assert.equal(lines().filter((line) => line.startsWith("rejected")).length, 5);
     assert.equal(
-      lines().filter((line) => line.startsWith("over 5 refused requests in 1 s")).length,
+      lines().filter((line) => line.startsWith("over 5 refused requests to unknown names")).length,
       1,
     );
     assert.ok(lines().some((line) => line.startsWith("accepted gh issues.opened")));
 
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const after = await fetch(`${gateway.url}/webhooks/nope-again`, { method: "POST" });
-    await after.body?.cancel();
-    assert.ok(lines().includes("25 more refused requests were not logged (404: 25)"));
-    assert.equal(lines().filter((line) => line.startsWith("rejected")).length, 6);
+    // Written when the window ends, without another refusal.
+    await eventually(
+      () =>
+        lines().includes("25 refused requests were not logged (unknown names and paths: 404 ×25)"),
+      { what: "the count of refusals left out" },
+    );
   } finally {
     await gateway.stop();
     await stopLogging();
   }
   const file = await Deno.readTextFile(join(h.home, "logs", "gateway.log"));
-  assert.match(file, /25 more refused requests were not logged \(404: 25\)/);
+  assert.match(file, /25 refused requests were not logged \(unknown names and paths: 404 ×25\)/);
 });
