@@ -2,7 +2,9 @@
  * Splits a long message into numbered parts that each fit a platform's limit. A reader gets as
  * few parts as possible, each nearly full, cut where a reader would: between paragraphs, else
  * between lines, else after a sentence, else between words (each only in the second half of a
- * part), and as a last resort between two grapheme clusters, so a flag, an emoji joined by ZWJ
+ * part; a run without blanks across the limit, such as a link, that fits in the next part goes
+ * there whole if this part keeps a quarter of the limit), and as a last resort between two
+ * grapheme clusters, so a flag, an emoji joined by ZWJ
  * or a skin tone stays whole (a single cluster longer than a part is cut between code points).
  * Markdown code fences stay balanced: a part that ends inside a fence closes it and the next
  * part reopens it with the same info string (CommonMark fences:
@@ -111,12 +113,14 @@ function fill(
   { open, space, room }: { open: Fence | undefined; space: number; room: number },
 ): Part {
   let limit = space;
+  // The fence state at each line of what the part may hold, scanned once for all its cuts.
+  const lines = scanFences(text, pos, Math.min(text.length, pos + space + 2), open);
   for (;;) {
     let fallback: Part | undefined;
     let tooLong = 0;
     for (const { end, next } of cuts(text, pos, limit)) {
       const body = text.slice(pos, end).trimEnd();
-      const after = fenceAfter(open, body);
+      const { before, after } = lines.around(pos + body.length);
       const more = hasText(text, next);
       const close = after && more && balanced(after, room) ? `\n${after.marker}` : "";
       if (body.length + close.length > space) {
@@ -124,8 +128,10 @@ function fill(
         break;
       }
       const part = { body, close, after, next };
-      // An empty body is whitespace at the start of the text: skipped, not sent.
-      if (body === "" || !more || !opensAtEnd(open, body)) return part;
+      // An empty body is whitespace at the start of the text: skipped, not sent. A body whose
+      // last line opens a fence would leave an empty code block.
+      const opensAtEnd = after !== undefined && before === undefined;
+      if (body === "" || !more || !opensAtEnd) return part;
       fallback ??= part;
     }
     if (tooLong === 0 && fallback) return fallback;
@@ -163,15 +169,68 @@ function* cuts(text: string, pos: number, limit: number): Generator<{ end: numbe
       yield { end: pos + at, next: skipSpace(text, pos + at) };
     }
   }
+  // No separator in the second half: the run of text across the limit (a URL, a long word) is
+  // kept whole when it fits in the next part and this part keeps a quarter of the limit, cut at
+  // the blank before the run rather than inside it.
+  const runStart = lastSpace(window, limit);
+  if (runStart >= limit / 4) {
+    const rest = text.slice(pos + limit, pos + runStart + limit + 1);
+    const fits = /\s/.test(rest) || pos + runStart + limit + 1 >= text.length;
+    if (fits) yield { end: pos + runStart, next: skipSpace(text, pos + runStart) };
+  }
   const end = pos + graphemeCut(window, limit);
   yield { end, next: end };
 }
 
-/** Whether a part ending with `body` would end on the line that opens a fence, leaving it empty. */
-function opensAtEnd(open: Fence | undefined, body: string): boolean {
-  const lastLine = body.lastIndexOf("\n") + 1;
-  return fenceAfter(open, body) !== undefined &&
-    fenceAfter(open, body.slice(0, lastLine)) === undefined;
+/** Where the last whitespace before `limit` in `window` is, or -1. */
+function lastSpace(window: string, limit: number): number {
+  for (let at = Math.min(limit, window.length) - 1; at >= 0; at--) {
+    const code = window.charCodeAt(at);
+    // ASCII letters and digits first: a long run of them is what gets here.
+    if (code > 0x20 && code < 0x7f) continue;
+    if (/\s/.test(window[at])) return at;
+  }
+  return -1;
+}
+
+/** The fences open along the lines of a stretch of text, for {@link fill}'s cuts. */
+interface FenceScan {
+  /**
+   * The fence open before the line that holds `end`, and after the text up to `end` (that line
+   * read up to `end`, as a part ending there reads it).
+   */
+  around(end: number): { before: Fence | undefined; after: Fence | undefined };
+}
+
+/**
+ * Scans the lines of `text` from `pos` to `end` once, so that each cut {@link fill} weighs
+ * costs a search, not a scan of the whole part again (which made a part of thousands of short
+ * fenced lines take milliseconds).
+ * @param open the fence open at `pos`
+ */
+function scanFences(text: string, pos: number, end: number, open: Fence | undefined): FenceScan {
+  const starts = [pos];
+  const before = [open];
+  let fence = open;
+  for (let at = text.indexOf("\n", pos); at !== -1 && at < end; at = text.indexOf("\n", at + 1)) {
+    fence = fenceAfterLine(fence, text.slice(starts[starts.length - 1], at));
+    starts.push(at + 1);
+    before.push(fence);
+  }
+  return {
+    around(bodyEnd) {
+      // The last line start at or before bodyEnd (a body never ends past `end`).
+      let low = 0;
+      let high = starts.length - 1;
+      while (low < high) {
+        const middle = (low + high + 1) >> 1;
+        if (starts[middle] <= bodyEnd) low = middle;
+        else high = middle - 1;
+      }
+      const line = text.slice(starts[low], bodyEnd);
+      return { before: before[low], after: fenceAfterLine(before[low], line) };
+    },
+  };
 }
 
 /** Whether anything but whitespace is left from `from` on. */
@@ -209,20 +268,14 @@ function closes(fence: Fence, line: string): boolean {
     match[1].length >= fence.marker.length && match[2].trim() === "";
 }
 
-/** The fence still open after `body`, given the one open before it. */
-function fenceAfter(open: Fence | undefined, body: string): Fence | undefined {
-  let fence = open;
-  for (const line of body.split("\n")) {
-    const match = FENCE_LINE.exec(line.trimEnd());
-    if (match === null) continue;
-    const [, marker, rest] = match;
-    if (fence === undefined) {
-      // A backtick fence's info string cannot hold a backtick (that line is inline code).
-      if (marker[0] === "`" && rest.includes("`")) continue;
-      fence = { marker, info: rest.trim() };
-    } else if (closes(fence, line)) {
-      fence = undefined;
-    }
+/** The fence still open after `line`, given the one open before it. */
+function fenceAfterLine(open: Fence | undefined, line: string): Fence | undefined {
+  const match = FENCE_LINE.exec(line.trimEnd());
+  if (match === null) return open;
+  const [, marker, rest] = match;
+  if (open === undefined) {
+    // A backtick fence's info string cannot hold a backtick (that line is inline code).
+    return marker[0] === "`" && rest.includes("`") ? undefined : { marker, info: rest.trim() };
   }
-  return fence;
+  return closes(open, line) ? undefined : open;
 }

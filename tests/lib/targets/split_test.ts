@@ -276,7 +276,7 @@ Deno.test("splitMessage() keeps graphemes, content and blocks whole on 300 rando
     for (const [index, body] of bodies.entries()) {
       assert.ok(rendered(body).showsText, `${where}: part ${index + 1} shows no text`);
       if (index < bodies.length - 1) {
-        assert.ok(parts[index].length > limit / 3, `${where}: part ${index + 1} is a fragment`);
+        assert.ok(parts[index].length > limit / 4, `${where}: part ${index + 1} is a fragment`);
       }
     }
   }
@@ -286,4 +286,15 @@ Deno.test("splitMessage() cuts CJK text after a full stop and its closing bracke
   const sentence = `${"中".repeat(27)}。」`;
   const bodies = checkParts(`「${sentence}`.repeat(12), 100);
   for (const body of bodies.slice(0, -1)) assert.match(body, /。」$/);
+});
+
+Deno.test("splitMessage() moves a link that fits in the next part there whole, rather than cut it", () => {
+  const url = `https://ci.example.com/logs/${"a1b2c3d4".repeat(189)}`; // 1,540 characters
+  const text = `${
+    "The build failed on main after the cache change. ".repeat(11)
+  }\nFull log:\n${url}`;
+  const parts = splitMessage(text, 2000);
+  assert.equal(parts.length, 2);
+  assert.ok(parts[1].endsWith(` ${url}`) || parts[1].endsWith(`\n${url}`), parts[1].slice(0, 80));
+  assert.ok(parts.every((part) => part.length <= 2000));
 });
