@@ -97,9 +97,9 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
 /**
  * The records of a subscription file edited by hand that the gateway cannot serve: a name that
  * breaks the naming rule, a field of the wrong type, a `deliver` that names no target, an `auth`
- * that names no scheme. Such a record does not make the file unreadable (the others are served, and commands can still
- * change them); the gateway refuses its requests (404) and says why in its log, and
- * `webhook list` and `webhook test` say so too.
+ * that names no scheme. Such a record does not make the file unreadable (the others are served,
+ * and commands can still change them); the gateway refuses its requests (404) and says why in
+ * its log, and `webhook list` and `webhook test` say so too.
  * @param records the file's records
  * @param path the file, for the messages
  * @param staticRoutes the routes of `config.yaml`: a record one of them hides is never served,

@@ -73,7 +73,8 @@ export function createRejectionLog(
         });
         return `${pool === OTHERS ? "unknown names and paths" : pool}: ${counts.join(", ")}`;
       });
-      warn(`${total} refused requests were not logged (${pools.join("; ")})`);
+      const requests = total === 1 ? "refused request was" : "refused requests were";
+      warn(`${total} ${requests} not logged (${pools.join("; ")})`);
     }
     left.clear();
     logged.clear();

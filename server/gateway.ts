@@ -78,7 +78,10 @@ export interface GatewayOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Called once listening, with the URL. */
   onListen?: (url: string) => void;
-  /** How many refused requests the log records (see `_rejection_log.ts`). @default {200 per 10 s} */
+  /**
+   * How many refused requests the log records (see `_rejection_log.ts`).
+   * @default {100 per subscription, and 100 for the rest, per 10 s}
+   */
   rejectionLog?: RejectionLogLimits;
 }
 

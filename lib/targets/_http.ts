@@ -11,9 +11,10 @@
  * - Slack `ratelimited` + `Retry-After`: https://api.slack.com/apis/rate-limits
  * - GitLab: 429 ("Retry later") with `Retry-After` and `RateLimit-*` headers:
  *   https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/
- * - GitHub, the only one whose 403 can be a rate limit: 403 or 429 with `retry-after` (secondary limits), or with `x-ratelimit-remaining: 0`
- *   and `x-ratelimit-reset` (epoch seconds, primary limits), or with neither, a message that
- *   says so and "wait for at least one minute":
+ * - GitHub, the only platform whose 403 can be a rate limit: 403 or 429 with `retry-after`
+ *   (secondary limits), or with `x-ratelimit-remaining: 0` and `x-ratelimit-reset` (epoch
+ *   seconds, primary limits), or with neither, a message that says so and "wait for at least
+ *   one minute":
  *   https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
  * - A 5xx or 408 with `Retry-After` (maintenance, overload; RFC 9110 §10.2.3): the retry waits
  *   that long.

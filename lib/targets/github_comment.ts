@@ -77,8 +77,9 @@ export function githubItem(payload: unknown): GitHubItem | undefined {
 }
 
 /**
- * Reads a 2xx answer: GitHub answers a created comment (201) with the comment, whose `id` is a number; anything else (a proxy's login page) means nothing was posted, and
- * is retryable. https://docs.github.com/en/rest/issues/comments#create-an-issue-comment
+ * Reads a 2xx answer: GitHub answers a created comment (201) with the comment, whose `id` is a
+ * number; anything else (a proxy's login page) means nothing was posted, and is retryable.
+ * https://docs.github.com/en/rest/issues/comments#create-an-issue-comment
  */
 const inspect = createdWithId("a GitHub comment", "number");
 

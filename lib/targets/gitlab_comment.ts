@@ -84,8 +84,9 @@ export function gitlabItem(payload: unknown): GitLabItem | undefined {
 }
 
 /**
- * Reads a 2xx answer: GitLab answers a created note (201) with the note, whose `id` is a number; anything else (a proxy's login page) means nothing was posted, and
- * is retryable. https://docs.gitlab.com/api/notes/
+ * Reads a 2xx answer: GitLab answers a created note (201) with the note, whose `id` is a
+ * number; anything else (a proxy's login page) means nothing was posted, and is retryable.
+ * https://docs.gitlab.com/api/notes/
  */
 const inspect = createdWithId("a GitLab note", "number");
 
