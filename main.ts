@@ -155,10 +155,25 @@ function columnsOf(character: string): number {
 }
 
 /**
+ * Makes every file and folder the CLI creates from now on private to the user (umask 077): the
+ * state database holds payloads, the log their events, and neither SQLite (the database's
+ * `-wal` and `-shm`) nor LogTape (a log file after rotation) takes a mode. Programs started
+ * from here (a command agent) inherit it. Not on Windows, which has no umask.
+ */
+function privateFiles(): void {
+  try {
+    Deno.umask(0o077);
+  } catch {
+    // Windows: files take their folder's access rules.
+  }
+}
+
+/**
  * Runs the CLI and turns errors into exit codes: a typed error's own code (usage 2, others 1)
  * with its message; an unavailable state database 1; anything unexpected 1 with its stack.
  */
 async function main(argv: string[]): Promise<number> {
+  privateFiles();
   const ctx = realContext();
   try {
     return await runCommand(argv, ctx);

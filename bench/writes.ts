@@ -92,10 +92,10 @@ async function life(size: number): Promise<StepCost[]> {
         }
       }
     });
-    const prune = await measure(() => {
+    const prune = await measure(async () => {
       let deleted = 0;
       while (deleted < EVENTS) {
-        const { events } = store.prune(Date.now(), { retentionDays: 7 });
+        const { events } = await store.prune(Date.now(), { retentionDays: 7 });
         if (events === 0) throw new Error(`only ${deleted} of ${EVENTS} events were pruned`);
         deleted += events;
       }

@@ -236,12 +236,16 @@ export async function startGateway(
   });
 
   let stopping = false;
+  let pruning = false;
   const prune = async () => {
+    // A prune still going after an hour (a huge backlog) is not joined by a second one.
+    if (pruning) return;
+    pruning = true;
     const total = { events: 0 };
     try {
       // Batches of PRUNE_BATCH rows, with requests served in between.
       while (!stopping) {
-        const pruned = store.prune(now(), {
+        const pruned = await store.prune(now(), {
           retentionDays: webhook.retentionDays,
           maxRows: PRUNE_BATCH,
         });
@@ -252,6 +256,8 @@ export async function startGateway(
     } catch (error) {
       // A busy or full database must not end the process: the next hour tries again.
       workerLog.warn("prune failed: {reason}", { reason: (error as Error).message });
+    } finally {
+      pruning = false;
     }
     if (total.events) workerLog.info("pruned old events", total);
   };

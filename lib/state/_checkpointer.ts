@@ -35,6 +35,13 @@ export interface Checkpointer {
    *   a complete pass is being made, so the coming BEGIN restarts the WAL)
    */
   beforeCommit(): Promise<void> | undefined;
+  /**
+   * Waits until a pass has copied every commit so far, however long the WAL (or at most
+   * `maxMs`), so that the next write transaction starts the WAL over. For bulk writes that can
+   * wait (retention's deletes), which would otherwise outrun the passes batch after batch.
+   * @param maxMs the longest wait, in ms (a reader in another process may pin the WAL)
+   */
+  caughtUp(maxMs: number): Promise<void>;
   /** Stops the thread after closing its connection. */
   close(): Promise<void>;
   /**
@@ -180,6 +187,21 @@ export function startCheckpointer(
     worker.postMessage({ type: "checkpoint", seq: sent });
   }
 
+  /** Asks for a pass now; resolves once one has covered `covers` commits, or after `maxMs`. */
+  function passCovering(covers: number, maxMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, maxMs);
+      waiters.push({
+        covers,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+      ask(false);
+    });
+  }
+
   worker.onmessage = ({ data }: MessageEvent<Reply>) => {
     if (data.closed) return onClosed?.();
     if (closed) return;
@@ -216,18 +238,11 @@ export function startCheckpointer(
       // a snapshot), commits go ahead until it has grown by another maxWalFrames.
       if (heldAtFrames > 0 && walFrames < heldAtFrames + maxWalFrames) return undefined;
       heldAtFrames = walFrames;
-      const covers = commits;
-      return new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, maxWaitMs);
-        waiters.push({
-          covers,
-          resolve: () => {
-            clearTimeout(timer);
-            resolve();
-          },
-        });
-        ask(false);
-      });
+      return passCovering(commits, maxWaitMs);
+    },
+    caughtUp(maxMs) {
+      if (failed || closed || covered >= commits) return Promise.resolve();
+      return passCovering(commits, maxMs);
     },
     stats: () => ({ passes, behind: commits - covered }),
     close() {

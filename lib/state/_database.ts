@@ -14,6 +14,7 @@ import {
   UPGRADE_TO_3_SQL,
   UPGRADE_TO_5_SQL,
   UPGRADE_TO_8_SQL,
+  UPGRADE_TO_9_SQL,
 } from "./_schema.ts";
 
 /** How the file is opened. */
@@ -39,6 +40,9 @@ export interface DatabaseOptions {
 const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source, mode, payload, " +
   "prompt, route, received_at, status, attempts, next_attempt_at, response, parts_sent, " +
   "last_error, updated_at, key_expires_at";
+
+/** Size the WAL file is cut back to when it starts over (64 MiB, four times the checkpointer's). */
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** The row that holds an idempotency key (see `events_key` in `_schema.ts`). */
 const KEY_HOLDER = "subscription = ? AND delivery_id = ? AND key_expires_at IS NOT NULL";
@@ -119,6 +123,11 @@ export interface Database {
   transaction(run: () => void): void;
   /** What a group commit waits for before it begins (the checkpointer's gate), if anything. */
   beforeBatch(): Promise<void> | undefined;
+  /**
+   * Resolves once a checkpoint pass has copied every commit so far (at once without the
+   * checkpoint thread), or after `maxMs`: the next write then starts the WAL over.
+   */
+  checkpointed(maxMs: number): Promise<void>;
   /** Stops the checkpoint thread, then closes the connection. */
   close(): Promise<void>;
 }
@@ -165,6 +174,9 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
     db = new DatabaseSync(path);
     db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
     db.exec("PRAGMA journal_mode = WAL");
+    // A WAL that a burst or a big prune grew is cut back to this size when it starts over, not
+    // kept at its largest until the gateway stops (nor holding copies of pruned payloads).
+    db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     db.exec(`PRAGMA synchronous = ${options.synchronous === "FULL" ? "FULL" : "NORMAL"}`);
     // A pruned payload is overwritten with zeros, overflow pages included, not left readable in
     // the file's free space (FAST leaves the freed overflow pages of a payload over a page, most
@@ -187,6 +199,7 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
         checkpointer?.afterCommit();
       },
       beforeBatch: () => checkpointer?.beforeCommit(),
+      checkpointed: (maxMs) => checkpointer?.caughtUp(maxMs) ?? Promise.resolve(),
       async close() {
         await checkpointer?.close();
         opened.close();
@@ -234,6 +247,7 @@ function createSchema(db: DatabaseSync): void {
     if (eventColumns.length > 0 && !eventColumns.some((row) => row.name === "replayed_at")) {
       db.exec(UPGRADE_TO_8_SQL);
     }
+    db.exec(UPGRADE_TO_9_SQL);
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
   });

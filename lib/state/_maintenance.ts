@@ -30,13 +30,19 @@ export function listEvents(
     where.push("subscription = ?");
     params.push(filter.subscription);
   }
-  if (filter.status !== undefined) {
+  if (filter.status === "queued") {
+    // As a literal, which shows the planner that the index of queued events holds them all.
+    where.push("status = 'queued'");
+  } else if (filter.status !== undefined) {
     where.push("status = ?");
     params.push(filter.status);
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   params.push(Math.max(0, Math.floor(filter.limit ?? 20)));
-  const sql = `SELECT * FROM events ${clause} ORDER BY rowid DESC LIMIT ?`;
+  // The queued events through their own index: the planner, to keep rowid order without a sort,
+  // would read every event instead (0.64 s against 0.003 s on an 860 MB database).
+  const from = filter.status === "queued" ? "events INDEXED BY events_due" : "events";
+  const sql = `SELECT * FROM ${from} ${clause} ORDER BY rowid DESC LIMIT ?`;
   return (db.prepare(sql).all(...params) as Row[]).map(rowToEvent);
 }
 
@@ -133,13 +139,13 @@ export function prune(
   options: { retentionDays: number; maxRows: number },
 ): { events: number } {
   const cutoff = nowMs - options.retentionDays * 86_400_000;
-  // Oldest first, through the received_at index, at most maxRows at a time: the caller
-  // repeats while a batch comes back full, yielding to requests in between.
-  // A replay starts the window again: a dead letter replayed after the window is kept as long
-  // as a new event would be.
-  const old =
-    "SELECT id FROM events WHERE received_at < ?1 AND status IN ('delivered', 'failed') " +
-    "AND (replayed_at IS NULL OR replayed_at < ?1) ORDER BY received_at LIMIT ?2";
+  // Oldest first, through the index of finished events (queued and running ones are not in it),
+  // at most maxRows at a time: the caller repeats while a batch comes back full, yielding to
+  // requests in between. A replay starts the window again: a dead letter replayed after the
+  // window is kept as long as a new event would be.
+  const old = "SELECT id FROM events INDEXED BY events_finished WHERE received_at < ?1 " +
+    "AND status IN ('delivered', 'failed') AND (replayed_at IS NULL OR replayed_at < ?1) " +
+    "ORDER BY received_at LIMIT ?2";
   let events = 0;
   transaction(() => {
     db.prepare(`DELETE FROM attempts WHERE event_id IN (${old})`).run(cutoff, options.maxRows);

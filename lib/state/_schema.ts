@@ -6,7 +6,7 @@
 import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "./mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -30,7 +30,12 @@ export const SCHEMA_VERSION = 8;
  * starts while the LLM endpoint is down; it holds no agent-mode event waiting for its run, so
  * the ingest path does not write to it. Version 8 adds `replayed_at`: when the current series
  * of attempts was queued by a replay (null for the first series), so `webhook events` can tell
- * how long the replay took rather than how long ago the event first came in.
+ * how long the replay took rather than how long ago the event first came in. Version 9 replaces
+ * `events_received` (every event by when it came in) with `events_finished`, which holds only
+ * delivered and failed events, the ones retention deletes: the ingest path no longer writes an
+ * index entry for it, and a prune no longer walks past queued events older than the retention
+ * window on every batch (100,000 of them made each batch of 250 take 0.4 to 1 s, the event
+ * loop standing still meanwhile).
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -68,7 +73,8 @@ CREATE TABLE IF NOT EXISTS attempts (
   error TEXT
 );
 CREATE INDEX IF NOT EXISTS attempts_event ON attempts(event_id);
-CREATE INDEX IF NOT EXISTS events_received ON events(received_at);
+CREATE INDEX IF NOT EXISTS events_finished ON events(received_at)
+  WHERE status IN ('delivered', 'failed');
 CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(subscription, delivery_id)
   WHERE key_expires_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_direct_parts ON events(subscription, delivery_id)
@@ -109,6 +115,12 @@ export const UPGRADE_TO_5_SQL =
  * queued the current series (null: none did, or before this version).
  */
 export const UPGRADE_TO_8_SQL = "ALTER TABLE events ADD COLUMN replayed_at INTEGER";
+
+/**
+ * Upgrades a version 1 to 8 database to version 9, before `SCHEMA_SQL` creates
+ * `events_finished`: the index of every event by when it came in goes.
+ */
+export const UPGRADE_TO_9_SQL = "DROP INDEX IF EXISTS events_received";
 
 type Row = Record<string, unknown>;
 

@@ -286,13 +286,16 @@ export interface StateStore {
   /**
    * Deletes delivered and failed events received more than `retentionDays` ago (payloads,
    * attempts and idempotency keys included), oldest first, at most `maxRows` (default 1000) so
-   * one call never holds the event loop long. Queued and running events are kept.
+   * one call never holds the event loop long. Queued and running events are kept. A batch first
+   * waits (asynchronously, 2 s at most) until a checkpoint pass has copied the writes before it,
+   * so that batches in a row keep the WAL at about one batch, not at what they deleted.
    * @returns how many events were deleted; a full batch means there may be more
+   * @throws StoreUnavailableError when the database refuses the delete
    */
   prune(
     nowMs: number,
     options: { retentionDays: number; maxRows?: number },
-  ): { events: number };
+  ): Promise<{ events: number }>;
   /** Commits the pending batch, then closes the database. Later calls reject or throw. */
   close(): Promise<void>;
 }

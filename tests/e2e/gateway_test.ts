@@ -210,6 +210,25 @@ Deno.test("GitHub events flow through the real gateway to a Telegram chat, in bo
   assert.doesNotMatch(log, new RegExp(telegram.token));
 });
 
+Deno.test("the files a gateway creates are readable by its user alone", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+  const subscribed = await runCli(["webhook", "subscribe", "modes"], { AGENT_HOME: h.home });
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+  await gateway.stop();
+  const files = ["state/gateway.db", "state/gateway.lock", "logs/gateway.log"];
+  for (const dir of ["state", "logs"]) {
+    for await (const entry of Deno.readDir(join(h.home, dir))) files.push(`${dir}/${entry.name}`);
+  }
+  for (const file of new Set(files)) {
+    const mode = (await Deno.stat(join(h.home, file))).mode! & 0o777;
+    assert.equal(mode.toString(8), "600", file);
+  }
+  for (const dir of ["state", "logs"]) {
+    assert.equal(((await Deno.stat(join(h.home, dir))).mode! & 0o777).toString(8), "700", dir);
+  }
+});
+
 Deno.test("the gateway refuses to start when config.yaml says enabled: false", async () => {
   await using h = await tempHome({ config: "platforms:\n  webhook:\n    enabled: false\n" });
   const result = await runCli(["gateway", "run"], { AGENT_HOME: h.home, WEBHOOK_PORT: "0" });

@@ -416,6 +416,20 @@ Deno.test("listing the failed events, of all or of one subscription, reads an in
   });
 });
 
+Deno.test("listing the queued events reads their index, not every event", async () => {
+  await withStore({}, async (store) => {
+    for (let i = 0; i < 3000; i++) {
+      const event = newEvent({ mode: "direct", receivedAtMs: 1000 + i });
+      if (i % 1000 === 0) await store.accept({ ...event, mode: "agent" });
+      else await store.recordDirect(event, { delivered: true, partsSent: 1 });
+    }
+    // The index is named (INDEXED BY): the query fails should it not serve it.
+    const queued = store.listEvents({ status: "queued" });
+    assert.deepEqual(queued.map((event) => event.receivedAtMs), [3000, 2000, 1000]);
+    assert.deepEqual(store.listEvents({ status: "queued", subscription: "gh" }).length, 3);
+  });
+});
+
 Deno.test("openStateStore() refuses an emptied database file beside a log of writes, and keeps the log", async () => {
   const h = await tempHome();
   const path = h.dbPath;
