@@ -62,6 +62,11 @@ export interface WorkerDeps {
   systemPrompt: (skills: string[]) => Promise<string>;
   /** Clock, in ms since the epoch. */
   now: () => number;
+  /**
+   * A clock that is never set, in ms (@default {performance.now}): against it the worker sees
+   * when `now` was set back.
+   */
+  monotonicNow?: () => number;
   /** A value in [0, 1), for the backoff jitter. */
   random: () => number;
   setTimer?: SetTimer;
@@ -107,6 +112,9 @@ export interface EventWorker {
 }
 
 const MAX_ERROR_CHARS = 2000;
+
+/** A wall clock set back by more than this, in ms, moves the queued events with it. */
+const CLOCK_STEP_MS = 1000;
 
 /** How long no new agent run starts after the LLM endpoint failed runs, in ms (see Retry-After). */
 export const AGENT_FAILURE_PAUSE_MS = 1000;
@@ -157,6 +165,9 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   /** Whether the events left `running` by a gateway that died are queued again. */
   let interruptedResumed = false;
   let cancelTimer: (() => void) | undefined;
+  const monotonicNow = deps.monotonicNow ?? (() => performance.now());
+  /** The wall clock and the steady one when {@link followClockSteps} last looked. */
+  let clockSeen = { wallMs: deps.now(), steadyMs: monotonicNow() };
   /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */
   let pausedUntilMs = 0;
   /** How long that pause was when it was set, in ms. */
@@ -169,6 +180,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     if (!started || stopping || storeResting) return;
     if (!interruptedResumed && !resumeInterrupted()) return restStore();
     if (!recordHeldOutcomes()) return restStore();
+    followClockSteps();
     const free = maxConcurrency - running.size;
     if (free > 0) {
       try {
@@ -526,6 +538,35 @@ export function createWorker(deps: WorkerDeps): EventWorker {
     );
     const untilMs = deps.now() + pauseMs;
     if (untilMs >= pausedUntilMs) [pausedUntilMs, pauseLengthMs] = [untilMs, pauseMs];
+  }
+
+  /**
+   * When the system clock was set back (by NTP, or by hand) by more than a second since the last
+   * look, moves every queued event by as much: an event due before the step is due as soon after
+   * it, instead of waiting until the clock catches up (an hour's step held the backlog an hour
+   * while events accepted after it ran first).
+   */
+  function followClockSteps(): void {
+    const wallMs = deps.now();
+    const steadyMs = monotonicNow();
+    const stepMs = wallMs - clockSeen.wallMs - (steadyMs - clockSeen.steadyMs);
+    if (stepMs > -CLOCK_STEP_MS) {
+      clockSeen = { wallMs, steadyMs };
+      return;
+    }
+    try {
+      const moved = store.moveQueued(stepMs);
+      clockSeen = { wallMs, steadyMs };
+      log("warn", "the clock was set back; queued events moved with it", {
+        seconds: Math.round(-stepMs / 1000),
+        events: moved,
+      });
+    } catch (error) {
+      // Tried again on the next pass: the step is still there to see.
+      log("warn", "the clock was set back; cannot move the queued events yet", {
+        error: describe(error),
+      });
+    }
   }
 
   /**

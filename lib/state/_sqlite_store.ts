@@ -401,6 +401,14 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         const row = s.nextDue.get() as Row | undefined;
         return row?.due === null || row?.due === undefined ? null : Number(row.due);
       }),
+    moveQueued: (byMs) =>
+      use(() =>
+        Number(
+          db.prepare(
+            "UPDATE events SET next_attempt_at = next_attempt_at + ? WHERE status = 'queued'",
+          ).run(Math.round(byMs)).changes,
+        )
+      ),
     listEvents: (filter) => use(() => listEvents(db, filter)),
     getEvent: (eventId) => use(() => findEvent(eventId)),
     attempts: (eventId) =>

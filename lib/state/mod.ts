@@ -248,6 +248,14 @@ export interface StateStore {
   /** When the earliest queued event is due (ms since the epoch), or null when none is queued. */
   nextDueAtMs(): number | null;
   /**
+   * Moves when every queued event is due by `byMs`: the worker does when the system clock was
+   * set back, so events queued before are not held until the clock catches up.
+   * @param byMs milliseconds to add (negative: earlier)
+   * @returns how many events were moved
+   * @throws StoreUnavailableError when the database refuses the write
+   */
+  moveQueued(byMs: number): number;
+  /**
    * Lists events, newest first.
    * @param filter by subscription and/or status; `limit` @default {20}
    * @returns the events

@@ -77,6 +77,7 @@ async function withWorker(
     },
     systemPrompt: (skills) => Promise.resolve(`base + ${skills.join(",")}`),
     now: time.now,
+    monotonicNow: time.now,
     random: () => 0.5,
     setTimer: time.setTimer,
     log: (level, message, props) => logs.push({ level, message, props }),
@@ -340,6 +341,29 @@ Deno.test("a pause after a failed agent run ends if the clock is set back", asyn
     shift -= 4_000;
     h.worker.notify();
     await turnsUntil(() => calls === 4);
+  });
+});
+
+Deno.test("an event queued before the clock was set back is due as soon after it, not an hour later", async () => {
+  let calls = 0;
+  const runAgent = () => {
+    calls += 1;
+    return calls === 1 ? Promise.reject(new AgentError("LLM answered 502")) : Promise.resolve("ok");
+  };
+  const time = fakeTime();
+  let shift = 0;
+  const clocks = { now: () => time.now() + shift, monotonicNow: time.now, setTimer: time.setTimer };
+  await withWorker({ runAgent, retry: { initialDelayMs: 10_000 }, ...clocks }, async (h) => {
+    await accept(h.store, { deliveryId: "d-1" });
+    h.worker.start();
+    await turnsUntil(() => calls === 1);
+    await h.worker.idle();
+    shift = -3_600_000; // NTP sets the clock back an hour
+    time.advance(20_000); // the retry's delay, and more
+    await turnsUntil(() => calls === 2);
+    await h.worker.idle();
+    assert.equal(h.jobs.length, 1, "delivered after its retry");
+    assert.ok(h.logs.some((line) => line.message.startsWith("the clock was set back")));
   });
 });
 
