@@ -18,15 +18,21 @@ export interface BoundedText {
  *
  * @param response An HTTP answer; its body is consumed or cancelled in every case.
  * @param maxBytes The most bytes kept.
+ * @param signal When it aborts, the rest of the body is cancelled and the read rejects with its
+ *   reason (a run given up on at its timeout does not keep reading a body that trickles in).
  * @returns The text read and whether it is the whole body.
- * @throws Whatever reading the body throws (connection cut, the request's timeout).
+ * @throws Whatever reading the body throws (connection cut, the request's timeout, `signal`).
  */
 export async function readBoundedText(
   response: Response,
   maxBytes: number,
+  signal?: AbortSignal,
 ): Promise<BoundedText> {
   if (response.body === null) return { text: "", complete: true };
   const reader = response.body.getReader();
+  const cancel = () => void reader.cancel(signal?.reason).catch(() => {});
+  if (signal?.aborted) cancel();
+  signal?.addEventListener("abort", cancel, { once: true });
   const chunks: Uint8Array[] = [];
   let length = 0;
   try {
@@ -43,6 +49,8 @@ export async function readBoundedText(
   } catch (error) {
     await reader.cancel().catch(() => {});
     throw error;
+  } finally {
+    signal?.removeEventListener("abort", cancel);
   }
 }
 

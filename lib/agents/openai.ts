@@ -87,7 +87,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       // good (21 MB over 60,000 runs, measured). The request left behind on a stop ends with
       // the process. The body is read here, not by the SDK, so that an answer that is not a
       // chat completion can be quoted.
-      body = await untilAborted(postCompletion(client, { model, messages }), signal);
+      body = await untilAborted(postCompletion(client, { model, messages }, signal), signal);
     } catch (error) {
       throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
@@ -132,9 +132,11 @@ async function boundedErrors(answer: Promise<Response>): Promise<Response> {
 async function postCompletion(
   client: OpenAI,
   request: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+  signal: AbortSignal | undefined,
 ): Promise<CompletionBody> {
   const response = await client.chat.completions.create(request).asResponse();
-  const { text, complete } = await readBoundedText(response, MAX_ANSWER_BYTES);
+  // A body that trickles in is dropped when the run is given up on, not read to its end.
+  const { text, complete } = await readBoundedText(response, MAX_ANSWER_BYTES, signal);
   if (!complete) {
     throw new AgentError(
       `The LLM endpoint answered HTTP ${response.status} with more than ` +

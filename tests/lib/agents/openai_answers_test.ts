@@ -207,3 +207,49 @@ Deno.test("openai runner reads an error page only up to 64 KiB, never the whole 
     await server.shutdown();
   }
 });
+
+Deno.test("openai runner stops reading a trickling answer when its run is given up on", async () => {
+  let cancelled = false;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    let timer: ReturnType<typeof setInterval>;
+    let ender: ReturnType<typeof setTimeout>;
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"choices":[{"message":{"content":"'));
+          timer = setInterval(() => controller.enqueue(new TextEncoder().encode("x")), 20);
+          // Ends by itself after 3 s, so that the server can shut down if nobody cancels.
+          ender = setTimeout(() => {
+            clearInterval(timer);
+            controller.close();
+          }, 3000);
+        },
+        cancel() {
+          cancelled = true;
+          clearInterval(timer);
+          clearTimeout(ender);
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    );
+  });
+  try {
+    const run = createAgentRunner({
+      provider: "openai",
+      model: "test-model",
+      baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
+      apiKey: "test-key",
+      timeoutSeconds: 30,
+    }, deps);
+    const giveUp = new AbortController();
+    setTimeout(() => giveUp.abort(), 200);
+    await agentError(run({ prompt: "x", eventId: "e", signal: giveUp.signal }));
+    const started = performance.now();
+    while (!cancelled && performance.now() - started < 2000) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.ok(cancelled, "the server is still sending the answer to no one");
+  } finally {
+    await server.shutdown();
+  }
+});
