@@ -10,6 +10,17 @@ import { withFakeLlm } from "./_fake_llm.ts";
 
 const deps = { fetch, env: {} };
 
+/** An openai runner for a loopback endpoint of the test's own, at `port`. */
+function runnerAt(port: number) {
+  return createAgentRunner({
+    provider: "openai",
+    model: "test-model",
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    apiKey: "test-key",
+    timeoutSeconds: 30,
+  }, deps);
+}
+
 Deno.test("openai runner reports a captive portal's HTML page (HTTP 200) as retryable, quoting it", async () => {
   const page = "<html><body>Captive portal login</body></html>";
   await withFakeLlm({ answer: () => ({ raw: page, contentType: "text/html" }) }, async (s) => {
@@ -191,13 +202,7 @@ Deno.test("openai runner reads an error page only up to 64 KiB, never the whole 
       { status: 500, headers: { "content-type": "text/html" } },
     ));
   try {
-    const run = createAgentRunner({
-      provider: "openai",
-      model: "test-model",
-      baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
-      apiKey: "test-key",
-      timeoutSeconds: 30,
-    }, deps);
+    const run = runnerAt(server.addr.port);
     const error = await agentError(run({ prompt: "x", eventId: "e" }));
     assert.equal(error.permanent, false);
     assert.match(error.message, /500/);
@@ -234,13 +239,7 @@ Deno.test("openai runner stops reading a trickling answer when its run is given 
     );
   });
   try {
-    const run = createAgentRunner({
-      provider: "openai",
-      model: "test-model",
-      baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
-      apiKey: "test-key",
-      timeoutSeconds: 30,
-    }, deps);
+    const run = runnerAt(server.addr.port);
     const giveUp = new AbortController();
     setTimeout(() => giveUp.abort(), 200);
     await agentError(run({ prompt: "x", eventId: "e", signal: giveUp.signal }));
