@@ -123,6 +123,16 @@ export async function startGateway(
       // SQLite calls block the event loop: a lock held by another process (a CLI command) may
       // stall every request this long before the sender gets 503.
       busyTimeoutMs: 1000,
+      // A corrupt file served 503 for ever, or took events it may not give back, and a
+      // supervisor never learnt of it: the gateway stops, as when the file is replaced.
+      onCorrupt: (reason) =>
+        failed.resolve(
+          new Error(
+            `The state database ${paths.stateDb} is corrupt (${reason}). Stopping, so that no ` +
+              "more events are acknowledged into it. Restore a backup, or recover what it " +
+              `holds: sqlite3 ${paths.stateDb} ".recover" | sqlite3 recovered.db (see README)`,
+          ),
+        ),
     });
     stateWatch = watchStateFile(paths.stateDb, {
       intervalMs: STATE_CHECK_MS,

@@ -35,6 +35,13 @@ export interface StateStoreOptions extends DatabaseOptions {
   newId?: () => string;
   /** Clock for what the store timestamps itself (direct-mode records). @default {Date.now} */
   now?: () => number;
+  /**
+   * Called once, the first time SQLite reports the file corrupt ("database disk image is
+   * malformed", "file is not a database"), with its message: the gateway stops then, rather
+   * than go on acknowledging events into a file it cannot trust. The call that met it still
+   * throws StoreUnavailableError.
+   */
+  onCorrupt?: (reason: string) => void;
 }
 
 /** The SQLite store, with counters for tests and diagnostics. */
@@ -44,6 +51,25 @@ export interface SqliteStateStore extends StateStore {
 }
 
 type Row = Record<string, unknown>;
+
+/**
+ * SQLite's primary result codes for a file that is not a sound database: SQLITE_CORRUPT (11)
+ * and SQLITE_NOTADB (26). https://sqlite.org/rescode.html
+ */
+const CORRUPT = new Set([11, 26]);
+
+/**
+ * SQLite's message when `error`, or an error it was caused by, says the file is corrupt.
+ * @param error what a database call threw
+ * @returns the message, or undefined for any other failure (a lock, a full disk)
+ */
+function corruption(error: unknown): string | undefined {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    const code = (cause as { errcode?: unknown }).errcode;
+    if (typeof code === "number" && CORRUPT.has(code & 0xff)) return cause.message;
+  }
+  return undefined;
+}
 
 /** Longest a prune batch waits for the checkpoint of the one before, in ms. */
 const PRUNE_CHECKPOINT_WAIT_MS = 2000;
@@ -71,6 +97,14 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
   // support has none, and then only the database is checked. (A deleted `-shm` loses nothing:
   // the gateway's watch sees it, and the gateway exits.)
   let log: FileIdentity | undefined = file === undefined ? undefined : fileIdentity(`${path}-wal`);
+  let corruptSeen = false;
+  /** Tells `options.onCorrupt`, once, when a failure says the file is corrupt. */
+  function noteCorruption(error: unknown): void {
+    const reason = corruption(error);
+    if (reason === undefined || corruptSeen) return;
+    corruptSeen = true;
+    options.onCorrupt?.(reason);
+  }
   const commits = createGroupCommit((run) => {
     // A batch goes only into the files this connection opened. If the database is no longer
     // the file at `path` (deleted, or replaced by a restored backup), nobody will open it again;
@@ -87,7 +121,12 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         }
       }
     }
-    transaction(run);
+    try {
+      transaction(run);
+    } catch (error) {
+      noteCorruption(error);
+      throw error;
+    }
     if (file !== undefined) log ??= fileIdentity(`${path}-wal`);
   }, {
     maxBatch: options.maxBatch,
@@ -109,6 +148,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         error instanceof ConflictError
       ) throw error;
       if (error instanceof StoreUnavailableError) throw error;
+      noteCorruption(error);
       throw new StoreUnavailableError(`State database error: ${errorMessage(error)}`, {
         cause: error,
       });

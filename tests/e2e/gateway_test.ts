@@ -229,6 +229,49 @@ Deno.test("the files a gateway creates are readable by its user alone", async ()
   }
 });
 
+Deno.test("a gateway that finds its state database corrupt stops with exit 1 and says how to recover", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({ gh: { secret: "corrupt-secret-1" } }),
+  );
+  {
+    await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+    for (let i = 0; i < 50; i++) {
+      const response = await fetch(
+        `${gateway.url}/webhooks/gh`,
+        await signedIssue("corrupt-secret-1"),
+      );
+      await response.body?.cancel();
+      assert.equal(response.status, 202);
+    }
+    assert.equal(await gateway.stop(), 0);
+  }
+  // Every page after the first (which holds the schema) overwritten, as a bad disk or a copy
+  // made while it was written could leave them.
+  const db = join(h.home, "state", "gateway.db");
+  const size = (await Deno.stat(db)).size;
+  assert.ok(size > 3 * 4096, `${size} bytes`);
+  const file = await Deno.open(db, { write: true });
+  await file.seek(4096, Deno.SeekMode.Start);
+  await file.write(new Uint8Array(size - 4096).fill(0x41));
+  file.close();
+
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const code = await Promise.race([
+    gateway.child.status.then((status) => status.code),
+    new Promise<string>((resolve) => timer = setTimeout(() => resolve("still running"), 15_000)),
+  ]);
+  clearTimeout(timer);
+  assert.equal(code, 1, gateway.output());
+  assert.match(
+    gateway.output(),
+    /The state database .*gateway\.db is corrupt \(database disk image is malformed\)/,
+  );
+  assert.match(gateway.output(), /sqlite3 .*gateway\.db "\.recover" \| sqlite3 recovered\.db/);
+});
+
 Deno.test("the gateway refuses to start when config.yaml says enabled: false", async () => {
   await using h = await tempHome({ config: "platforms:\n  webhook:\n    enabled: false\n" });
   const result = await runCli(["gateway", "run"], { AGENT_HOME: h.home, WEBHOOK_PORT: "0" });
