@@ -7,6 +7,7 @@
  */
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
+import type { NewEvent } from "../lib/state/mod.ts";
 
 /** The subscriptions' secret; requests are signed with it as GitHub signs. */
 export const SECRET = "bench-secret-0123456789abcdef";
@@ -201,4 +202,24 @@ export async function cleanUp(children: Deno.ChildProcess[], home: string): Prom
     await child.status;
   }
   await Deno.remove(home, { recursive: true }).catch(() => {});
+}
+
+/**
+ * An agent-mode GitHub `issues.opened` event as the ingest path hands it to the state store, with
+ * a fresh random delivery id (so each one claims an idempotency key), for the store benchmarks.
+ * @param fields the payload, the prompt and when it was received (ms since the epoch)
+ */
+export function agentEvent(
+  fields: { payload: string; prompt: string; receivedAtMs: number },
+): NewEvent {
+  return {
+    subscription: "github",
+    eventType: "issues.opened",
+    deliveryId: crypto.randomUUID(),
+    dedupe: true,
+    source: "github",
+    mode: "agent",
+    route: { deliver: "log", skills: [] },
+    ...fields,
+  };
 }

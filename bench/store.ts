@@ -16,7 +16,8 @@
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { type NewEvent, openStateStore } from "../lib/state/mod.ts";
+import { openStateStore } from "../lib/state/mod.ts";
+import { agentEvent } from "./_shared.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -35,27 +36,17 @@ const payload = JSON.stringify({
   repository: { full_name: "octo/repo" },
 });
 
-function newEvent(nowMs: number): NewEvent {
-  return {
-    subscription: "github",
-    eventType: "issues.opened",
-    deliveryId: crypto.randomUUID(),
-    dedupe: true,
-    source: "github",
-    mode: "agent",
-    payload,
-    prompt: "Summarise issue Crash on start on octo/repo",
-    route: { deliver: "log", skills: [] },
-    receivedAtMs: nowMs,
-  };
-}
+const prompt = "Summarise issue Crash on start on octo/repo";
 
 /** µs per event of the real store's accept(), in waves of WAVE concurrent calls. */
 async function storeRound(dir: string): Promise<number> {
   const store = openStateStore(join(dir, "store.db"));
   const started = performance.now();
   for (let done = 0; done < EVENTS; done += WAVE) {
-    const wave = Array.from({ length: WAVE }, () => store.accept(newEvent(Date.now())));
+    const wave = Array.from(
+      { length: WAVE },
+      () => store.accept(agentEvent({ payload, prompt, receivedAtMs: Date.now() })),
+    );
     for (const result of await Promise.all(wave)) {
       if (result.status !== "accepted") throw new Error(`not accepted: ${result.status}`);
     }

@@ -20,6 +20,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openStateStore } from "../lib/state/mod.ts";
+import { agentEvent } from "./_shared.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -65,19 +66,12 @@ async function life(size: number): Promise<StepCost[]> {
   try {
     const accept = await measure(async () => {
       for (let done = 0; done < EVENTS; done += WAVE) {
-        await Promise.all(Array.from({ length: WAVE }, () =>
-          store.accept({
-            subscription: "github",
-            eventType: "issues.opened",
-            deliveryId: crypto.randomUUID(),
-            dedupe: true,
-            source: "github",
-            mode: "agent",
-            payload,
-            prompt,
-            route: { deliver: "log", skills: [] },
-            receivedAtMs,
-          })));
+        await Promise.all(
+          Array.from(
+            { length: WAVE },
+            () => store.accept(agentEvent({ payload, prompt, receivedAtMs })),
+          ),
+        );
       }
     });
     const worker = await measure(() => {
