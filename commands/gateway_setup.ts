@@ -218,14 +218,20 @@ async function ask(
   ctx: CommandContext,
   current: { enabled: boolean; host: string; port: number; secret?: string },
 ): Promise<Answers> {
-  const read = (reader: (question: string) => Promise<string | null>) => async (q: string) => {
-    const answer = await reader(q);
-    if (answer === null) throw new InputEnded("Setup cancelled: no more input");
-    return answer.trim();
-  };
+  const read =
+    (reader: (question: string) => Promise<string | null>, unseen = false) => async (q: string) => {
+      const answer = await reader(q);
+      if (answer === null) throw new InputEnded("Setup cancelled: no more input");
+      const trimmed = answer.trim();
+      // Blanks around a secret or token are a paste's, and left out; said, since it was not seen.
+      if (unseen && trimmed !== "" && trimmed !== answer) {
+        ctx.stdout("(the blanks around what was typed are left out)");
+      }
+      return trimmed;
+    };
   const line = read(ctx.readLine);
   // Secrets and tokens are not shown as they are typed (nor left in the terminal's scrollback).
-  const hidden = read(ctx.readSecret ?? ctx.readLine);
+  const hidden = read(ctx.readSecret ?? ctx.readLine, true);
   const enabled = await askUntil(ctx, () => line("Enable the webhook platform? [Y/n] "), (a) => {
     if (a === "" || /^y(es)?$/i.test(a)) return true;
     if (/^no?$/i.test(a)) return false;

@@ -282,6 +282,21 @@ Deno.test("setup asks for a typed secret twice, and again when the two differ", 
   assert.equal(config.webhook.secret, "secret-one-1");
 });
 
+Deno.test("setup says when it leaves out blanks pasted around a secret it does not show", async () => {
+  await using h = await tempHome();
+  const ctx = fakeContext({ AGENT_HOME: h.home }, {
+    terminal: true,
+    input: ["", "", "", " secret-one-1 ", "secret-one-1", ""],
+  });
+  assert.equal(await runCommand(["gateway", "setup"], ctx), 0);
+  assert.equal(
+    ctx.output().split("(the blanks around what was typed are left out)").length,
+    2,
+    "said once, for the first of the two",
+  );
+  assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.secret, "secret-one-1");
+});
+
 Deno.test("setup changes only what its flags name: tokens alone keep a disabled platform off", async () => {
   await using h = await tempHome();
   const env = { AGENT_HOME: h.home, WEBHOOK_HOST: "0.0.0.0", WEBHOOK_PORT: "9999" };
