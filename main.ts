@@ -156,16 +156,13 @@ function columnsOf(character: string): number {
 
 /**
  * Makes every file and folder the CLI creates from now on private to the user (umask 077): the
- * state database holds payloads, the log their events, and neither SQLite (the database's
- * `-wal` and `-shm`) nor LogTape (a log file after rotation) takes a mode. Programs started
- * from here (a command agent) inherit it. Not on Windows, which has no umask.
+ * state database holds payloads and the log their events, and neither SQLite (which creates
+ * `gateway.db`, and gives its `-wal` and `-shm` the same mode) nor LogTape (a log file after
+ * rotation) takes a mode. Programs started from here (a command agent) inherit it. Not on
+ * Windows, which has no umask: files there take their folder's access rules.
  */
 function privateFiles(): void {
-  try {
-    Deno.umask(0o077);
-  } catch {
-    // Windows: files take their folder's access rules.
-  }
+  if (Deno.build.os !== "windows") Deno.umask(0o077);
 }
 
 /**

@@ -38,6 +38,8 @@ export async function readBoundedText(
   try {
     while (true) {
       const { done, value } = await reader.read();
+      // A cancel on abort ends the read as if the body were whole: it is not.
+      signal?.throwIfAborted();
       if (done) return { text: decode(chunks, length), complete: true };
       chunks.push(value);
       length += value.byteLength;

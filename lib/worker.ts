@@ -63,8 +63,9 @@ export interface WorkerDeps {
   /** Clock, in ms since the epoch. */
   now: () => number;
   /**
-   * A clock that is never set, in ms (@default {performance.now}): against it the worker sees
-   * when `now` was set back.
+   * A clock that is never set, in ms, against which the worker sees when `now` was set back:
+   * `performance.now` for the system clock. @default {`now` itself: no step is ever seen, as
+   * suits a fake clock}
    */
   monotonicNow?: () => number;
   /** A value in [0, 1), for the backoff jitter. */
@@ -165,7 +166,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
   /** Whether the events left `running` by a gateway that died are queued again. */
   let interruptedResumed = false;
   let cancelTimer: (() => void) | undefined;
-  const monotonicNow = deps.monotonicNow ?? (() => performance.now());
+  const monotonicNow = deps.monotonicNow ?? deps.now;
   /** The wall clock and the steady one when {@link followClockSteps} last looked. */
   let clockSeen = { wallMs: deps.now(), steadyMs: monotonicNow() };
   /** No new agent run starts before this time (ms since the epoch): see {@link pauseNewRuns}. */

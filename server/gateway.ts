@@ -13,7 +13,7 @@ import type { Config } from "../lib/config.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
 import { systemPromptFor } from "../lib/skills.ts";
-import { openStateStore, type StateStore } from "../lib/state/mod.ts";
+import { corruptionAdvice, openStateStore, type StateStore } from "../lib/state/mod.ts";
 import { settledWithin } from "../lib/_wait.ts";
 import { findRoute } from "../lib/routes.ts";
 import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscription_store.ts";
@@ -128,9 +128,8 @@ export async function startGateway(
       onCorrupt: (reason) =>
         failed.resolve(
           new Error(
-            `The state database ${paths.stateDb} is corrupt (${reason}). Stopping, so that no ` +
-              "more events are acknowledged into it. Restore a backup, or recover what it " +
-              `holds: sqlite3 ${paths.stateDb} ".recover" | sqlite3 recovered.db (see README)`,
+            `The state database is corrupt (${reason}). Stopping, so that no more events are ` +
+              `acknowledged into it. ${corruptionAdvice(paths.stateDb)}`,
           ),
         ),
     });
@@ -179,6 +178,8 @@ export async function startGateway(
     deliver: (job, onPartSent) => deliver(job, targets, onPartSent),
     systemPrompt: (skills) => systemPromptFor(paths.skills, skills),
     now,
+    // The system clock is checked against a steady one; a clock a test gives is not.
+    monotonicNow: options.now === undefined ? () => performance.now() : undefined,
     random: Math.random,
     maxConcurrency: agent.maxConcurrency,
     retry: agent.retry,
@@ -264,8 +265,11 @@ export async function startGateway(
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
     } catch (error) {
-      // A busy or full database must not end the process: the next hour tries again.
-      workerLog.warn("prune failed: {reason}", { reason: (error as Error).message });
+      // A busy or full database must not end the process: the next hour tries again. (A stop
+      // closes the store under a batch waiting for its checkpoint: nothing to say then.)
+      if (!stopping) {
+        workerLog.warn("prune failed: {reason}", { reason: (error as Error).message });
+      }
     } finally {
       pruning = false;
     }

@@ -36,9 +36,10 @@ export interface Checkpointer {
    */
   beforeCommit(): Promise<void> | undefined;
   /**
-   * Waits until a pass has copied every commit so far, however long the WAL (or at most
-   * `maxMs`), so that the next write transaction starts the WAL over. For bulk writes that can
-   * wait (retention's deletes), which would otherwise outrun the passes batch after batch.
+   * Waits until a pass has run past every commit so far, however long the WAL (or at most
+   * `maxMs`), so that the next write transaction starts the WAL over, unless a reader in
+   * another process keeps the pass from copying it all. For bulk writes that can wait
+   * (retention's deletes), which would otherwise outrun the passes batch after batch.
    * @param maxMs the longest wait, in ms (a reader in another process may pin the WAL)
    */
   caughtUp(maxMs: number): Promise<void>;

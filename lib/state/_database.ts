@@ -41,6 +41,35 @@ const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source
   "prompt, route, received_at, status, attempts, next_attempt_at, response, parts_sent, " +
   "last_error, updated_at, key_expires_at";
 
+/**
+ * SQLite's primary result codes for a file that is not a sound database: SQLITE_CORRUPT (11)
+ * and SQLITE_NOTADB (26). https://sqlite.org/rescode.html
+ */
+const CORRUPT = new Set([11, 26]);
+
+/**
+ * SQLite's message when `error`, or an error it was caused by, says the file is corrupt.
+ * @param error what a database call threw
+ * @returns the message, or undefined for any other failure (a lock, a full disk)
+ */
+export function corruption(error: unknown): string | undefined {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    const code = (cause as { errcode?: unknown }).errcode;
+    if (typeof code === "number" && CORRUPT.has(code & 0xff)) return cause.message;
+  }
+  return undefined;
+}
+
+/**
+ * What to do about a corrupt state database, for error messages.
+ * @param path the database file
+ * @returns one sentence naming the file and the ways out
+ */
+export function corruptionAdvice(path: string): string {
+  return `${path} is corrupt: restore a backup, or salvage what it holds with sqlite3 ` +
+    `(".recover", which needs a sqlite3 with the dbpage table, or ".dump"); see the README`;
+}
+
 /** Size the WAL file is cut back to when it starts over (64 MiB, four times the checkpointer's). */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
@@ -124,8 +153,9 @@ export interface Database {
   /** What a group commit waits for before it begins (the checkpointer's gate), if anything. */
   beforeBatch(): Promise<void> | undefined;
   /**
-   * Resolves once a checkpoint pass has copied every commit so far (at once without the
-   * checkpoint thread), or after `maxMs`: the next write then starts the WAL over.
+   * Resolves once a checkpoint pass has run past every commit so far (at once without the
+   * checkpoint thread), or after `maxMs`: the next write then starts the WAL over, unless a
+   * reader in another process held the pass back.
    */
   checkpointed(maxMs: number): Promise<void>;
   /** Stops the checkpoint thread, then closes the connection. */
@@ -209,8 +239,9 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
     try {
       db?.close();
     } catch { /* already failing: report the first error */ }
+    const advice = corruption(cause) === undefined ? "" : `. ${corruptionAdvice(path)}`;
     throw new StoreUnavailableError(
-      `Cannot open the state database ${path}: ${errorMessage(cause)}`,
+      `Cannot open the state database ${path}: ${errorMessage(cause)}${advice}`,
       { cause },
     );
   }

@@ -24,6 +24,18 @@ export function listEvents(
   db: DatabaseSync,
   filter: { subscription?: string; status?: EventStatus; limit?: number },
 ): StoredEvent[] {
+  const { sql, params } = listingQuery(filter);
+  return (db.prepare(sql).all(...params) as Row[]).map(rowToEvent);
+}
+
+/**
+ * The query {@link listEvents} runs (exported for query-plan tests).
+ * @param filter as {@link listEvents} takes it
+ * @returns the SQL and its parameters
+ */
+export function listingQuery(
+  filter: { subscription?: string; status?: EventStatus; limit?: number },
+): { sql: string; params: (string | number)[] } {
   const where: string[] = [];
   const params: (string | number)[] = [];
   if (filter.subscription !== undefined) {
@@ -39,11 +51,15 @@ export function listEvents(
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   params.push(Math.max(0, Math.floor(filter.limit ?? 20)));
-  // The queued events through their own index: the planner, to keep rowid order without a sort,
-  // would read every event instead (0.64 s against 0.003 s on an 860 MB database).
-  const from = filter.status === "queued" ? "events INDEXED BY events_due" : "events";
-  const sql = `SELECT * FROM ${from} ${clause} ORDER BY rowid DESC LIMIT ?`;
-  return (db.prepare(sql).all(...params) as Row[]).map(rowToEvent);
+  if (filter.status !== "queued") {
+    return { sql: `SELECT * FROM events ${clause} ORDER BY rowid DESC LIMIT ?`, params };
+  }
+  // The queued events through their own index, sorting only their rowids: the planner, to keep
+  // rowid order without a sort, read every event (0.64 s on an 860 MB database with few queued),
+  // and sorting the queued rows themselves took 0.67 s for a backlog of 50,000.
+  const newest = `SELECT rowid FROM events INDEXED BY events_due ${clause} ` +
+    "ORDER BY rowid DESC LIMIT ?";
+  return { sql: `SELECT * FROM events WHERE rowid IN (${newest}) ORDER BY rowid DESC`, params };
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { type FileIdentity, fileIdentity, sameFile } from "../_fs.ts";
 import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
-import { type DatabaseOptions, openDatabase } from "./_database.ts";
+import { corruption, corruptionAdvice, type DatabaseOptions, openDatabase } from "./_database.ts";
 import { createGroupCommit, errorMessage, type GroupCommitStats } from "./_group_commit.ts";
 import { listEvents, prune, recoverInterrupted, replayEvent } from "./_maintenance.ts";
 import {
@@ -51,25 +51,6 @@ export interface SqliteStateStore extends StateStore {
 }
 
 type Row = Record<string, unknown>;
-
-/**
- * SQLite's primary result codes for a file that is not a sound database: SQLITE_CORRUPT (11)
- * and SQLITE_NOTADB (26). https://sqlite.org/rescode.html
- */
-const CORRUPT = new Set([11, 26]);
-
-/**
- * SQLite's message when `error`, or an error it was caused by, says the file is corrupt.
- * @param error what a database call threw
- * @returns the message, or undefined for any other failure (a lock, a full disk)
- */
-function corruption(error: unknown): string | undefined {
-  for (let cause = error; cause instanceof Error; cause = cause.cause) {
-    const code = (cause as { errcode?: unknown }).errcode;
-    if (typeof code === "number" && CORRUPT.has(code & 0xff)) return cause.message;
-  }
-  return undefined;
-}
 
 /** Longest a prune batch waits for the checkpoint of the one before, in ms. */
 const PRUNE_CHECKPOINT_WAIT_MS = 2000;
@@ -149,7 +130,8 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       ) throw error;
       if (error instanceof StoreUnavailableError) throw error;
       noteCorruption(error);
-      throw new StoreUnavailableError(`State database error: ${errorMessage(error)}`, {
+      const advice = corruption(error) === undefined ? "" : `. ${corruptionAdvice(path)}`;
+      throw new StoreUnavailableError(`State database error: ${errorMessage(error)}${advice}`, {
         cause: error,
       });
     }
@@ -442,13 +424,18 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
         return row?.due === null || row?.due === undefined ? null : Number(row.due);
       }),
     moveQueued: (byMs) =>
-      use(() =>
-        Number(
-          db.prepare(
-            "UPDATE events SET next_attempt_at = next_attempt_at + ? WHERE status = 'queued'",
-          ).run(Math.round(byMs)).changes,
-        )
-      ),
+      use(() => {
+        let moved = 0;
+        // In a transaction of the store's, so that a checkpoint pass follows it.
+        transaction(() => {
+          moved = Number(
+            db.prepare(
+              "UPDATE events SET next_attempt_at = next_attempt_at + ? WHERE status = 'queued'",
+            ).run(Math.round(byMs)).changes,
+          );
+        });
+        return moved;
+      }),
     listEvents: (filter) => use(() => listEvents(db, filter)),
     getEvent: (eventId) => use(() => findEvent(eventId)),
     attempts: (eventId) =>

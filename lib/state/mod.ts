@@ -19,6 +19,7 @@ import type { EventSource } from "../event_info.ts";
 export type { EventSource };
 export { openStateStore } from "./_sqlite_store.ts";
 export { needsAgentRun, storableText } from "./_schema.ts";
+export { corruptionAdvice } from "./_database.ts";
 export type { SqliteStateStore, StateStoreOptions } from "./_sqlite_store.ts";
 export type { GroupCommitStats } from "./_group_commit.ts";
 

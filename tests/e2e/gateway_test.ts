@@ -267,9 +267,16 @@ Deno.test("a gateway that finds its state database corrupt stops with exit 1 and
   assert.equal(code, 1, gateway.output());
   assert.match(
     gateway.output(),
-    /The state database .*gateway\.db is corrupt \(database disk image is malformed\)/,
+    /The state database is corrupt \(database disk image is malformed\)/,
   );
-  assert.match(gateway.output(), /sqlite3 .*gateway\.db "\.recover" \| sqlite3 recovered\.db/);
+  assert.match(
+    gateway.output(),
+    /gateway\.db is corrupt: restore a backup, or salvage what it holds/,
+  );
+  // The commands say so too.
+  const events = await runCli(["webhook", "events"], { AGENT_HOME: h.home });
+  assert.equal(events.code, 1);
+  assert.match(events.stderr, /malformed\. .*gateway\.db is corrupt: restore a backup/);
 });
 
 Deno.test("the gateway refuses to start when config.yaml says enabled: false", async () => {

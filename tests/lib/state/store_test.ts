@@ -5,6 +5,7 @@ import { StoreUnavailableError } from "../../../lib/errors.ts";
 import { openStateStore } from "../../../lib/state/mod.ts";
 import { STATEMENTS } from "../../../lib/state/_database.ts";
 import { newEvent, tempHome, withStore } from "./_fixtures.ts";
+import { listingQuery } from "../../../lib/state/_maintenance.ts";
 
 Deno.test("accept() persists an event that is still there after close and reopen", async () => {
   const home = await tempHome();
@@ -423,10 +424,30 @@ Deno.test("listing the queued events reads their index, not every event", async 
       if (i % 1000 === 0) await store.accept({ ...event, mode: "agent" });
       else await store.recordDirect(event, { delivered: true, partsSent: 1 });
     }
-    // The index is named (INDEXED BY): the query fails should it not serve it.
     const queued = store.listEvents({ status: "queued" });
     assert.deepEqual(queued.map((event) => event.receivedAtMs), [3000, 2000, 1000]);
     assert.deepEqual(store.listEvents({ status: "queued", subscription: "gh" }).length, 3);
+  });
+});
+
+Deno.test("listing the queued events sorts the rowids of the queued alone, not whole rows", async () => {
+  await withStore({}, (_store, dbPath) => {
+    const check = new DatabaseSync(dbPath, { readOnly: true });
+    for (
+      const filter of [{ status: "queued" as const }, {
+        status: "queued" as const,
+        subscription: "gh",
+      }]
+    ) {
+      const { sql, params } = listingQuery(filter);
+      const plan = (check.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as {
+        detail: string;
+      }[]).map((row) => row.detail).join("; ");
+      assert.match(plan, /SCAN events USING (COVERING )?INDEX events_due/);
+      assert.match(plan, /SEARCH events USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+    }
+    check.close();
+    return Promise.resolve();
   });
 });
 
