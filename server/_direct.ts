@@ -47,17 +47,23 @@ export async function deliverNow(
       // A replay of this message is waiting or being sent: it may still fail (or, its key
       // expired, it would be sent twice), so the sender keeps its retry and comes back once
       // that is settled. A message delivered once, its key live, is a duplicate.
-      return reject(subscription, 409, "this delivery is being sent again by a replay", {
-        "retry-after": "5",
-      }, deps.refusals);
+      return reject(
+        deps.refusals,
+        subscription,
+        409,
+        "this delivery is being sent again by a replay",
+        {
+          "retry-after": "5",
+        },
+      );
     }
     if (live) return duplicate(subscription, eventName, deliveryId);
   }
   const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && inFlight.has(key)) {
-    return reject(subscription, 409, "this delivery is already being sent", {
+    return reject(deps.refusals, subscription, 409, "this delivery is already being sent", {
       "retry-after": "5",
-    }, deps.refusals);
+    });
   }
   inFlight.add(key);
   try {

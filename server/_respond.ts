@@ -25,27 +25,43 @@ export function answer(status: number, body: Json, headers: Record<string, strin
 }
 
 /**
- * A refusal: `{"error": ...}` with its status, and a warning line in the log, as far as
- * `refusals` lets refusals into it.
+ * Writes a refusal's log line through `write`, as far as `refusals` lets refusals into the log.
+ * @param refusals the gateway's refusal log; without one (a pipeline built by hand in a test),
+ *   every line is written
+ * @param subscription the pool the refusal counts toward (see `RejectionLog.refused`)
+ */
+export function logRefusal(
+  refusals: RejectionLog | undefined,
+  subscription: string | undefined,
+  status: number,
+  write: () => void,
+): void {
+  if (refusals === undefined) write();
+  else refusals.refused(subscription, status, write);
+}
+
+/**
+ * A refusal: `{"error": ...}` with its status, and a warning line in the log (see
+ * {@link logRefusal}).
+ * @param refusals the gateway's refusal log, if any
  * @param name the subscription name of the URL; a 404 or 405 counts toward the refusals that
  *   name no subscription, others toward that subscription's
- * @param refusals the gateway's refusal log; without one, the line is always written
  */
 export function reject(
+  refusals: RejectionLog | undefined,
   name: string,
   status: number,
   error: string,
   headers?: Record<string, string>,
-  refusals?: RejectionLog,
 ) {
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   // A replacer function: a string would expand `$&`, `$'` and `` $` `` in the name.
   const reason = error.replace(name, () => subscription);
   const pool = status === 404 || status === 405 ? undefined : name;
-  const write = () => writeLine(log, "warning", REJECTED, { subscription, status, reason });
-  if (refusals === undefined) write();
-  else refusals.refused(pool, status, write);
+  logRefusal(refusals, pool, status, () => {
+    writeLine(log, "warning", REJECTED, { subscription, status, reason });
+  });
   return answer(status, { error: reason }, headers);
 }
 

@@ -20,8 +20,9 @@ import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscriptio
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
+import { createRefusalLog } from "./ingest.ts";
 import { deliveryKey } from "./_direct.ts";
-import { createRejectionLog, type RejectionLogLimits } from "./_rejection_log.ts";
+import type { RejectionLogLimits } from "./_rejection_log.ts";
 import { createHeldDirectRecords } from "./_held_direct.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
@@ -192,7 +193,6 @@ export async function startGateway(
   });
 
   const subscriptionLog = getLogger(["agent", "subscriptions"]);
-  const refusalLog = getLogger(["agent", "ingest"]);
   // Records edited by hand that cannot be served: their requests are refused (404), said in the
   // log each time the file is read, so a bad record never costs an agent run it cannot deliver.
   let unusable = new Map<string, string>();
@@ -214,10 +214,7 @@ export async function startGateway(
     },
   });
   subscriptions.current(); // reads the file now, so a corrupt one is reported at start
-  const refusals = createRejectionLog(
-    (line) => refusalLog.warn(line),
-    options.rejectionLog,
-  );
+  const refusals = createRefusalLog(options.rejectionLog);
   // The count of refusals left out is written soon after their window ends.
   const refusalWindows = setInterval(
     () => refusals.endWindowIfOver(),

@@ -24,8 +24,12 @@ import {
 } from "./body.ts";
 import { deliverNow } from "./_direct.ts";
 import type { HeldDirectRecords } from "./_held_direct.ts";
-import { answer, duplicate, log, reject, REJECTED } from "./_respond.ts";
-import { createRejectionLog, type RejectionLog } from "./_rejection_log.ts";
+import { answer, duplicate, log, logRefusal, reject, REJECTED } from "./_respond.ts";
+import {
+  createRejectionLog,
+  type RejectionLog,
+  type RejectionLogLimits,
+} from "./_rejection_log.ts";
 import {
   DEFAULT_TOLERANCE_SECONDS,
   detectScheme,
@@ -97,9 +101,17 @@ export interface IngestDeps {
  * @returns the same collaborators, with a refusal log
  */
 export function withDefaults(deps: IngestDeps): IngestDeps {
-  return deps.refusals !== undefined
-    ? deps
-    : { ...deps, refusals: createRejectionLog((line) => log.warn(line)) };
+  return deps.refusals !== undefined ? deps : { ...deps, refusals: createRefusalLog() };
+}
+
+/**
+ * A refusal log whose own lines (a pool no longer logged, the count left out) go to the ingest
+ * pipeline's log, as its refusals do.
+ * @param limits lines per pool and window (@default {100 per 10 s})
+ * @returns the refusal log
+ */
+export function createRefusalLog(limits?: RejectionLogLimits): RejectionLog {
+  return createRejectionLog((line) => log.warn(line), limits);
 }
 
 /** The lines written on every request they answer, read once (see `writeLine`). */
@@ -145,15 +157,15 @@ async function handleWebhook(
   { inFlight, deadlines, budget }: HandlerState,
 ): Promise<Response> {
   if (request.method !== "POST") {
-    return reject(name, 405, `method ${request.method} not allowed: use POST`, {
+    return reject(deps.refusals, name, 405, `method ${request.method} not allowed: use POST`, {
       allow: "POST",
-    }, deps.refusals);
+    });
   }
   if (!NAME_PATTERN.test(name)) {
-    return reject(name, 404, `unknown subscription: ${name}`, undefined, deps.refusals);
+    return reject(deps.refusals, name, 404, `unknown subscription: ${name}`);
   }
   const found = deps.findRoute(name) ?? deps.findRoute(name, { fresh: true });
-  if (!found) return reject(name, 404, `unknown subscription: ${name}`, undefined, deps.refusals);
+  if (!found) return reject(deps.refusals, name, 404, `unknown subscription: ${name}`);
 
   let body: Uint8Array;
   try {
@@ -170,7 +182,7 @@ async function handleWebhook(
     const retry = error.status === 503
       ? { "retry-after": `${STORE_RETRY_AFTER_SECONDS}` }
       : undefined;
-    return reject(name, error.status, error.message, retry, deps.refusals);
+    return reject(deps.refusals, name, error.status, error.message, retry);
   }
 
   const nowMs = deps.now();
@@ -180,9 +192,9 @@ async function handleWebhook(
 
   const rate = deps.rateLimiter.take(name, route.rate_limit ?? deps.rateLimitPerMinute, nowMs);
   if (!rate.allowed) {
-    return reject(name, 429, "rate limit exceeded", {
+    return reject(deps.refusals, name, 429, "rate limit exceeded", {
       "retry-after": `${rate.retryAfterSeconds}`,
-    }, deps.refusals);
+    });
   }
 
   let payload: { value: unknown; json: string };
@@ -192,7 +204,7 @@ async function handleWebhook(
     });
   } catch (error) {
     if (error instanceof BodyError) {
-      return reject(name, error.status, error.message, undefined, deps.refusals);
+      return reject(deps.refusals, name, error.status, error.message);
     }
     throw error;
   }
@@ -232,7 +244,7 @@ async function authenticate(
   let verdict = await verify(route, secrets);
   if (!verdict || (!verdict.ok && verdict.reason !== "missing")) {
     const fresh = deps.findRoute(name, { fresh: true });
-    if (!fresh) return reject(name, 404, `unknown subscription: ${name}`, undefined, deps.refusals);
+    if (!fresh) return reject(deps.refusals, name, 404, `unknown subscription: ${name}`);
     const freshSecrets = acceptedSecrets(fresh, deps.globalSecret, nowMs);
     if (freshSecrets.join("\n") !== secrets.join("\n") || fresh.auth !== route.auth) {
       [route, secrets] = [fresh, freshSecrets];
@@ -240,13 +252,7 @@ async function authenticate(
     }
   }
   if (!verdict) {
-    return reject(
-      name,
-      403,
-      "no secret configured for this subscription",
-      undefined,
-      deps.refusals,
-    );
+    return reject(deps.refusals, name, 403, "no secret configured for this subscription");
   }
   if (verdict.ok) return { route, scheme: verdict.scheme };
   return refuseSignature(deps.refusals, name, verdict.scheme, verdict.reason);
@@ -260,7 +266,7 @@ function refuseSignature(
   detail: string,
 ): Response {
   const error = detail === "missing" ? "missing signature" : "invalid signature";
-  const write = () =>
+  logRefusal(refusals, name, 401, () => {
     writeLine(log, "warning", REJECTED, {
       subscription: name,
       status: 401,
@@ -268,8 +274,7 @@ function refuseSignature(
       scheme,
       detail,
     });
-  if (refusals === undefined) write();
-  else refusals.refused(name, 401, write);
+  });
   return answer(401, { error });
 }
 
