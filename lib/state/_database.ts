@@ -70,6 +70,17 @@ export function corruptionAdvice(path: string): string {
     `(".recover", which needs a sqlite3 with the dbpage table, or ".dump"); see the README`;
 }
 
+/**
+ * The message of a failed database call: SQLite's words, and {@link corruptionAdvice} when they
+ * say the file is corrupt.
+ * @param error what the call threw
+ * @param path the database file
+ */
+export function databaseErrorText(error: unknown, path: string): string {
+  const advice = corruption(error) === undefined ? "" : `. ${corruptionAdvice(path)}`;
+  return errorMessage(error) + advice;
+}
+
 /** Size the WAL file is cut back to when it starts over (64 MiB, four times the checkpointer's). */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
@@ -239,9 +250,8 @@ export function openDatabase(path: string, options: DatabaseOptions): Database {
     try {
       db?.close();
     } catch { /* already failing: report the first error */ }
-    const advice = corruption(cause) === undefined ? "" : `. ${corruptionAdvice(path)}`;
     throw new StoreUnavailableError(
-      `Cannot open the state database ${path}: ${errorMessage(cause)}${advice}`,
+      `Cannot open the state database ${path}: ${databaseErrorText(cause, path)}`,
       { cause },
     );
   }

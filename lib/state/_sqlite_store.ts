@@ -5,8 +5,8 @@
  */
 import { type FileIdentity, fileIdentity, sameFile } from "../_fs.ts";
 import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
-import { corruption, corruptionAdvice, type DatabaseOptions, openDatabase } from "./_database.ts";
-import { createGroupCommit, errorMessage, type GroupCommitStats } from "./_group_commit.ts";
+import { corruption, databaseErrorText, type DatabaseOptions, openDatabase } from "./_database.ts";
+import { createGroupCommit, type GroupCommitStats } from "./_group_commit.ts";
 import { listEvents, prune, recoverInterrupted, replayEvent } from "./_maintenance.ts";
 import {
   createIdGenerator,
@@ -130,8 +130,7 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
       ) throw error;
       if (error instanceof StoreUnavailableError) throw error;
       noteCorruption(error);
-      const advice = corruption(error) === undefined ? "" : `. ${corruptionAdvice(path)}`;
-      throw new StoreUnavailableError(`State database error: ${errorMessage(error)}${advice}`, {
+      throw new StoreUnavailableError(`State database error: ${databaseErrorText(error, path)}`, {
         cause: error,
       });
     }
