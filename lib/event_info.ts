@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { asRecord } from "./_json_record.ts";
 
 /** Who sent a request, told by its headers. */
 export type EventSource = "github" | "gitlab" | "stripe" | "standard" | "other";
@@ -79,7 +80,7 @@ export function eventInfo(
   newId: () => string,
   scheme?: string,
 ): EventInfo {
-  const fields = isRecord(payload) ? payload : {};
+  const fields = asRecord(payload) ?? {};
   const signed = SIGNED_SOURCES[scheme ?? ""];
   const type = signed ? payloadType(fields) : eventType(headers, fields, scheme);
   const action = usable(own(fields, "action"));
@@ -178,7 +179,7 @@ function payloadType(fields: Record<string, unknown>): string {
  * @returns the field and its value, or undefined when none is usable
  */
 export function payloadTypeField(payload: unknown): { field: string; type: string } | undefined {
-  const fields = isRecord(payload) ? payload : {};
+  const fields = asRecord(payload) ?? {};
   for (const field of PAYLOAD_TYPE_FIELDS) {
     const type = usable(own(fields, field));
     if (type !== undefined) return { field, type };
@@ -227,8 +228,4 @@ export function usable(value: unknown): string | undefined {
 /** An own field only: `constructor` or `__proto__` of a payload never reach the prototype. */
 function own(fields: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(fields, key) ? fields[key] : undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -16,6 +16,7 @@
  * @module
  */
 import { cutText } from "../_error_text.ts";
+import { asRecord } from "../_json_record.ts";
 import { AgentError } from "../errors.ts";
 
 /** Characters of an unexpected body or of a refusal quoted in an error message. */
@@ -113,10 +114,4 @@ function contentText(content: unknown): string | undefined {
     .filter((part) => part?.type === "text" && typeof part.text === "string")
     .map((part) => part?.text as string)
     .join("");
-}
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

@@ -31,6 +31,7 @@
  */
 
 import { cutText, errorChainText, redact } from "../_error_text.ts";
+import { asRecord } from "../_json_record.ts";
 import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../_retry.ts";
 import { TargetError } from "../errors.ts";
 import { type BoundedText, readBoundedText } from "../_bounded_body.ts";
@@ -302,10 +303,4 @@ export function createdWithId(
     const created = idType === "string" ? typeof id === "string" : typeof id === "number";
     return created ? undefined : notThePlatformsAnswer(expected, body);
   };
-}
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

@@ -13,6 +13,7 @@
  */
 
 import { TargetError } from "../errors.ts";
+import { asRecord } from "../_json_record.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { type Failure, notThePlatformsAnswer, postJson } from "./_http.ts";
 import type { Target } from "./_target.ts";
@@ -64,9 +65,7 @@ function escapeSlackText(text: string): string {
  * without a boolean `ok` (a proxy's page) is retryable, as for every chat target.
  */
 function inspect(body: unknown): Failure | undefined {
-  const answer = body !== null && typeof body === "object"
-    ? body as { ok?: unknown; error?: unknown }
-    : undefined;
+  const answer = asRecord(body);
   if (answer?.ok === true) return undefined;
   if (answer?.ok !== false) return notThePlatformsAnswer("a Slack Web API answer", body);
   const code = typeof answer.error === "string" ? answer.error : `"ok": false without an error`;

@@ -7,6 +7,7 @@
  */
 
 import { TargetError } from "../errors.ts";
+import { asRecord } from "../_json_record.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import {
   describeError,
@@ -54,9 +55,7 @@ export function parseTelegramChat(value: string): { chatId: string; threadId?: n
  * https://core.telegram.org/bots/api#making-requests
  */
 function inspect(body: unknown): Failure | undefined {
-  const answer = body !== null && typeof body === "object"
-    ? body as { ok?: unknown; error_code?: unknown }
-    : undefined;
+  const answer = asRecord(body);
   if (answer?.ok === true) return undefined;
   if (answer?.ok !== false) return notThePlatformsAnswer("a Bot API answer", body);
   const code = typeof answer.error_code === "number" ? answer.error_code : 0;
