@@ -54,13 +54,9 @@ export function readCompletion(
   body: CompletionBody,
   hideSecrets: (text: string) => string,
 ): CompletionAnswer {
-  const answered = `The LLM endpoint answered HTTP ${body.status}`;
   const quote = (text: string) => cutText(hideSecrets(text.trim()), MAX_QUOTED_CHARS);
   const notACompletion = (what: string, quoted?: string) =>
-    new AgentError(
-      `${answered} with ${what}, not a chat completion${quoted === undefined ? "" : `: ${quoted}`}`,
-      { unavailable: true },
-    );
+    notAChatCompletion(body.status, what, quoted);
   if (body.text.trim() === "") throw notACompletion("an empty body");
   let parsed: unknown;
   try {
@@ -102,6 +98,22 @@ export function readCompletion(
     throw new AgentError(`The model refused to answer: ${quote(refusal)}`, { permanent: true });
   }
   throw new AgentError(`The model returned an empty answer (finish_reason: ${finishReason})`);
+}
+
+/**
+ * The endpoint's own failure for an answer that is not a chat completion: retryable, and
+ * `unavailable` (as a 5xx is).
+ * @param status the answer's HTTP status
+ * @param what what came instead (`text/html`, `an empty body`, `more than 8 MiB`)
+ * @param quoted what to quote of it, if anything
+ * @returns `The LLM endpoint answered HTTP <status> with <what>, not a chat completion[: quoted]`
+ */
+export function notAChatCompletion(status: number, what: string, quoted?: string): AgentError {
+  const quote = quoted === undefined ? "" : `: ${quoted}`;
+  return new AgentError(
+    `The LLM endpoint answered HTTP ${status} with ${what}, not a chat completion${quote}`,
+    { unavailable: true },
+  );
 }
 
 /** The text of `content`: a string, the joined text parts of an array, `""` for none. */

@@ -13,7 +13,12 @@ import { readBoundedText } from "../_bounded_body.ts";
 import { cutText, errorChainText, redact } from "../_error_text.ts";
 import { parseRetryAfterSeconds } from "../_retry.ts";
 import { AgentError } from "../errors.ts";
-import { type CompletionBody, MAX_QUOTED_CHARS, readCompletion } from "./_completion.ts";
+import {
+  type CompletionBody,
+  MAX_QUOTED_CHARS,
+  notAChatCompletion,
+  readCompletion,
+} from "./_completion.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -138,11 +143,8 @@ async function postCompletion(
   // A body that trickles in is dropped when the run is given up on, not read to its end.
   const { text, complete } = await readBoundedText(response, MAX_ANSWER_BYTES, signal);
   if (!complete) {
-    throw new AgentError(
-      `The LLM endpoint answered HTTP ${response.status} with more than ` +
-        `${MAX_ANSWER_BYTES / 1024 / 1024} MiB, not a chat completion: the rest was not read`,
-      { unavailable: true },
-    );
+    const what = `more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`;
+    throw notAChatCompletion(response.status, what, "the rest was not read");
   }
   return { status: response.status, contentType: response.headers.get("content-type") ?? "", text };
 }
