@@ -36,7 +36,8 @@ export function dispatchFor(
   let { prompt, chatId } = render(route, payload, context);
   // An integer JavaScript cannot hold exactly (an id over 2^53) prints rounded,
   // 12345678901234567891 as 12345678901234567000: then the prompt is rendered again from the
-  // payload's text, with its numbers as written. Only a prompt that shows a long run of digits or an exponent pays for it.
+  // payload's text, with its numbers as written. Only a prompt that shows a long run of digits
+  // or an exponent pays for it.
   if (json !== undefined && ROUNDED_LOOKING.test(chatId === undefined ? prompt : prompt + chatId)) {
     ({ prompt, chatId } = render(route, JSON.parse(json, keepExactNumber), context));
   }
