@@ -10,6 +10,15 @@ import { withFakeLlm } from "./_fake_llm.ts";
 
 const deps = { fetch, env: {} };
 
+/** The error of a run whose endpoint answers HTTP 200 with `raw` of `contentType`. */
+async function errorForAnswer(raw: string, contentType: string) {
+  let error: Awaited<ReturnType<typeof agentError>> | undefined;
+  await withFakeLlm({ answer: () => ({ raw, contentType }) }, async (settings) => {
+    error = await agentError(createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" }));
+  });
+  return error!;
+}
+
 /** An openai runner for a loopback endpoint of the test's own, at `port`. */
 function runnerAt(port: number) {
   return createAgentRunner({
@@ -23,42 +32,30 @@ function runnerAt(port: number) {
 
 Deno.test("openai runner reports a captive portal's HTML page (HTTP 200) as retryable, quoting it", async () => {
   const page = "<html><body>Captive portal login</body></html>";
-  await withFakeLlm({ answer: () => ({ raw: page, contentType: "text/html" }) }, async (s) => {
-    const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
-    assert.equal(error.permanent, false, "the portal goes away once logged in");
-    assert.equal(error.unavailable, true, "every run fails the same way meanwhile");
-    assert.equal(
-      error.message,
-      `The LLM endpoint answered HTTP 200 with text/html, not a chat completion: ${page}`,
-    );
-  });
+  const error = await errorForAnswer(page, "text/html");
+  assert.equal(error.permanent, false, "the portal goes away once logged in");
+  assert.equal(error.unavailable, true, "every run fails the same way meanwhile");
+  assert.equal(
+    error.message,
+    `The LLM endpoint answered HTTP 200 with text/html, not a chat completion: ${page}`,
+  );
 });
 
 Deno.test("openai runner reports a proxy's error object sent with HTTP 200 as retryable, with its message", async () => {
   const body = JSON.stringify({ error: { message: "model overloaded", type: "server_error" } });
-  await withFakeLlm(
-    { answer: () => ({ raw: body, contentType: "application/json" }) },
-    async (s) => {
-      const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
-      assert.equal(error.permanent, false);
-      assert.equal(error.unavailable, true);
-      assert.match(
-        error.message,
-        /HTTP 200 with an error, not a chat completion: model overloaded$/,
-      );
-    },
-  );
+  const error = await errorForAnswer(body, "application/json");
+  assert.equal(error.permanent, false);
+  assert.equal(error.unavailable, true);
+  assert.match(error.message, /HTTP 200 with an error, not a chat completion: model overloaded$/);
 });
 
 Deno.test("openai runner reports an empty JSON body (HTTP 200) as retryable, saying it was empty", async () => {
-  await withFakeLlm({ answer: () => ({ raw: "", contentType: "application/json" }) }, async (s) => {
-    const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
-    assert.equal(error.permanent, false);
-    assert.equal(
-      error.message,
-      "The LLM endpoint answered HTTP 200 with an empty body, not a chat completion",
-    );
-  });
+  const error = await errorForAnswer("", "application/json");
+  assert.equal(error.permanent, false);
+  assert.equal(
+    error.message,
+    "The LLM endpoint answered HTTP 200 with an empty body, not a chat completion",
+  );
 });
 
 Deno.test("openai runner quotes at most 300 characters of an unexpected body, and never the API key", async () => {
@@ -172,18 +169,13 @@ Deno.test("openai runner names the DNS failure behind a connection error", async
 
 Deno.test("openai runner stops reading an answer over 8 MiB and retries, saying so", async () => {
   const huge = `{"choices":[{"message":{"content":"${"x".repeat(9 * 1024 * 1024)}"}}]}`;
-  await withFakeLlm(
-    { answer: () => ({ raw: huge, contentType: "application/json" }) },
-    async (s) => {
-      const error = await agentError(createAgentRunner(s, deps)({ prompt: "x", eventId: "e" }));
-      assert.equal(error.permanent, false);
-      assert.equal(error.unavailable, true);
-      assert.equal(
-        error.message,
-        "The LLM endpoint answered HTTP 200 with more than 8 MiB, not a chat completion: the rest " +
-          "was not read",
-      );
-    },
+  const error = await errorForAnswer(huge, "application/json");
+  assert.equal(error.permanent, false);
+  assert.equal(error.unavailable, true);
+  assert.equal(
+    error.message,
+    "The LLM endpoint answered HTTP 200 with more than 8 MiB, not a chat completion: the rest " +
+      "was not read",
   );
 });
 
