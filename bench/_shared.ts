@@ -223,3 +223,86 @@ export function agentEvent(
     ...fields,
   };
 }
+
+/**
+ * The wrk Lua script of the ingest benchmarks: POST `body` signed as GitHub signs (under
+ * {@link SECRET}), with a delivery id unique across runs, threads and requests
+ * (`<RUN_ID>-<thread>-<n>`), so every request is a new event. {@link wrk} sets `RUN_ID`.
+ * @param body the JSON text to send, e.g. {@link payload}
+ * @returns the script's text, for a file given to `wrk -s`
+ */
+export function luaScript(body: string): string {
+  const signature = githubSignature(body);
+  return `
+wrk.method = "POST"
+wrk.body = ${JSON.stringify(body)}
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-GitHub-Event"] = "issues"
+wrk.headers["X-Hub-Signature-256"] = "${signature}"
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("prefix", os.getenv("RUN_ID") .. "-" .. threads)
+end
+local counter = 0
+request = function()
+  counter = counter + 1
+  wrk.headers["X-GitHub-Delivery"] = prefix .. "-" .. counter
+  return wrk.format()
+end
+`;
+}
+
+/** What one wrk run measured. */
+export interface WrkResult {
+  /** Requests per second over the run. */
+  rps: number;
+  /** Median latency, in milliseconds. */
+  p50Ms: number;
+  /** 99th percentile latency, in milliseconds. */
+  p99Ms: number;
+  /** Requests completed. */
+  requests: number;
+  /** Answers that were not 2xx or 3xx. */
+  non2xx: number;
+}
+
+/** A latency percentile of wrk's `--latency` output, in milliseconds; NaN when absent. */
+function parseLatency(text: string, percentile: string): number {
+  const match = text.match(new RegExp(`\\s${percentile}%\\s+([\\d.]+)(us|ms|s)`));
+  if (!match) return NaN;
+  const value = Number(match[1]);
+  return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value;
+}
+
+let wrkRuns = 0;
+
+/**
+ * Runs wrk with one thread (the load generator keeps to one of the two cores) against `url`.
+ * @param url the server's URL
+ * @param script the path of a Lua script such as {@link luaScript}'s
+ * @param seconds how long to run
+ * @param connections connections kept open, each with one request at a time
+ * @returns wrk's figures; NaN rates and latencies when wrk printed none (it could not connect)
+ */
+export async function wrk(
+  url: string,
+  script: string,
+  seconds: number,
+  connections: number,
+): Promise<WrkResult> {
+  const output = await new Deno.Command("wrk", {
+    args: ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, url],
+    env: { RUN_ID: `${Date.now()}-${++wrkRuns}` },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  return {
+    rps: Number(text.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN),
+    p50Ms: parseLatency(text, "50"),
+    p99Ms: parseLatency(text, "99"),
+    requests: Number(text.match(/(\d+) requests in/)?.[1] ?? 0),
+    non2xx: Number(text.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0),
+  };
+}

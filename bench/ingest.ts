@@ -32,13 +32,15 @@ import {
   cleanUp,
   ensureDebianPackage,
   GATEWAY_LISTENING,
-  githubSignature,
   HANG,
+  luaScript,
   MINIMAL,
   payload,
   SINK,
   spawn,
   writeGatewayHome,
+  wrk,
+  type WrkResult,
 } from "./_shared.ts";
 
 const { values: flags } = parseArgs({
@@ -56,46 +58,12 @@ const IDS = Number(flags.ids);
 const ROUNDS = Math.max(1, Math.floor(Number(flags.rounds)) || 1);
 const ROOT = new URL("..", import.meta.url).pathname;
 
-/**
- * The wrk Lua script: POST the body with a delivery id unique across runs, threads and
- * requests (`<run>-<thread>-<n>`), so every request is a new event.
- */
-function luaScript(body: string): string {
-  const signature = githubSignature(body);
-  return `
-wrk.method = "POST"
-wrk.body = ${JSON.stringify(body)}
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["X-GitHub-Event"] = "issues"
-wrk.headers["X-Hub-Signature-256"] = "${signature}"
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("prefix", os.getenv("RUN_ID") .. "-" .. threads)
-end
-local counter = 0
-request = function()
-  counter = counter + 1
-  wrk.headers["X-GitHub-Delivery"] = prefix .. "-" .. counter
-  return wrk.format()
-end
-`;
-}
-
 /** One round: each case measured once, in the order a, b, c, m. */
 interface Round {
   a: CaseResult;
   b: CaseResult;
   c: CaseResult;
   m: CaseResult;
-}
-
-interface WrkResult {
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  requests: number;
-  non2xx: number;
 }
 
 /** A case's figures: wrk's, plus what the server's event loop and the machine spent. */
@@ -123,36 +91,6 @@ function machineTicks(): { total: number; steal: number } {
   const values = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/)
     .slice(1, 9).map(Number);
   return { total: values.reduce((sum, value) => sum + value, 0), steal: values[7] };
-}
-
-function parseLatency(text: string, percentile: string): number {
-  const match = text.match(new RegExp(`\\s${percentile}%\\s+([\\d.]+)(us|ms|s)`));
-  if (!match) return NaN;
-  const value = Number(match[1]);
-  return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value;
-}
-
-let runs = 0;
-
-async function wrk(url: string, script: string, seconds: number): Promise<WrkResult> {
-  const output = await new Deno.Command("wrk", {
-    // One wrk thread: the load generator keeps to one of the two cores.
-    args: ["-t1", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-s", script, url],
-    env: { RUN_ID: `${Date.now()}-${++runs}` },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(output.stdout);
-  const rps = Number(text.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN);
-  const requests = Number(text.match(/(\d+) requests in/)?.[1] ?? 0);
-  const non2xx = Number(text.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0);
-  return {
-    rps,
-    p50Ms: parseLatency(text, "50"),
-    p99Ms: parseLatency(text, "99"),
-    requests,
-    non2xx,
-  };
 }
 
 function rssKb(pid: number): { rss: number; peak: number } {
@@ -202,15 +140,15 @@ async function main() {
       `wrk: ${CONNECTIONS} connections, ${SECONDS} s per case, ${body.length}-byte signed body\n`,
     );
     // Warm up JIT and the database before measuring.
-    await wrk(`${gatewayUrl}/webhooks/agent`, script, 2);
-    await wrk(`${gatewayUrl}/webhooks/direct`, script, 2);
+    await wrk(`${gatewayUrl}/webhooks/agent`, script, 2, CONNECTIONS);
+    await wrk(`${gatewayUrl}/webhooks/direct`, script, 2, CONNECTIONS);
     // Each case starts with the page cache written back, so none pays for the writes of the
     // one before (the yardstick's WAL, which is never checkpointed, grows by hundreds of MB).
     const measure = async (url: string, pid: number): Promise<CaseResult> => {
       await new Deno.Command("sync").output();
       const loopBefore = mainThreadTicks(pid);
       const machineBefore = machineTicks();
-      const result = await wrk(url, script, SECONDS);
+      const result = await wrk(url, script, SECONDS, CONNECTIONS);
       const loopTicks = mainThreadTicks(pid) - loopBefore;
       const machine = machineTicks();
       return {
@@ -227,7 +165,7 @@ async function main() {
       const minimal = await spawn(["eval", MINIMAL, dbPath], {}, /listening on (\d+)/);
       try {
         const minimalUrl = `http://127.0.0.1:${minimal.match[1]}/`;
-        await wrk(minimalUrl, script, 2);
+        await wrk(minimalUrl, script, 2, CONNECTIONS);
         const a = await measure(`http://127.0.0.1:${ceiling.match[1]}/`, ceiling.child.pid);
         const b = await measure(`${gatewayUrl}/webhooks/direct`, gateway.child.pid);
         const c = await measure(`${gatewayUrl}/webhooks/agent`, gateway.child.pid);
@@ -317,6 +255,7 @@ async function main() {
             `${gatewayUrl}/webhooks/agent`,
             script,
             Math.max(2, Math.min(20, Math.ceil((IDS - stored) / Math.max(1000, cRps)))),
+            CONNECTIONS,
           );
           stored = count();
         }
