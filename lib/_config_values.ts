@@ -44,6 +44,9 @@ const FALSE_WORDS = new Set(["false", "0", "no", "off"]);
 
 /**
  * Reads a boolean written as YAML boolean or one of true/false/1/0/yes/no/on/off.
+ * @param value the value as parsed from YAML or the environment
+ * @param from the key and file it came from, for the error message
+ * @returns the boolean; undefined when the value is missing, null or empty
  * @throws ConfigError for anything else
  */
 export function toBoolean(value: unknown, from: Source): boolean | undefined {
@@ -62,6 +65,10 @@ export function toBoolean(value: unknown, from: Source): boolean | undefined {
 
 /**
  * Reads a whole number within `range`.
+ * @param value the value as parsed from YAML or the environment (a number or its text)
+ * @param from the key and file it came from, for the error message
+ * @param range the smallest and largest numbers allowed (@default {no bound})
+ * @returns the number; undefined when the value is missing, null or empty
  * @throws ConfigError for anything else
  */
 export function toInteger(
@@ -86,6 +93,9 @@ export function toInteger(
 
 /**
  * Reads a string (a number is taken as its text).
+ * @param value the value as parsed from YAML or the environment
+ * @param from the key and file it came from, for the error message
+ * @returns the text as written; undefined when the value is missing or null
  * @throws ConfigError for other types
  */
 export function toText(value: unknown, from: Source): string | undefined {
@@ -98,6 +108,9 @@ export function toText(value: unknown, from: Source): string | undefined {
 /**
  * Reads the http(s) URL that paths are appended to (`public_url`, `base_url`), without its
  * trailing slashes.
+ * @param value the value as parsed from YAML or the environment
+ * @param from the key and file it came from, for the error message
+ * @returns the URL without trailing slashes; undefined when the value is missing or empty
  * @throws ConfigError for anything else, and for a URL with a query or a fragment, which would
  *   end up in the middle of every URL made from it (`https://x/?a=1/webhooks/name`)
  */

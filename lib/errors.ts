@@ -1,6 +1,8 @@
 /**
  * The typed errors of the gateway. Each carries what its one handler needs: `main.ts` turns
- * them into exit codes, `app.onError` into HTTP statuses, the worker into retry decisions.
+ * them into exit codes, the worker into retry decisions. The HTTP side throws none of them for
+ * a refused request: each step of the ingest pipeline answers its own status (CONTRACT §4), and
+ * catches the one it can meet, {@link StoreUnavailableError}, as 503 with `Retry-After`.
  *
  * @module
  */
@@ -45,7 +47,10 @@ export class ConflictError extends Error {
   }
 }
 
-/** A named thing (subscription, event, skill) does not exist. Exit code 1, HTTP 404. */
+/**
+ * A named thing (subscription, event, skill) does not exist, or an event id prefix names
+ * several. Exit code 1.
+ */
 export class NotFoundError extends Error {
   /** Process exit code for this error. @default {1} */
   readonly exitCode = 1;

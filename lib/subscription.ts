@@ -48,10 +48,10 @@ export interface Route extends Subscription {
 
 /**
  * The secret a sender must use now: the route's own, else the global one for a static route
- * (CONTRACT §2: `extra.secret` serves static routes that have none).
+ * (CONTRACT §2: `extra.secret` serves static routes that have none). An empty secret counts
+ * as none, as an empty setting does elsewhere.
  * @param route the route
  * @param globalSecret `extra.secret` / `WEBHOOK_SECRET`, if set
- * An empty secret counts as none, as an empty setting does elsewhere.
  * @returns the secret, or undefined when requests to the route are refused (403)
  */
 export function currentSecret(route: Route, globalSecret: string | undefined): string | undefined {

@@ -21,6 +21,13 @@ export const deliveryKey = (subscription: string, deliveryId: string) =>
  * through; a failure records how many parts of a split message went out, and the retry resumes
  * after them. A retry that arrives while the first attempt is still sending gets 409. A 502
  * caused by a platform's rate limit carries its wait as `Retry-After` (seconds).
+ * @param event the verified, rendered event, as it would be stored
+ * @param payload the parsed JSON body, for targets that read it (a forge comment's issue)
+ * @param deps the pipeline's collaborators: `deliverDirect`, `store`, `heldDirect`, `now`
+ * @param inFlight the direct deliveries under way, keyed by {@link deliveryKey}
+ * @returns 200 `{"status":"delivered",…}`, a duplicate's answer when the delivery id was already
+ *   delivered, 409 while an earlier attempt of it is sending, or 502 `{"error":…}`; never
+ *   throws for a failed delivery or a database that refuses the record
  */
 export async function deliverNow(
   event: NewEvent,

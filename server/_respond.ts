@@ -16,7 +16,13 @@ type Json = Record<string, unknown>;
 export const REJECTED = lineTemplate("rejected {subscription}: {reason}");
 const DUPLICATE = lineTemplate("duplicate {subscription} {event}");
 
-/** A JSON answer with optional extra headers. */
+/**
+ * A JSON answer with optional extra headers.
+ * @param status the HTTP status
+ * @param body what to send, as JSON
+ * @param headers more headers (`Retry-After`), besides `content-type: application/json`
+ * @returns the response
+ */
 export function answer(status: number, body: Json, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status,
@@ -65,7 +71,13 @@ export function reject(
   return answer(status, { error: reason }, headers);
 }
 
-/** The answer to a delivery id already seen, and its log line. */
+/**
+ * The answer to a delivery id already seen, and its log line.
+ * @param subscription the subscription's name
+ * @param event the event's label, for the log line (`issues.opened`)
+ * @param deliveryId the delivery id seen before
+ * @returns 200 `{"status":"duplicate","delivery_id":…}`
+ */
 export function duplicate(subscription: string, event: string, deliveryId: string): Response {
   writeLine(log, "info", DUPLICATE, { subscription, event, delivery_id: deliveryId });
   return answer(200, { status: "duplicate", delivery_id: deliveryId });

@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
-import { createWebhookHandler, type IngestDeps, withDefaults } from "./ingest.ts";
+import { createWebhookHandler, type IngestDeps, withRefusalLog } from "./ingest.ts";
 import type { RejectionLog } from "./_rejection_log.ts";
 
 export type { IngestDeps } from "./ingest.ts";
@@ -20,13 +20,13 @@ const log = getLogger(["agent", "http"]);
  * from the URL string without Hono's router or context (a few percent of each request under
  * load). Every other path, and any webhook URL that is not a plain one-segment name, goes
  * through Hono as before.
- * @param deps the ingest pipeline's collaborators
+ * @param given the ingest pipeline's collaborators
  * @returns a Hono app: `GET /health` → 200 `{"status":"ok","platform":"webhook"}` (no auth);
  *   `/webhooks/<name>` → the ingest pipeline; anything else → 404 `{"error": ...}`.
  *   Unexpected errors answer 500 `{"error":"internal error"}` and are logged.
  */
 export function createApp(given: IngestDeps): Hono {
-  const deps = withDefaults(given);
+  const deps = withRefusalLog(given);
   const refusals = deps.refusals!;
   const app = new Hono();
   const handleWebhook = createWebhookHandler(deps);

@@ -66,7 +66,12 @@ export interface RunningGateway {
 
 /** What varies between the real process and tests. */
 export interface GatewayOptions {
+  /** Makes the outbound calls: LLM endpoint, chat platforms, forges. @default {globalThis.fetch} */
   fetch?: typeof fetch;
+  /**
+   * The clock, in milliseconds since the epoch. A clock given here is not checked for steps
+   * against a steady one (see `WorkerDeps.monotonicNow`). @default {Date.now}
+   */
   now?: () => number;
   /** Time allowed to receive a whole request body, in milliseconds. @default {30000} */
   bodyTimeoutMs?: number;
@@ -102,7 +107,8 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /**
  * Starts the gateway with a loaded configuration.
  * @param config the merged configuration (the platform must be enabled)
- * @param options clock, fetch and a listen callback
+ * @param options what tests vary: clock, fetch, sleep, body limits, refusal log limits, and a
+ *   listen callback (see {@link GatewayOptions})
  * @returns the running gateway
  * @throws Deno.errors.AddrInUse when the port is taken; StoreUnavailableError when the state
  *   database cannot be opened, or another gateway runs with the same home

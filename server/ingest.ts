@@ -41,8 +41,9 @@ import {
 export interface IngestDeps {
   /**
    * Finds a route by name: static routes first, then dynamic subscriptions. The subscriptions
-   * may be a copy up to 100 ms old; `fresh` asks for the file as it is now. The handler does
-   * before it answers 404 for a name, and 403 or 401 for a request a newer secret could pass.
+   * may be a copy up to 100 ms old; `fresh` asks for the file as it is now, which the handler
+   * does before it answers 404 for a name, and 403 or 401 for a request a newer secret could
+   * pass.
    */
   findRoute(name: string, options?: { fresh?: boolean }): Route | undefined;
   /** Largest accepted body, in bytes. */
@@ -58,8 +59,11 @@ export interface IngestDeps {
   rateLimitPerMinute: number;
   /** Global secret (`extra.secret`): used by static routes without a secret of their own. */
   globalSecret?: string;
+  /** Checks a request's signature under a route's scheme and secrets. */
   verifier: SignatureVerifier;
+  /** Takes one request from the subscription's allowance (`rate` step). */
   rateLimiter: RateLimiter;
+  /** Where agent-mode events and direct-delivery records are made durable. */
   store: StateStore;
   /** Called after an agent-mode event is persisted, to wake the worker. */
   onAccepted(): void;
@@ -95,12 +99,12 @@ export interface IngestDeps {
 }
 
 /**
- * Fills in the defaults of `deps` that the app shares with the pipeline: a refusal log with the
- * default limits, when none is given.
+ * Gives `deps` the refusal log the app shares with the pipeline: one with the default limits,
+ * when none is given.
  * @param deps as given
  * @returns the same collaborators, with a refusal log
  */
-export function withDefaults(deps: IngestDeps): IngestDeps {
+export function withRefusalLog(deps: IngestDeps): IngestDeps {
   return deps.refusals !== undefined ? deps : { ...deps, refusals: createRefusalLog() };
 }
 
@@ -139,7 +143,8 @@ export type WebhookHandler = (request: Request, name: string) => Promise<Respons
  * Builds the handler of `/webhooks/<name>`. It keeps the set of direct deliveries under way.
  * @param deps the pipeline's collaborators
  * @returns a handler answering with the first failing step, or with dispatch (CONTRACT §4);
- *   bad input never throws, unexpected errors reach `app.onError`
+ *   bad input never throws; an unexpected error rejects the handler's promise, which the app
+ *   answers with 500 and logs
  */
 export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
   const state: HandlerState = {

@@ -11,7 +11,12 @@ import { TargetError, UsageError } from "../errors.ts";
 /** Process env merged with `.env`. */
 export type Env = Record<string, string | undefined>;
 
-/** The first of `names` that is set and not blank, trimmed. */
+/**
+ * The first of `names` that is set and not blank, trimmed.
+ * @param env the environment to read
+ * @param names variable names, in order of preference
+ * @returns the value, or undefined when none is set
+ */
 export function envValue(env: Env, names: readonly string[]): string | undefined {
   for (const name of names) {
     const value = env[name]?.trim();
@@ -22,6 +27,10 @@ export function envValue(env: Env, names: readonly string[]): string | undefined
 
 /**
  * The token of a target.
+ * @param env the environment to read
+ * @param names the token's variables, in order of preference (`TELEGRAM_BOT_TOKEN`)
+ * @param target the target's name, for the message (`telegram`)
+ * @returns the token, trimmed
  * @throws {TargetError} permanent, naming the variable, when none of `names` is set.
  */
 export function requireToken(env: Env, names: readonly string[], target: string): string {
@@ -36,13 +45,22 @@ export function requireToken(env: Env, names: readonly string[], target: string)
   return token;
 }
 
-/** A platform's API base URL: the override variable when set, else `fallback`; no trailing `/`. */
+/**
+ * A platform's API base URL: the override variable when set, else `fallback`.
+ * @param env the environment to read
+ * @param name the override variable (`TELEGRAM_API_URL`), set by tests and self-hosted setups
+ * @param fallback the platform's public URL
+ * @returns the URL without a trailing `/`
+ */
 export function apiBase(env: Env, name: string, fallback: string): string {
   return (envValue(env, [name]) ?? fallback).replace(/\/+$/, "");
 }
 
 /**
  * The chat a chat target sends to: the job's chat id, else the home channel variable `home`.
+ * @param chatId the subscription's `deliver_extra.chat_id`, if any
+ * @param options the environment, the home channel variable and the target's name
+ * @returns the chat id, trimmed
  * @throws {TargetError} permanent when neither is set.
  */
 export function chatOrHome(

@@ -23,6 +23,8 @@ export interface DiscordDestination {
 
 /**
  * Checks a Discord channel id (a snowflake: digits only).
+ * @param value the channel id as configured
+ * @returns the id, trimmed
  * @throws {TargetError} permanent for anything else.
  */
 export function parseDiscordChannel(value: string): string {

@@ -32,6 +32,8 @@ const TOKENS = ["GITHUB_TOKEN", "GH_TOKEN"] as const;
 
 /**
  * Parses `owner/repo#123`.
+ * @param value the issue or pull request, as `--deliver-chat-id` gives it
+ * @returns the repository and the number
  * @throws {TargetError} permanent for anything else.
  */
 export function parseGitHubItem(value: string): GitHubItem {
@@ -50,6 +52,8 @@ export function parseGitHubItem(value: string): GitHubItem {
 /**
  * True for a GitHub `owner/repo` name: owner letters, digits and `-`; repo letters, digits,
  * `.`, `_` and `-`, but not `.` or `..` (which would climb the API path).
+ * @param value the text to check
+ * @returns whether it is a repository name that is safe in an API path
  */
 export function isRepoName(value: string): boolean {
   const match = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})$/.exec(value);

@@ -34,6 +34,8 @@ export interface GitLabDestination extends GitLabItem {
 /**
  * Parses `<project>!<iid>` (merge request) or `<project>#<iid>` (issue), the project being a
  * numeric id or a path.
+ * @param value the merge request or issue, as `--deliver-chat-id` gives it
+ * @returns the project, the API collection and the iid
  * @throws {TargetError} permanent for anything else.
  */
 export function parseGitLabItem(value: string): GitLabItem {
@@ -64,7 +66,7 @@ function positive(value: unknown): number | undefined {
  * The merge request or issue a GitLab webhook payload is about: `project.id` with
  * `object_attributes.iid` for `merge_request` and `issue` events, `merge_request.iid` or
  * `issue.iid` for `note` events, and `merge_request.iid` for others (a merge request pipeline).
- *
+ * @param payload a GitLab webhook's parsed JSON body
  * @returns The item, or undefined for events that have none (`push`, `tag_push`, ...).
  */
 export function gitlabItem(payload: unknown): GitLabItem | undefined {

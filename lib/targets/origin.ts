@@ -15,6 +15,8 @@ import type { DeliveryJob, Redirect, Target } from "./_target.ts";
 /**
  * Parses `extra.home`: a target name, then optionally `:` and its chat id
  * (`telegram:-1001234:7` is telegram with chat id `-1001234:7`).
+ * @param home the setting as written
+ * @returns the target's name and the chat id, if any; both trimmed
  */
 export function parseHome(home: string): { target: string; chatId?: string } {
   const at = home.indexOf(":");

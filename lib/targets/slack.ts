@@ -41,6 +41,9 @@ const RETRYABLE_ERRORS = new Set([
 
 /**
  * Parses `<channel>` or `<channel>:<thread_ts>`.
+ * @param value a channel id or name, with a thread's timestamp (`1712345678.123456`) after a
+ *   colon
+ * @returns the channel and the thread's timestamp, if any
  * @throws {TargetError} permanent for an empty channel or a thread that is not a timestamp.
  */
 export function parseSlackChannel(value: string): { channel: string; threadTs?: string } {

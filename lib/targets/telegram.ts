@@ -32,7 +32,10 @@ export interface TelegramDestination {
 
 /**
  * Parses `<chat>` or `<chat>:<thread>`.
- * @throws {TargetError} permanent when the thread is not a positive integer.
+ * @param value a chat id (`-100123`, `@channel`), with a forum topic after a colon
+ * @returns the chat id and the topic, both trimmed
+ * @throws {TargetError} permanent when the chat id is empty, or the thread is not a positive
+ *   integer.
  */
 export function parseTelegramChat(value: string): { chatId: string; threadId?: number } {
   const [chatId, thread] = value.split(":", 2).map((part) => part.trim());
