@@ -5,7 +5,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { isMap, parseDocument } from "yaml";
+import { type Document, isMap, isScalar, parseDocument } from "yaml";
 import { ConfigError } from "./errors.ts";
 import { cannotWrite, withFileLock, writeFileAtomic } from "./_fs.ts";
 
@@ -60,13 +60,46 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
       file,
     });
   }
-  for (const edit of edits) document.setIn(edit.path, edit.value);
+  for (const edit of edits) {
+    emptyKeysAsMappings(document, edit.path, file);
+    document.setIn(edit.path, edit.value);
+  }
   // New lines as CONTRACT writes flow collections (`{events: [pipeline]}`); lines the edit did
   // not change as the file had them (`{ chat_id: C0123 }`, as deno fmt writes mappings).
   await writeFileAtomic(
     file,
     keepFlowStyle(document.toString({ flowCollectionPadding: false }), text),
   );
+}
+
+/**
+ * Makes each key on the way to `path` that is written with no value (`extra:`, or `extra: ~`)
+ * an empty mapping, keeping its comments, so that the edit can go inside it.
+ * @param document the parsed `config.yaml`
+ * @param path the key path of an edit
+ * @param file the file's path, for the message
+ * @throws ConfigError when a key on the way holds a value that is not a mapping (`extra: 5`):
+ *   the edit would lose it, so the file is left untouched
+ */
+function emptyKeysAsMappings(document: Document, path: (string | number)[], file: string): void {
+  for (let depth = 1; depth < path.length; depth++) {
+    const prefix = path.slice(0, depth);
+    const node = document.getIn(prefix, true);
+    if (node === undefined || isMap(node)) continue;
+    if (isScalar(node) && (node.value === null || node.value === "")) {
+      const mapping = document.createNode({});
+      mapping.comment = node.comment;
+      mapping.commentBefore = node.commentBefore;
+      document.setIn(prefix, mapping);
+      continue;
+    }
+    throw new ConfigError(
+      `${prefix.join(".")} in ${file} must be a mapping of keys, not ${
+        JSON.stringify(isScalar(node) ? node.value : String(node))
+      }; it was not changed`,
+      { file },
+    );
+  }
 }
 
 /**

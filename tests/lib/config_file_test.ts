@@ -34,6 +34,39 @@ Deno.test("editConfigFile() keeps comments and other keys while setting nested v
   assert.equal((await loadConfig({ AGENT_HOME: h.home })).webhook.port, 9000);
 });
 
+Deno.test("editConfigFile() fills keys written with no value (extra:, webhook: ~), keeping their comments", async () => {
+  for (
+    const config of [
+      "# mine\nplatforms:\n  webhook:\n    enabled: true\n    extra:\n      # port: 9000\n",
+      "platforms:\n  webhook: ~\n",
+      "platforms:\n",
+    ]
+  ) {
+    await using h = await tempHome({ config });
+    const file = join(h.home, "config.yaml");
+    await editConfigFile(file, [
+      { path: ["platforms", "webhook", "enabled"], value: true },
+      { path: ["platforms", "webhook", "extra", "port"], value: 8655 },
+    ]);
+    const text = await Deno.readTextFile(file);
+    for (const comment of config.match(/# .*/g) ?? []) assert.ok(text.includes(comment), text);
+    const loaded = await loadConfig({ AGENT_HOME: h.home });
+    assert.equal(loaded.webhook.port, 8655, text);
+    assert.equal(loaded.webhook.enabled, true, text);
+  }
+});
+
+Deno.test("editConfigFile() refuses to replace a value that is not a mapping, and leaves the file as it was", async () => {
+  const config = "platforms:\n  webhook:\n    extra: 5\n";
+  await using h = await tempHome({ config });
+  const file = join(h.home, "config.yaml");
+  await assert.rejects(
+    () => editConfigFile(file, [{ path: ["platforms", "webhook", "extra", "port"], value: 1 }]),
+    /platforms\.webhook\.extra in .* must be a mapping of keys, not 5; it was not changed/,
+  );
+  assert.equal(await Deno.readTextFile(file), config);
+});
+
 Deno.test("editConfigFile() leaves flow mappings as they were written, padded or not", async () => {
   for (
     const route of [
