@@ -9,7 +9,7 @@ import { checkName, refuseStatic } from "../lib/routes.ts";
 import { findSkill, listSkills } from "../lib/skills.ts";
 import { checkRecord, NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions, wrongFieldType } from "../lib/subscription_store.ts";
-import { homeChannelOf, validateTarget } from "../lib/targets/mod.ts";
+import { homeChannelOf, TARGET_NAMES, validateTarget } from "../lib/targets/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import type { Command } from "./_command.ts";
 import {
@@ -117,6 +117,9 @@ export const webhookSubscribe: Command = {
           deliverOnly: merged.deliver_only ?? false,
           env: config.env,
         });
+        if (changes.secret !== undefined || changes.auth !== undefined) {
+          warnings.push(...checkSecretForScheme(merged.secret, merged.auth));
+        }
         records[name] = merged;
         return { record: merged, updated: existing !== undefined, warnings };
       },
@@ -151,6 +154,41 @@ function eventFilter(value: string): string[] {
   return events;
 }
 
+/**
+ * The schemes whose senders send the secret itself as a header value (`X-Gitlab-Token`,
+ * `Authorization: Bearer`), rather than signing with it.
+ */
+const HEADER_TOKEN_SCHEMES: readonly string[] = ["gitlab", "bearer"];
+
+/** Visible ASCII, with spaces inside only: what a header value can carry unchanged. */
+const HEADER_TOKEN = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * Checks that a subscription's secret can work under its scheme.
+ * @param secret the secret the subscription will have
+ * @param auth its pinned scheme, if any
+ * @returns warnings: a Standard Webhooks secret not written `whsec_<base64>`, which the
+ *   providers' libraries cannot sign with
+ * @throws UsageError for a gitlab or bearer secret that a header cannot carry (letters outside
+ *   ASCII, control characters, blanks at either end): no sender could ever authenticate
+ */
+function checkSecretForScheme(secret: string, auth: string | undefined): string[] {
+  if (auth !== undefined && HEADER_TOKEN_SCHEMES.includes(auth) && !HEADER_TOKEN.test(secret)) {
+    throw new UsageError(
+      `--auth ${auth} senders send the secret as a header, which carries only ASCII letters, ` +
+        "digits and punctuation (spaces inside): this secret could never match. Give another " +
+        "--secret, or none for a generated one",
+    );
+  }
+  if (auth === "standard" && !secret.startsWith("whsec_")) {
+    return [
+      "the secret does not start with whsec_: Standard Webhooks libraries expect " +
+      "whsec_<base64> and cannot sign with it. `agent webhook rotate-secret` makes one",
+    ];
+  }
+  return [];
+}
+
 /** Turns the given flags into the record fields they replace. */
 function optionsToRecord(values: Record<string, string | boolean | undefined>): Subscription {
   const text = (key: string) => values[key] as string | undefined;
@@ -159,7 +197,13 @@ function optionsToRecord(values: Record<string, string | boolean | undefined>): 
   if (text("events") !== undefined) record.events = eventFilter(text("events")!);
   if (text("description") !== undefined) record.description = text("description");
   if (text("skills") !== undefined) record.skills = commaList(text("skills"));
-  if (text("deliver") !== undefined) record.deliver = text("deliver")!.trim();
+  if (text("deliver") !== undefined) {
+    record.deliver = text("deliver")!.trim();
+    // An unset shell variable, more likely than a wish for the default: the gateway refuses "".
+    if (record.deliver === "") {
+      throw new UsageError(`--deliver is empty: give one of ${TARGET_NAMES.join(", ")}`);
+    }
+  }
   if (text("deliver-chat-id") !== undefined) {
     record.deliver_extra = { chat_id: text("deliver-chat-id") };
   }

@@ -552,6 +552,54 @@ Deno.test("subscribe refuses an empty --events (an unset variable) and takes --e
   assert.deepEqual((await readSubscriptions(path)).gh.events, []);
 });
 
+Deno.test("subscribe refuses an empty --deliver (an unset variable) instead of storing a target the gateway refuses", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
+  await assert.rejects(
+    run(["webhook", "subscribe", "gh", "--deliver", " "]),
+    (error: Error) =>
+      error instanceof UsageError &&
+      /--deliver is empty: give one of log, telegram/.test(error.message),
+  );
+  const path = join(h.home, "webhook_subscriptions.json");
+  assert.equal((await readSubscriptions(path)).gh, undefined, "nothing stored");
+});
+
+Deno.test("subscribe refuses a gitlab or bearer secret no header can carry, and warns of a Standard Webhooks secret without whsec_", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const path = join(h.home, "webhook_subscriptions.json");
+  for (
+    const [auth, secret] of [
+      ["gitlab", "pässwörd-123"],
+      ["gitlab", " padded-secret "],
+      ["bearer", "line1\nline2xx"],
+    ]
+  ) {
+    const ctx = fakeContext({ AGENT_HOME: h.home });
+    await assert.rejects(
+      runCommand(["webhook", "subscribe", "tok", "--auth", auth, "--secret", secret], ctx),
+      (error: Error) =>
+        error instanceof UsageError &&
+        error.message.includes(`--auth ${auth} senders send the secret as a header`),
+    );
+    assert.equal((await readSubscriptions(path)).tok, undefined, "nothing stored");
+  }
+  // Spaces inside are carried as they are.
+  await runCommand(
+    ["webhook", "subscribe", "tok", "--auth", "gitlab", "--secret", "two words"],
+    fakeContext({ AGENT_HOME: h.home }),
+  );
+  assert.equal((await readSubscriptions(path)).tok.secret, "two words");
+
+  await runCommand(["webhook", "subscribe", "sw"], fakeContext({ AGENT_HOME: h.home }));
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "sw", "--auth", "standard"], ctx);
+  assert.match(ctx.err.join("\n"), /Warning: the secret does not start with whsec_/);
+  const quiet = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "sw", "--description", "x"], quiet);
+  assert.deepEqual(quiet.err, [], "warned only when the secret or the scheme changes");
+});
+
 Deno.test("subscribe to another target without a chat id drops the old target's chat id", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
