@@ -80,13 +80,23 @@ export async function listSkills(skillsDir: string): Promise<SkillListing> {
  * of that name, if its `SKILL.md` is broken.
  * @param listing the usable skills and the broken folders (see {@link listSkills})
  * @returns the skill, or undefined when none has that name
- * @throws ConfigError naming the file when the folder of that name holds a broken `SKILL.md`
+ * @throws ConfigError naming the file when the folder of that name holds a broken `SKILL.md`,
+ *   and naming both files when two skills have that name
  */
 export function findSkill<T extends SkillInfo>(
   listing: { skills: T[]; broken: BrokenSkill[] },
   name: string,
 ): T | undefined {
-  const skill = listing.skills.find((candidate) => candidate.name === name);
+  const named = listing.skills.filter((candidate) => candidate.name === name);
+  if (named.length > 1) {
+    throw new ConfigError(
+      `Two skills are named "${name}": ${
+        named.map((skill) => skill.path).sort().join(" and ")
+      }; rename one in its front matter`,
+      { file: named[0].path },
+    );
+  }
+  const skill = named[0];
   if (skill) return skill;
   const unusable = listing.broken.find((candidate) => candidate.folder === name);
   if (unusable) throw unusable.error;
@@ -136,6 +146,12 @@ export async function systemPromptFor(
 }
 
 /**
+ * The largest `SKILL.md` read, in bytes. The Agent Skills format asks for a few thousand words;
+ * every agent run of a subscription with skills reads them all.
+ */
+export const MAX_SKILL_BYTES = 1024 * 1024;
+
+/**
  * Reads every `SKILL.md`: the skills, sorted by name, and the folders whose file cannot be read
  * or parsed, with their errors. One broken folder never hides the others.
  * @throws ConfigError when the `skills` folder itself cannot be read (a missing one is empty)
@@ -160,6 +176,14 @@ async function readSkills(
     const path = join(skillsDir, entry.name, "SKILL.md");
     let text: string;
     try {
+      // Every run reads every SKILL.md: a huge one (a log dropped there) stalls them all.
+      const { size } = await Deno.stat(path);
+      if (size > MAX_SKILL_BYTES) {
+        const message = `${path} is too large: ${size} bytes, where a skill may have at most ` +
+          `${MAX_SKILL_BYTES} (1 MiB)`;
+        broken.push({ folder: entry.name, error: new ConfigError(message, { file: path }) });
+        continue;
+      }
       text = await Deno.readTextFile(path);
     } catch (error) {
       // A folder without a SKILL.md (or a symlink to a file) is not a skill.
@@ -196,12 +220,18 @@ function reason(error: unknown): string {
 
 /** Splits a `SKILL.md` into its front matter and its instructions. */
 function parseSkill(text: string, where: { folder: string; path: string }): Skill {
-  const match = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
+  const match = /^\uFEFF?---\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/.exec(text);
+  if (!match && /^\uFEFF?---[ \t]*\r?\n/.test(text)) {
+    // Its YAML would otherwise become the instructions, and its name unknown.
+    throw new ConfigError(`The front matter of ${where.path} has no closing --- line`, {
+      file: where.path,
+    });
+  }
   const body = (match ? text.slice(match[0].length) : text).trim();
   let meta: unknown = {};
   if (match) {
     try {
-      meta = parse(match[1]) ?? {};
+      meta = parse(match[1] ?? "") ?? {};
     } catch (cause) {
       throw new ConfigError(`Malformed front matter in ${where.path}: ${reason(cause)}`, {
         file: where.path,

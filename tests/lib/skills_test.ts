@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ConfigError, NotFoundError } from "../../lib/errors.ts";
-import { BASE_SYSTEM_PROMPT, listSkills, loadSkills, systemPromptFor } from "../../lib/skills.ts";
+import {
+  BASE_SYSTEM_PROMPT,
+  listSkills,
+  loadSkills,
+  MAX_SKILL_BYTES,
+  systemPromptFor,
+} from "../../lib/skills.ts";
 
 async function withSkills(
   files: Record<string, string>,
@@ -144,6 +150,56 @@ Deno.test("loadSkills() ignores another skill's unreadable SKILL.md, and names a
       (error) =>
         error instanceof ConfigError &&
         /^Cannot read .*odd\/SKILL\.md: Is a directory/.test(error.message),
+    );
+  });
+});
+
+Deno.test("loadSkills() does not read a SKILL.md over 1 MiB: it is broken for whoever asks for it, and costs the others nothing", async () => {
+  await withSkills({
+    "triage/SKILL.md": TRIAGE,
+    "huge/SKILL.md": `---\nname: huge\n---\n${"x".repeat(MAX_SKILL_BYTES)}`,
+  }, async (skillsDir) => {
+    const prompt = await loadSkills(skillsDir, ["triage"]);
+    assert.match(prompt, /Propose labels\./);
+    assert.ok(prompt.length < 1000, "the huge file is not in the prompt");
+    await assert.rejects(
+      () => loadSkills(skillsDir, ["huge"]),
+      (error) =>
+        error instanceof ConfigError &&
+        /huge\/SKILL\.md is too large: 10485\d\d bytes, where a skill may have at most 1048576/
+          .test(error.message),
+    );
+  });
+});
+
+Deno.test("loadSkills() refuses a name two skills share, naming both files, instead of taking one by directory order", async () => {
+  await withSkills({
+    "a/SKILL.md": "---\nname: dup\n---\nFirst.\n",
+    "b/SKILL.md": "---\nname: dup\n---\nSecond.\n",
+    "triage/SKILL.md": TRIAGE,
+  }, async (skillsDir) => {
+    assert.match(await loadSkills(skillsDir, ["triage"]), /Propose labels\./);
+    await assert.rejects(
+      () => loadSkills(skillsDir, ["dup"]),
+      (error) =>
+        error instanceof ConfigError &&
+        /Two skills are named "dup": .*a\/SKILL\.md and .*b\/SKILL\.md/.test(error.message),
+    );
+  });
+});
+
+Deno.test("listSkills() reports front matter with no closing --- as broken, and reads an empty one", async () => {
+  await withSkills({
+    "open/SKILL.md": "---\nname: open\nInstructions follow.\n",
+    "empty/SKILL.md": "---\n---\nJust text.\n",
+  }, async (skillsDir) => {
+    const { skills, broken } = await listSkills(skillsDir);
+    assert.deepEqual(skills.map((skill) => skill.name), ["empty"]);
+    assert.match(await loadSkills(skillsDir, ["empty"]), /## empty\n\nJust text\.$/);
+    assert.deepEqual(broken.map((skill) => skill.folder), ["open"]);
+    assert.match(
+      broken[0].error.message,
+      /front matter of .*open\/SKILL\.md has no closing --- line/,
     );
   });
 });
