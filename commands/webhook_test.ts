@@ -7,7 +7,7 @@
 import type { Config } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
 import { localUrl, runningGatewayUrl } from "../lib/gateway_lock.ts";
-import { routesAndHidden } from "../lib/routes.ts";
+import { keepExactNumber, routesAndHidden } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
 import {
@@ -84,7 +84,8 @@ function parseTestPayload(text: string | undefined): Record<string, unknown> {
   }
   let payload: unknown;
   try {
-    payload = JSON.parse(text);
+    // As the gateway reads it: an id past 2^53 is sent and rendered as written, not rounded.
+    payload = JSON.parse(text, keepExactNumber);
   } catch (error) {
     throw new UsageError(`--payload is not valid JSON: ${(error as Error).message}`);
   }
@@ -180,18 +181,21 @@ function reportMissingPaths(
   event: string,
   ctx: CommandContext,
 ): void {
-  if (!route.prompt) return;
-  const { missing } = renderTemplate(route.prompt, payload, {
-    event,
-    subscription: route.name,
-    deliveryId: "test",
-  });
-  if (missing.length) {
-    ctx.stderr(
-      `Note: the payload has no ${
-        missing.map((path) => `{${path}}`).join(", ")
-      }; these stay literally in the prompt.`,
-    );
+  const context = { event, subscription: route.name, deliveryId: "test" };
+  const templates = [
+    { template: route.prompt, where: "the prompt" },
+    { template: route.deliver_extra?.chat_id, where: "the chat id the message goes to" },
+  ];
+  for (const { template, where } of templates) {
+    if (!template) continue;
+    const { missing } = renderTemplate(template, payload, context);
+    if (missing.length) {
+      ctx.stderr(
+        `Note: the payload has no ${
+          missing.map((path) => `{${path}}`).join(", ")
+        }; these stay literally in ${where}.`,
+      );
+    }
   }
 }
 

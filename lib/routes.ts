@@ -67,8 +67,18 @@ const ROUNDED_LOOKING = /\d{16}|\de[+-]\d/;
  * A `JSON.parse` reviver that keeps, as its JSON text, each integer a double cannot hold as
  * written (beyond 2^53). A number beyond a double's range (`1e400`) stays infinite, and prints
  * as `null`, as JSON has no other way to print it.
+ * @param _key the member's key (unused)
+ * @param value the value `JSON.parse` made
+ * @param context the value's JSON text, which V8 gives revivers
+ *   (https://github.com/tc39/proposal-json-parse-with-source)
+ * @returns the value, or for such an integer a `JSON.rawJSON` of its text, which
+ *   `JSON.stringify` and the templates print as written
  */
-function keepExactNumber(_key: string, value: unknown, context?: { source?: string }): unknown {
+export function keepExactNumber(
+  _key: string,
+  value: unknown,
+  context?: { source?: string },
+): unknown {
   return typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value) &&
       context?.source !== undefined
     ? RawJson.rawJSON(context.source)

@@ -600,6 +600,40 @@ Deno.test("subscribe refuses a gitlab or bearer secret no header can carry, and 
   assert.deepEqual(quiet.err, [], "warned only when the secret or the scheme changes");
 });
 
+Deno.test("webhook test notes paths missing from the prompt and the chat id, and sends an id past 2^53 as written", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home, TELEGRAM_BOT_TOKEN: "1:x" };
+  await runCommand([
+    "webhook",
+    "subscribe",
+    "tg",
+    "--deliver",
+    "telegram",
+    "--deliver-only",
+    "--deliver-chat-id",
+    "{message.chat.id}",
+    "--prompt",
+    "id {id}, title {issue.title}",
+  ], fakeContext(env));
+  const bodies: string[] = [];
+  const ctx = fakeContext(env, {
+    fetch: async (_url, init) => {
+      bodies.push(String(init?.body));
+      return Response.json({ status: "delivered" }, { status: 200 });
+    },
+  });
+  const payload = '{"id": 12345678901234567891}';
+  assert.equal(await runCommand(["webhook", "test", "tg", "--payload", payload], ctx), 0);
+  const notes = ctx.err.join("\n");
+  assert.match(notes, /no \{issue\.title\}; these stay literally in the prompt/);
+  assert.match(
+    notes,
+    /no \{message\.chat\.id\}; these stay literally in the chat id the message goes to/,
+  );
+  assert.equal(bodies.length, 1);
+  assert.match(bodies[0], /"id":12345678901234567891[,}]/, "not rounded to 12345678901234567000");
+});
+
 Deno.test("subscribe to another target without a chat id drops the old target's chat id", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
