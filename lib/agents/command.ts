@@ -202,13 +202,15 @@ function answerOf(
   output: Deno.CommandStatus & { stdout: Uint8Array; stderr: Uint8Array },
 ): string {
   const decoder = new TextDecoder();
+  // Its last words say why, as often after an exit 0 with nothing printed as after a failure.
+  const stderr = decoder.decode(output.stderr).trim().slice(-STDERR_TAIL_CHARS);
+  const said = stderr ? `: ${stderr}` : "";
   if (!output.success) {
-    const stderr = decoder.decode(output.stderr).trim().slice(-STDERR_TAIL_CHARS);
     const how = output.signal ? `was killed by ${output.signal}` : `exited with ${output.code}`;
-    throw new AgentError(`The agent command "${program}" ${how}${stderr ? `: ${stderr}` : ""}`);
+    throw new AgentError(`The agent command "${program}" ${how}${said}`);
   }
   const answer = decoder.decode(output.stdout).trim();
-  if (!answer) throw new AgentError(`The agent command "${program}" printed nothing`);
+  if (!answer) throw new AgentError(`The agent command "${program}" printed nothing${said}`);
   return answer;
 }
 

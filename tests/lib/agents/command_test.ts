@@ -92,6 +92,13 @@ Deno.test("command runner reports empty output as retryable", async () => {
   assert.match(error.message, /printed nothing/);
 });
 
+Deno.test("command runner names what a program that exits 0 with no output wrote to stderr", async () => {
+  const program = ["sh", "-c", "echo 'error: API key not set' >&2; exit 0"];
+  const error = await agentError(runner(program)({ prompt: "p", eventId: "e" }));
+  assert.equal(error.permanent, false);
+  assert.match(error.message, /"sh" printed nothing: error: API key not set$/);
+});
+
 Deno.test("command runner kills a program that runs past the timeout, children included", async () => {
   const started = performance.now();
   const error = await agentError(
