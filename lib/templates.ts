@@ -74,8 +74,9 @@ const ASCII_KEY_CHAR = new Uint8Array(128).map((_, code) =>
  *
  * @param template The template text, e.g. `New issue {issue.title} by {issue.user.login}`.
  * @param payload The parsed JSON payload (any JSON value; usually an object).
- * @param context What `{__event__}`, `{__subscription__}`, `{__delivery_id__}` and, when the
- *   payload has no `event_type` field, `{event_type}` resolve to.
+ * @param context What `{__event__}`, `{__subscription__}` and `{__delivery_id__}` resolve to;
+ *   when the payload has no `event_type` field, `{event_type}` is the event's type, `event`
+ *   without its action (`issues` for `issues.opened`).
  * @returns The text, and the paths that were not found (left literally in the text). Never
  *   throws, whatever the template and payload.
  */
@@ -193,8 +194,22 @@ function resolvePlaceholder(
       return context.deliveryId;
   }
   const value = lookup(payload, path);
-  if (path === "event_type" && (value === NOT_FOUND || value === null)) return context.event;
+  if (path === "event_type" && value === NOT_FOUND) return eventType(payload, context.event);
   return value === NOT_FOUND ? NOT_FOUND : formatValue(value, MAX_VALUE_CHARS);
+}
+
+/**
+ * The event type (CONTRACT §6) of an event labelled `label`: the label without the `.<action>`
+ * it has when the payload has a string `action` (`issues` for `issues.opened`). A type may hold
+ * dots itself (`payment_intent.succeeded`), so only that action is taken off.
+ */
+function eventType(payload: unknown, label: string): string {
+  const action = typeof payload === "object" && payload !== null && Object.hasOwn(payload, "action")
+    ? (payload as { action: unknown }).action
+    : undefined;
+  return typeof action === "string" && label.endsWith(`.${action}`)
+    ? label.slice(0, -action.length - 1)
+    : label;
 }
 
 /** Walks `path` through own keys and array indexes; {@link NOT_FOUND} when any step fails. */

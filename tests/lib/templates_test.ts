@@ -155,6 +155,23 @@ Deno.test("renderTemplate() prefers the payload's event_type field to the event 
   assert.equal(text, "alert.fired");
 });
 
+Deno.test("renderTemplate() renders {event_type} as the event type without its action, and a field present as null as null", () => {
+  const labelled = (event: string) => ({ ...context, event });
+  const opened = { action: "opened", issue: { number: 1 } };
+  assert.equal(renderTemplate("{event_type}", opened, labelled("issues.opened")).text, "issues");
+  assert.equal(
+    renderTemplate("{__event__}", opened, labelled("issues.opened")).text,
+    "issues.opened",
+  );
+  const stripe = { type: "payment_intent.succeeded" };
+  assert.equal(
+    renderTemplate("{event_type}", stripe, labelled("payment_intent.succeeded")).text,
+    "payment_intent.succeeded",
+    "a type's own dots stay",
+  );
+  assert.equal(renderTemplate("{event_type}", { event_type: null }, context).text, "null");
+});
+
 Deno.test("renderTemplate() lets specials win over payload fields of the same name", () => {
   const { text } = renderTemplate("{__event__}", { __event__: "forged" }, context);
   assert.equal(text, "issues");
