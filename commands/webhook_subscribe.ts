@@ -126,7 +126,9 @@ export const webhookSubscribe: Command = {
     );
     // A new name is looked up afresh by the gateway; a changed one may be cached a moment.
     if (updated) await untilGatewaySeesChange(config);
-    for (const warning of warnings) ctx.stderr(`Warning: ${warning}`);
+    for (const warning of [...warnings, ...eventFilterWarnings(changes.events)]) {
+      ctx.stderr(`Warning: ${warning}`);
+    }
     const url = webhookUrl(await advertisedWebhook(config), name);
     if (values.json) {
       ctx.stdout(JSON.stringify({ name, webhook_url: url, ...record }, null, 2));
@@ -187,6 +189,27 @@ function checkSecretForScheme(secret: string, auth: string | undefined): string[
     ];
   }
   return [];
+}
+
+/**
+ * Warns of `--events` entries that no event can match: filters compare whole types (CONTRACT
+ * §6), with no wildcards, and `all` means every event only on its own.
+ * @param events the filter being stored, if `--events` was given
+ * @returns one warning per such entry
+ */
+function eventFilterWarnings(events: string[] | undefined): string[] {
+  return (events ?? []).flatMap((entry) => {
+    if (entry.includes("*")) {
+      return [
+        `--events "${entry}" matches no event: types are compared whole, without wildcards ` +
+        "(give each type, or --events all for every event)",
+      ];
+    }
+    if (entry === "all") {
+      return ['--events "all" with other types is a type named "all": alone, it means every event'];
+    }
+    return [];
+  });
 }
 
 /** Turns the given flags into the record fields they replace. */

@@ -552,6 +552,19 @@ Deno.test("subscribe refuses an empty --events (an unset variable) and takes --e
   assert.deepEqual((await readSubscriptions(path)).gh.events, []);
 });
 
+Deno.test("subscribe warns of --events entries no event can match: a wildcard, or all among other types", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "gh", "--events", "issues.*,push,all"], ctx);
+  const warnings = ctx.err.filter((line) => line.startsWith("Warning: --events"));
+  assert.equal(warnings.length, 2, ctx.err.join("\n"));
+  assert.match(warnings[0], /"issues\.\*" matches no event: types are compared whole/);
+  assert.match(warnings[1], /"all" with other types is a type named "all"/);
+  const plain = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "gh", "--events", "issues.opened,push"], plain);
+  assert.deepEqual(plain.err, []);
+});
+
 Deno.test("subscribe refuses an empty --deliver (an unset variable) instead of storing a target the gateway refuses", async () => {
   await using h = await tempHome({ config: enabledConfig() });
   const run = (args: string[]) => runCommand(args, fakeContext({ AGENT_HOME: h.home }));
