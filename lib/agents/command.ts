@@ -21,7 +21,7 @@ const STDERR_TAIL_CHARS = 500;
  * Largest answer a `command` agent may print, in bytes (1 MiB): more is a failure, and the
  * program is killed. An answer of 50 MB once became one 50 MB log line, and 150 MB of database.
  */
-export const MAX_ANSWER_BYTES = 1_048_576;
+export const MAX_OUTPUT_BYTES = 1_048_576;
 
 /** Variables never passed to the agent program: the gateway's secrets and target tokens. */
 export const WITHHELD_VARIABLES: ReadonlySet<string> = new Set([
@@ -96,7 +96,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     try {
       let tooLong = false;
       const pipes = Promise.all([
-        readUpTo(child.stdout, MAX_ANSWER_BYTES, {
+        readUpTo(child.stdout, MAX_OUTPUT_BYTES, {
           onOverflow: () => {
             tooLong = true;
             killGroup(child);
@@ -122,7 +122,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
       const output = { ...status, stdout, stderr };
       if (tooLong) {
         throw new AgentError(
-          `The agent command "${program}" printed more than ${MAX_ANSWER_BYTES} bytes`,
+          `The agent command "${program}" printed more than ${MAX_OUTPUT_BYTES} bytes`,
         );
       }
       // A program that exited successfully keeps its answer, even if the stop or the time

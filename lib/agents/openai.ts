@@ -111,7 +111,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
  * the longest answers models give (100,000 tokens or so) are well under 1 MiB even with every
  * character escaped. More is something else talking, and is not held in memory.
  */
-const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+const MAX_COMPLETION_BYTES = 8 * 1024 * 1024;
 
 /** Most bytes of an error answer read; its message is quoted at 300 characters anyway. */
 const MAX_ERROR_BYTES = 65_536;
@@ -132,7 +132,7 @@ async function boundedErrors(answer: Promise<Response>): Promise<Response> {
 
 /**
  * Sends the request; the SDK throws APIError for a non-2xx status.
- * @throws AgentError retryable and `unavailable` for an answer over {@link MAX_ANSWER_BYTES}
+ * @throws AgentError retryable and `unavailable` for an answer over {@link MAX_COMPLETION_BYTES}
  */
 async function postCompletion(
   client: OpenAI,
@@ -141,9 +141,9 @@ async function postCompletion(
 ): Promise<CompletionBody> {
   const response = await client.chat.completions.create(request).asResponse();
   // A body that trickles in is dropped when the run is given up on, not read to its end.
-  const { text, complete } = await readBoundedText(response, MAX_ANSWER_BYTES, signal);
+  const { text, complete } = await readBoundedText(response, MAX_COMPLETION_BYTES, signal);
   if (!complete) {
-    const what = `more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`;
+    const what = `more than ${MAX_COMPLETION_BYTES / 1024 / 1024} MiB`;
     throw notAChatCompletion(response.status, what, "the rest was not read");
   }
   return { status: response.status, contentType: response.headers.get("content-type") ?? "", text };
