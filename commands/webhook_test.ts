@@ -69,7 +69,7 @@ export const webhookTest: Command = {
       scheme,
       payload,
       checkEvent(scheme, values.event ?? "test"),
-      Date.now(),
+      ctx.now(),
     );
     // What the gateway will read from these headers and this payload, for the notes and hints.
     const label = eventLabel(eventInfo(new Headers(sent.headers), payload, () => "", scheme));
@@ -246,7 +246,7 @@ async function send(
   const url = `${base}/webhooks/${route.name}`;
   const auth = signRequest(scheme, secret, body, {
     deliveryId: sent.deliveryId,
-    nowSeconds: Math.floor(Date.now() / 1000),
+    nowSeconds: Math.floor(ctx.now() / 1000),
   });
   if (!auth) {
     const fix = route.origin === "static"
