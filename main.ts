@@ -4,8 +4,7 @@
  *
  * @module
  */
-import { runCommand } from "./commands/mod.ts";
-import type { CommandContext } from "./commands/_command.ts";
+import { type CommandContext, runCommand } from "./commands/mod.ts";
 import { StoreUnavailableError } from "./lib/errors.ts";
 
 /** Builds the real context: process env, stdio, fetch, clock and the stop signal. */

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { signRequest } from "../server/signatures/sign.ts";
+import { signRequest } from "../lib/signatures/mod.ts";
 import { median } from "./_median.ts";
 import { createSignatureVerifier, type VerifyRequest } from "../server/signatures/mod.ts";
 

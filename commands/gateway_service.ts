@@ -10,7 +10,7 @@
  */
 import { dirname, resolve } from "node:path";
 import { type Config, loadConfig, platformDisabledMessage } from "../lib/config.ts";
-import { writeFileAtomic } from "../lib/_fs.ts";
+import { writeFileAtomic } from "../lib/fs.ts";
 import { UsageError } from "../lib/errors.ts";
 import { gatewayRunning, runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { homePaths } from "../lib/home.ts";

@@ -9,8 +9,8 @@ import { checkName, refuseStatic } from "../lib/routes.ts";
 import { findSkill, listSkills } from "../lib/skills.ts";
 import { checkRecord, NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions, wrongFieldType } from "../lib/subscription_store.ts";
+import { isSchemeName, SCHEME_NAMES } from "../lib/signatures/mod.ts";
 import { homeChannelOf, TARGET_NAMES, validateTarget } from "../lib/targets/mod.ts";
-import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
 import type { Command } from "./_command.ts";
 import {
   advertisedWebhook,

@@ -17,8 +17,7 @@ import {
   payloadTypeField,
   usable,
 } from "../lib/event_info.ts";
-import type { SchemeName } from "../server/signatures/mod.ts";
-import { signRequest } from "../server/signatures/sign.ts";
+import { type SchemeName, signRequest } from "../lib/signatures/mod.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 

@@ -11,7 +11,7 @@ import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
 import { MAX_WAIT_SECONDS } from "./_retry.ts";
-import { withoutByteOrderMark } from "./_fs.ts";
+import { withoutByteOrderMark } from "./fs.ts";
 import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
 import { yamlProblem } from "./config_file.ts";
 import { ConfigError } from "./errors.ts";

@@ -7,7 +7,7 @@
 import { dirname } from "node:path";
 import { type Document, isMap, isScalar, parseDocument } from "yaml";
 import { ConfigError } from "./errors.ts";
-import { cannotWrite, withFileLock, writeFileAtomic } from "./_fs.ts";
+import { cannotWrite, withFileLock, writeFileAtomic } from "./fs.ts";
 
 /** The `config.yaml` written when the gateway starts in a home that has none. */
 export const DEFAULT_CONFIG_YAML = `# agent gateway configuration. See the README for every key.

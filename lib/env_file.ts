@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { withFileLock, writeFileAtomic } from "./_fs.ts";
+import { withFileLock, writeFileAtomic } from "./fs.ts";
 import { ConfigError } from "./errors.ts";
 
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;

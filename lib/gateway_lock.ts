@@ -7,7 +7,7 @@
  */
 import { dirname, join } from "node:path";
 import { StoreUnavailableError } from "./errors.ts";
-import { writeAll } from "./_fs.ts";
+import { writeAll } from "./fs.ts";
 
 /**
  * Writes where the CLI reaches this gateway into the lock file, for `webhook test` and

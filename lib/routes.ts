@@ -101,20 +101,15 @@ export function findRoute(
 }
 
 /**
- * Static routes, then dynamic subscriptions sorted by name; a dynamic record with the name of
- * a static route is skipped, as the gateway skips it.
- * @throws ConfigError when the subscription file is corrupt
- */
-export async function allRoutes(config: Config): Promise<Route[]> {
-  return (await routesAndHidden(config)).routes;
-}
-
-/**
- * {@link allRoutes}, and what the gateway will not serve of them: the subscriptions it skips
- * because a static route has their name (sorted), and those it refuses because they were edited
- * into a state it cannot serve (`unusableSubscriptions`).
+ * Every route: static routes, then dynamic subscriptions sorted by name (a dynamic record with
+ * the name of a static route is skipped, as the gateway skips it); and what the gateway will not
+ * serve of them: the subscriptions it skips because a static route has their name (sorted), and
+ * those it refuses because they were edited into a state it cannot serve
+ * (`unusableSubscriptions`).
+ * @param config the loaded configuration: its static routes and its subscription file's path
  * @returns `routes` without the subscriptions that have a field of the wrong type, which cannot
- *   be described; `unusable`: the problem of each such subscription, by name
+ *   be described; `unusable`: the problem of each such subscription, by name; `hidden`: the
+ *   names of the subscriptions skipped for a static route's name
  * @throws ConfigError when the subscription file is corrupt
  */
 export async function routesAndHidden(

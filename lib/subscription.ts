@@ -7,7 +7,7 @@
  */
 import { ConfigError } from "./errors.ts";
 import { TARGET_NAMES } from "./targets/mod.ts";
-import { isSchemeName, SCHEME_NAMES } from "../server/signatures/mod.ts";
+import { isSchemeName, SCHEME_NAMES } from "./signatures/mod.ts";
 
 /** Where a subscription comes from: the CLI-managed file, or `config.yaml` (read-only). */
 export type RouteOrigin = "dynamic" | "static";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { withFileLock, withoutByteOrderMark, writeFileAtomic } from "./_fs.ts";
+import { withFileLock, withoutByteOrderMark, writeFileAtomic } from "./fs.ts";
 import { ConfigError } from "./errors.ts";
 import {
   checkRecord,

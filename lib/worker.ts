@@ -11,7 +11,7 @@
  * @module
  */
 import { retryDelayMs } from "./_retry.ts";
-import { settledWithin } from "./_wait.ts";
+import { settledWithin } from "./wait.ts";
 import { setImmediate } from "node:timers";
 import {
   AgentError,

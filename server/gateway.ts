@@ -7,14 +7,13 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { dirname, join } from "node:path";
-import { agentProcessNotes, killLeftoverAgents } from "../lib/agents/_leftovers.ts";
-import { createAgentRunner } from "../lib/agents/mod.ts";
+import { agentProcessNotes, createAgentRunner, killLeftoverAgents } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
 import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
 import { systemPromptFor } from "../lib/skills.ts";
 import { corruptionAdvice, openStateStore, type StateStore } from "../lib/state/mod.ts";
-import { settledWithin } from "../lib/_wait.ts";
+import { settledWithin } from "../lib/wait.ts";
 import { findRoute } from "../lib/routes.ts";
 import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscription_store.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";

@@ -7,7 +7,7 @@
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import type { CommandContext } from "../commands/_command.ts";
+import type { CommandContext } from "../commands/mod.ts";
 
 /** The project root. */
 export const ROOT = new URL("..", import.meta.url).pathname;

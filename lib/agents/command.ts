@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { settledWithin } from "../_wait.ts";
+import { settledWithin } from "../wait.ts";
 import { AgentError, ConfigError } from "../errors.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 

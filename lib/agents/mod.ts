@@ -6,12 +6,17 @@
  * help (bad request, bad credentials, unknown model, the model's refusal, program not found),
  * otherwise retryable, with `retryAfterSeconds` when the endpoint said how long to wait.
  *
+ * It also exports what the gateway needs at start to kill the `command` agents a gateway that
+ * died left running (`_leftovers.ts`).
+ *
  * @module
  */
 import { ConfigError } from "../errors.ts";
 import type { AgentProcessNotes } from "./_leftovers.ts";
 import { createCommandRunner } from "./command.ts";
 import { createOpenAiRunner } from "./openai.ts";
+
+export { type AgentProcessNotes, agentProcessNotes, killLeftoverAgents } from "./_leftovers.ts";
 
 /** The `agent:` section of `config.yaml`, resolved. */
 export interface AgentSettings {

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { type FileIdentity, fileIdentity, sameFile } from "../_fs.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../fs.ts";
 import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../errors.ts";
 import { corruption, databaseErrorText, type DatabaseOptions, openDatabase } from "./_database.ts";
 import { createGroupCommit, type GroupCommitStats } from "./_group_commit.ts";

@@ -5,9 +5,10 @@
  * @module
  */
 
-import { decodeBase64, decodeHex, hmacMatches } from "./_crypto.ts";
+import { decodeBase64, type SchemeName } from "../../lib/signatures/mod.ts";
+import { decodeHex, hmacMatches } from "./_crypto.ts";
 import { headerValue } from "./_headers.ts";
-import type { Scheme, SchemeContext, SchemeName, SchemeOutcome } from "./_types.ts";
+import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
 
 function bodyHmacScheme(
   name: SchemeName,

@@ -1,6 +1,12 @@
 /**
- * HMAC plumbing shared by the schemes: strict hex and base64 decoding, a bounded cache of
- * prepared HMAC keys, and the two constant-time checks (HMAC signature, plain token).
+ * HMAC plumbing shared by the schemes: strict hex decoding, a bounded cache of prepared HMAC
+ * keys, and the two constant-time checks (HMAC signature, plain token). How a secret becomes key
+ * bytes, and base64 decoding, come from `lib/signatures/`, which the signer shares.
+ *
+ * HMACs are computed with `node:crypto` hashes, not WebCrypto: {@link HmacKey} is a hand-written
+ * HMAC-SHA256 (RFC 2104) that keeps each key's two padded-key hash states, so a digest hashes
+ * only the data. It measured faster than both `crypto.subtle.verify` and `createHmac` (figures at
+ * {@link hmacMatches}; README, "What was tried, and helped").
  *
  * Every comparison of secret-derived bytes goes through `node:crypto` `timingSafeEqual` on
  * equal-length digests; nothing here compares secrets with `===`.
@@ -8,26 +14,13 @@
  * @module
  */
 import { createHash, type Hash, timingSafeEqual } from "node:crypto";
+import { keyBytes, type KeyMaterial, utf8 } from "../../lib/signatures/mod.ts";
 
 /** Bytes of an HMAC-SHA256 digest. */
 const DIGEST_BYTES = 32;
 
-/** Default number of imported keys a verifier keeps. @default {1024} */
+/** Default number of prepared HMAC keys a verifier keeps. @default {1024} */
 export const DEFAULT_MAX_CACHED_KEYS = 1024;
-
-/**
- * How a secret string becomes HMAC key bytes: `utf8` takes its UTF-8 bytes (every scheme but
- * Standard Webhooks); `standard` base64-decodes a `whsec_`-prefixed secret and takes any other
- * as UTF-8 (https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md).
- */
-export type KeyMaterial = "utf8" | "standard";
-
-const encoder = new TextEncoder();
-
-/** UTF-8 bytes of `text`, typed for WebCrypto. */
-export function utf8(text: string): Uint8Array<ArrayBuffer> {
-  return encoder.encode(text);
-}
 
 /** The concatenation of `parts`, as one new buffer (for `ts.body` style signed content). */
 export function concatBytes(...parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
@@ -38,13 +31,6 @@ export function concatBytes(...parts: readonly Uint8Array[]): Uint8Array<ArrayBu
     offset += part.length;
   }
   return out;
-}
-
-/** `bytes` as a WebCrypto `BufferSource`, copying only when it views a shared buffer. */
-export function asBufferSource(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
-  return bytes.buffer instanceof ArrayBuffer
-    ? bytes as Uint8Array<ArrayBuffer>
-    : new Uint8Array(bytes);
 }
 
 /** The value of each hex digit by character code, -1 for every other character below 128. */
@@ -67,44 +53,6 @@ export function decodeHex(text: string): Uint8Array<ArrayBuffer> | null {
     out[i] = (high << 4) | low;
   }
   return out;
-}
-
-const BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/**
- * Decodes standard base64 (RFC 4648 §4), padded or not. Whitespace, the URL-safe alphabet and
- * non-zero trailing bits are refused with `null`: `atob` would accept some of them, and a
- * signature has exactly one spelling.
- */
-export function decodeBase64(text: string): Uint8Array<ArrayBuffer> | null {
-  const unpadded = text.endsWith("==") ? text.slice(0, -2) : text.replace(/=$/, "");
-  if (unpadded.length % 4 === 1 || (unpadded !== text && text.length % 4 !== 0)) return null;
-  const out = new Uint8Array(Math.floor((unpadded.length * 3) / 4));
-  let bits = 0;
-  let value = 0;
-  let index = 0;
-  for (const char of unpadded) {
-    const digit = BASE64_ALPHABET.indexOf(char);
-    if (digit < 0) return null;
-    value = ((value << 6) | digit) & 0xffff;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[index++] = (value >> bits) & 0xff;
-    }
-  }
-  return (value & ((1 << bits) - 1)) === 0 ? out : null;
-}
-
-/**
- * The HMAC key bytes of a secret (see {@link KeyMaterial}).
- * @returns the bytes, or null for a `whsec_` secret that is not base64 (standard material)
- */
-export function keyBytes(secret: string, material: KeyMaterial): Uint8Array<ArrayBuffer> | null {
-  if (material === "standard" && secret.startsWith("whsec_")) {
-    return decodeBase64(secret.slice("whsec_".length));
-  }
-  return utf8(secret);
 }
 
 /** SHA-256's block size in bytes: HMAC pads (or first hashes) its key to this length. */

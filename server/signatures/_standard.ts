@@ -7,7 +7,8 @@
  */
 
 import { MAX_ID_CHARS } from "../../lib/event_info.ts";
-import { concatBytes, decodeBase64, hmacMatches, utf8 } from "./_crypto.ts";
+import { decodeBase64, utf8 } from "../../lib/signatures/mod.ts";
+import { concatBytes, hmacMatches } from "./_crypto.ts";
 import { checkTimestamp, decodeAll, headerValue } from "./_headers.ts";
 import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
 

@@ -5,7 +5,8 @@
  * @module
  */
 
-import { concatBytes, decodeHex, hmacMatches, utf8 } from "./_crypto.ts";
+import { utf8 } from "../../lib/signatures/mod.ts";
+import { concatBytes, decodeHex, hmacMatches } from "./_crypto.ts";
 import { checkTimestamp, decodeAll, headerValue } from "./_headers.ts";
 import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
 

@@ -4,19 +4,8 @@
  * @module
  */
 
+import type { SchemeName } from "../../lib/signatures/mod.ts";
 import type { KeyCache } from "./_crypto.ts";
-
-/** The authentication schemes of CONTRACT §5, in the order in which their headers are tried. */
-export type SchemeName =
-  | "github"
-  | "gitlab"
-  | "standard"
-  | "stripe"
-  | "slack"
-  | "shopify"
-  | "linear"
-  | "generic"
-  | "bearer";
 
 /** One request to authenticate. */
 export interface VerifyRequest {
@@ -59,7 +48,7 @@ export interface SchemeContext {
   nowSeconds: number;
   /** Accepted distance between a signed timestamp and `nowSeconds`, either direction, seconds. */
   toleranceSeconds: number;
-  /** The verifier's imported keys. */
+  /** The verifier's prepared HMAC keys. */
   keys: KeyCache;
 }
 

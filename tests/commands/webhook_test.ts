@@ -630,9 +630,9 @@ Deno.test("webhook test notes paths missing from the prompt and the chat id, and
   ], fakeContext(env));
   const bodies: string[] = [];
   const ctx = fakeContext(env, {
-    fetch: async (_url, init) => {
+    fetch: (_url, init) => {
       bodies.push(String(init?.body));
-      return Response.json({ status: "delivered" }, { status: 200 });
+      return Promise.resolve(Response.json({ status: "delivered" }, { status: 200 }));
     },
   });
   const payload = '{"id": 12345678901234567891}';

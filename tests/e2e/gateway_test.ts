@@ -10,7 +10,7 @@ import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
 import { runCommand } from "../../commands/mod.ts";
-import { SCHEME_NAMES } from "../../server/signatures/mod.ts";
+import { SCHEME_NAMES } from "../../lib/signatures/mod.ts";
 import {
   enabledConfig,
   eventually,

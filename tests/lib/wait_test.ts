@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { settledWithin } from "../../lib/_wait.ts";
+import { settledWithin } from "../../lib/wait.ts";
 
 /** A timer that fires only when the test calls `fire()`; records whether it was cancelled. */
 function manualTimer() {

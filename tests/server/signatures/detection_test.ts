@@ -1,11 +1,19 @@
 import assert from "node:assert/strict";
+import { SCHEME_NAMES } from "../../../lib/signatures/mod.ts";
 import {
   createSignatureVerifier,
   detectScheme,
-  SCHEME_NAMES,
   type VerifyRequest,
 } from "../../../server/signatures/mod.ts";
-import { BODY, bytes, NOW, OTHER_SECRET, SECRET, type Sender, SENDERS } from "./_sign.ts";
+import {
+  BODY,
+  bytes,
+  NOW,
+  OTHER_SECRET,
+  SECRET,
+  type Sender,
+  SENDERS,
+} from "../../fakes/senders.ts";
 
 const verifier = createSignatureVerifier();
 const sender = (label: string): Sender => SENDERS.find((s) => s.label === label)!;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createSignatureVerifier } from "../../../server/signatures/mod.ts";
-import { bytes } from "./_sign.ts";
+import { bytes } from "../../fakes/senders.ts";
 
 // GitHub's documented vector:
 // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation

@@ -4,7 +4,7 @@ import {
   MAX_HEADER_CHARS,
   MAX_SIGNATURES,
 } from "../../../server/signatures/mod.ts";
-import { BODY, bytes, hmac, NOW, OTHER_SECRET, SECRET } from "./_sign.ts";
+import { BODY, bytes, hmac, NOW, OTHER_SECRET, SECRET } from "../../fakes/senders.ts";
 
 const verifier = createSignatureVerifier();
 const good = `v1=${hmac(SECRET, `${NOW}.${BODY}`, "hex")}`;

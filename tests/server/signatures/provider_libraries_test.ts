@@ -5,7 +5,7 @@ import Stripe from "stripe";
 import { Webhook as StandardWebhook } from "standardwebhooks";
 import { Webhook as SvixWebhook } from "svix";
 import { createSignatureVerifier } from "../../../server/signatures/mod.ts";
-import { bytes, NOW, OLD_SECRET, SECRET } from "./_sign.ts";
+import { bytes, NOW, OLD_SECRET, SECRET } from "../../fakes/senders.ts";
 
 const stripe = new Stripe("sk_test_x");
 const STRIPE_EVENT = JSON.stringify({

@@ -11,7 +11,7 @@ import {
   SECRET,
   type Sender,
   SENDERS,
-} from "./_sign.ts";
+} from "../../fakes/senders.ts";
 
 const verifier = createSignatureVerifier();
 

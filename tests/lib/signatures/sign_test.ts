@@ -2,13 +2,9 @@ import assert from "node:assert/strict";
 import { verify as octokitVerify } from "@octokit/webhooks-methods";
 import Stripe from "stripe";
 import { Webhook as StandardWebhook } from "standardwebhooks";
-import {
-  createSignatureVerifier,
-  SCHEME_NAMES,
-  type SchemeName,
-} from "../../../server/signatures/mod.ts";
-import { signRequest } from "../../../server/signatures/sign.ts";
-import { BODY, bytes, NOW, OTHER_SECRET, SECRET } from "./_sign.ts";
+import { SCHEME_NAMES, type SchemeName, signRequest } from "../../../lib/signatures/mod.ts";
+import { createSignatureVerifier } from "../../../server/signatures/mod.ts";
+import { BODY, bytes, NOW, OTHER_SECRET, SECRET } from "../../fakes/senders.ts";
 
 const OPTIONS = { deliveryId: "test-1", nowSeconds: NOW };
 

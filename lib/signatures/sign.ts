@@ -1,7 +1,7 @@
 /**
- * Signing a request as each scheme's senders sign it: the other side of the verifiers in this
- * folder, for `agent webhook test`, which must reach a subscription pinned to any scheme
- * (`--auth`). The formats are those of CONTRACT §5; each scheme's source is cited by its
+ * Signing a request as each scheme's senders sign it: the other side of the verifiers in
+ * `server/signatures/`, for `agent webhook test`, which must reach a subscription pinned to any
+ * scheme (`--auth`). The formats are those of CONTRACT §5; each scheme's source is cited by its
  * verifier.
  *
  * ```ts
@@ -12,8 +12,8 @@
  * @module
  */
 import { createHmac } from "node:crypto";
-import { keyBytes, utf8 } from "./_crypto.ts";
-import type { SchemeName } from "./_types.ts";
+import { keyBytes, utf8 } from "./_key_bytes.ts";
+import type { SchemeName } from "./mod.ts";
 
 /** What a signature may cover besides the body. */
 export interface SignOptions {

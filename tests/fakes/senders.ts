@@ -7,7 +7,7 @@
 
 import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
-import type { SchemeName } from "../../../server/signatures/mod.ts";
+import type { SchemeName } from "../../lib/signatures/mod.ts";
 
 /** The injected clock of every test, Unix seconds (2023-11-14T22:13:20Z). */
 export const NOW = 1_700_000_000;
