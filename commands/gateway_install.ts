@@ -1,10 +1,10 @@
 /**
- * `agent gateway install` and `agent gateway uninstall`: the gateway as the systemd user unit
- * `agent-gateway` (CONTRACT, preamble; the specification's "restarted through the service
- * manager (user-level unit named `<agent>-gateway`)").
+ * `agent gateway install`: the gateway as the systemd user unit `agent-gateway` (CONTRACT,
+ * preamble; the specification's "restarted through the service manager (user-level unit named
+ * `<agent>-gateway`)"). `agent gateway uninstall` removes it.
  *
  * Source: systemd.service(5), systemd.exec(5), systemd.kill(5) and systemd.syntax(7) for the
- * unit file; systemctl(1) for `--user daemon-reload | enable | restart | disable --now`.
+ * unit file; systemctl(1) for `--user daemon-reload | enable | restart`.
  *
  * @module
  */
@@ -18,6 +18,7 @@ import {
   CARRIED_PATHS,
   CARRIED_VARIABLES,
   gatewayCommand,
+  systemctl,
   systemdUnit,
   UNIT_NAME,
   unitPath,
@@ -49,42 +50,6 @@ On a server, \`loginctl enable-linger $USER\` keeps it running when you are logg
 
   --no-start   write and enable the unit, but do not start or restart the gateway now
   --print      print the unit and do nothing else (to adapt it to another supervisor)`;
-
-const uninstallUsage = `Usage: agent gateway uninstall
-
-Stops the agent-gateway systemd user unit, disables it and removes its file. Events still
-queued stay in the state database for the next \`agent gateway run\`.`;
-
-/** What a `systemctl --user` call did. */
-interface SystemctlResult {
-  ok: boolean;
-  /** What it printed on standard error, trimmed; or why it could not run. */
-  message: string;
-  /** False when there is no `systemctl` to run. */
-  found: boolean;
-}
-
-async function systemctl(args: string[], env: Record<string, string | undefined>) {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) clean[key] = value;
-  try {
-    const output = await new Deno.Command("systemctl", {
-      args: ["--user", ...args],
-      env: clean,
-      clearEnv: true,
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    const message = new TextDecoder().decode(output.stderr).trim();
-    return { ok: output.success, message, found: true } satisfies SystemctlResult;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      return { ok: false, message: "systemctl not found", found: false } satisfies SystemctlResult;
-    }
-    throw error;
-  }
-}
 
 /** `agent gateway install`. */
 export const gatewayInstall: Command = {
@@ -219,34 +184,3 @@ function notInEnvFile(shell: Record<string, string | undefined>, service: Config
     `but not in ${envFile}; the service will not see ${notInFile.length === 1 ? "it" : "them"}.`,
   ];
 }
-
-/** `agent gateway uninstall`. */
-export const gatewayUninstall: Command = {
-  path: ["gateway", "uninstall"],
-  summary: "Stop and remove the agent-gateway systemd user service",
-  usage: uninstallUsage,
-  async run(argv, ctx) {
-    const { positionals } = parseFlags(argv, {}, uninstallUsage);
-    if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${uninstallUsage}`);
-    const path = unitPath(ctx.env);
-    try {
-      await Deno.lstat(path);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-      ctx.stdout(`${UNIT_NAME} is not installed (no ${path}).`);
-      return 0;
-    }
-    const stopped = await systemctl(["disable", "--now", UNIT_NAME], ctx.env);
-    if (stopped.found && !stopped.ok) {
-      ctx.stderr(
-        `\`systemctl --user disable --now ${UNIT_NAME}\` failed: ${stopped.message}\n` +
-          `${path} is left in place; run \`agent gateway uninstall\` again once systemd answers.`,
-      );
-      return 1;
-    }
-    await Deno.remove(path);
-    if (stopped.found) await systemctl(["daemon-reload"], ctx.env);
-    ctx.stdout(`Removed ${UNIT_NAME} (${path}); the gateway is stopped.`);
-    return 0;
-  },
-};
