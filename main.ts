@@ -5,7 +5,6 @@
  * @module
  */
 import { type CommandContext, runCommand } from "./commands/mod.ts";
-import { StoreUnavailableError } from "./lib/errors.ts";
 
 /** Builds the real context: process env, stdio, fetch, clock and the stop signal. */
 function realContext(): CommandContext {
@@ -165,8 +164,9 @@ function privateFiles(): void {
 }
 
 /**
- * Runs the CLI and turns errors into exit codes: a typed error's own code (usage 2, others 1)
- * with its message; an unavailable state database 1; anything unexpected 1 with its stack.
+ * Runs the CLI and turns errors into exit codes: a typed error's own code (usage 2, others 1,
+ * an unavailable state database included) with its message; anything unexpected 1 with its
+ * stack.
  */
 async function main(argv: string[]): Promise<number> {
   privateFiles();
@@ -177,10 +177,6 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof Error && typeof (error as { exitCode?: unknown }).exitCode === "number") {
       ctx.stderr(`Error: ${error.message}`);
       return (error as Error & { exitCode: number }).exitCode;
-    }
-    if (error instanceof StoreUnavailableError) {
-      ctx.stderr(`Error: ${error.message}`);
-      return 1;
     }
     ctx.stderr(`Error: ${error instanceof Error ? error.stack : String(error)}`);
     return 1;

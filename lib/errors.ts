@@ -118,10 +118,12 @@ export class AgentError extends Error {
 }
 
 /**
- * The state database could not persist an event (disk full, locked past its deadline).
- * The receiver answers 503 with `Retry-After`, never 202.
+ * The state database could not persist an event (disk full, locked past its deadline), or
+ * cannot be opened. The receiver answers 503 with `Retry-After`, never 202; a command exits 1.
  */
 export class StoreUnavailableError extends Error {
+  /** Process exit code for this error. @default {1} */
+  readonly exitCode = 1;
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.name = "StoreUnavailableError";
