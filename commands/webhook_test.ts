@@ -11,11 +11,11 @@ import { keepExactNumber, routesAndHidden } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";
 import {
+  boundedToken,
   eventInfo,
   eventLabel,
   MAX_ID_CHARS,
   payloadTypeField,
-  usable,
 } from "../lib/event_info.ts";
 import { type SchemeName, signRequest } from "../lib/signatures/mod.ts";
 import type { Command, CommandContext } from "./_command.ts";
@@ -117,7 +117,7 @@ function checkEvent(scheme: SchemeName, event: string): string {
       `--event must be 1 to ${MAX_ID_CHARS} printable ASCII characters for ${scheme}, e.g. issues`,
     );
   }
-  if (event.trim() === "" || usable(event) === undefined) {
+  if (event.trim() === "" || boundedToken(event) === undefined) {
     throw new UsageError(
       `--event must be 1 to ${MAX_ID_CHARS} characters without control characters`,
     );

@@ -83,7 +83,7 @@ export function eventInfo(
   const fields = asRecord(payload) ?? {};
   const signed = SIGNED_SOURCES[scheme ?? ""];
   const type = signed ? payloadType(fields) : eventType(headers, fields, scheme);
-  const action = usable(own(fields, "action"));
+  const action = boundedToken(own(fields, "action"));
   const given = signedId(scheme, headers, fields) ?? deliveryId(headers, fields);
   return {
     type,
@@ -109,11 +109,11 @@ function signedId(
   switch (scheme) {
     case "standard":
       // The family the verifier checked: webhook- when its signature header is there.
-      return usable(headers.get(headers.has("webhook-signature") ? "webhook-id" : "svix-id"));
+      return boundedToken(headers.get(headers.has("webhook-signature") ? "webhook-id" : "svix-id"));
     case "stripe":
-      return usable(own(fields, "id"));
+      return boundedToken(own(fields, "id"));
     case "slack":
-      return usable(own(fields, "event_id"));
+      return boundedToken(own(fields, "event_id"));
     default:
       return undefined;
   }
@@ -151,18 +151,18 @@ function eventType(
   fields: Record<string, unknown>,
   scheme: string | undefined,
 ): string {
-  const github = usable(headers.get("X-GitHub-Event"));
+  const github = boundedToken(headers.get("X-GitHub-Event"));
   if (github !== undefined) return github;
   const gitlab = headers.get("X-Gitlab-Event");
   if (gitlab !== null) {
-    const kind = usable(own(fields, "object_kind")) ??
-      usable(gitlab.toLowerCase().replace(/ hook$/, "").trim().replaceAll(" ", "_"));
+    const kind = boundedToken(own(fields, "object_kind")) ??
+      boundedToken(gitlab.toLowerCase().replace(/ hook$/, "").trim().replaceAll(" ", "_"));
     if (kind !== undefined) return kind;
   }
   // Shopify names the event only in this header (`orders/create`): its payload is the resource.
   // Read only when Shopify's signature authenticated the request, as Stripe's payload id is.
   // https://shopify.dev/docs/apps/build/webhooks/subscribe/https
-  const topic = scheme === "shopify" ? usable(headers.get("X-Shopify-Topic")) : undefined;
+  const topic = scheme === "shopify" ? boundedToken(headers.get("X-Shopify-Topic")) : undefined;
   return topic ?? payloadType(fields);
 }
 
@@ -181,7 +181,7 @@ function payloadType(fields: Record<string, unknown>): string {
 export function payloadTypeField(payload: unknown): { field: string; type: string } | undefined {
   const fields = asRecord(payload) ?? {};
   for (const field of PAYLOAD_TYPE_FIELDS) {
-    const type = usable(own(fields, field));
+    const type = boundedToken(own(fields, field));
     if (type !== undefined) return { field, type };
   }
   return undefined;
@@ -189,16 +189,16 @@ export function payloadTypeField(payload: unknown): { field: string; type: strin
 
 function deliveryId(headers: Headers, fields: Record<string, unknown>): string | undefined {
   for (const name of ID_HEADERS_BEFORE_STRIPE) {
-    const id = usable(headers.get(name));
+    const id = boundedToken(headers.get(name));
     if (id !== undefined) return id;
   }
   // A payload `id` is only an event id when Stripe signed it; elsewhere it names other things.
   if (headers.has("Stripe-Signature")) {
-    const id = usable(own(fields, "id"));
+    const id = boundedToken(own(fields, "id"));
     if (id !== undefined) return id;
   }
   for (const name of ID_HEADERS_AFTER_STRIPE) {
-    const id = usable(headers.get(name));
+    const id = boundedToken(headers.get(name));
     if (id !== undefined) return id;
   }
   return undefined;
@@ -218,7 +218,7 @@ function eventSource(headers: Headers): EventSource {
  * otherwise undefined.
  * @param value a header value or payload field
  */
-export function usable(value: unknown): string | undefined {
+export function boundedToken(value: unknown): string | undefined {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_ID_CHARS) {
     return undefined;
   }

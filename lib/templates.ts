@@ -212,6 +212,18 @@ function eventType(payload: unknown, label: string): string {
     : label;
 }
 
+/**
+ * The value at a dot path of a parsed JSON payload, found as `{path}` finds it: through own keys
+ * only (never `constructor` or a prototype's), array indexes, and keys that hold dots.
+ * @param root the payload
+ * @param path e.g. `repository.full_name` or `commits.0.id`
+ * @returns the value, or undefined when any step is missing
+ */
+export function valueAt(root: unknown, path: string): unknown {
+  const value = lookup(root, path);
+  return value === NOT_FOUND ? undefined : value;
+}
+
 /** Walks `path` through own keys and array indexes; {@link NOT_FOUND} when any step fails. */
 function lookup(root: unknown, path: string): unknown {
   let current = root;

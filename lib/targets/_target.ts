@@ -108,13 +108,3 @@ export interface Target<D = unknown> {
    */
   check?(options: { chatId?: string; env: Record<string, string | undefined> }): string[];
 }
-
-/** Reads a nested field of an untyped payload; undefined when any step is missing. */
-export function field(value: unknown, path: string): unknown {
-  let current = value;
-  for (const key of path.split(".")) {
-    if (current === null || typeof current !== "object") return undefined;
-    current = (current as Record<string, unknown>)[key];
-  }
-  return current;
-}

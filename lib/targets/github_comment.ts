@@ -9,7 +9,8 @@
 import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { createdWithId, postJson } from "./_http.ts";
-import { field, type Target } from "./_target.ts";
+import type { Target } from "./_target.ts";
+import { valueAt } from "../templates.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** An issue or pull request: `owner/repo` and its number. */
@@ -68,11 +69,11 @@ export function isRepoName(value: string): boolean {
  * @returns The item, or undefined for events that have none (`push`, `release`, ...).
  */
 export function githubItem(payload: unknown): GitHubItem | undefined {
-  const repo = field(payload, "repository.full_name");
+  const repo = valueAt(payload, "repository.full_name");
   // The payload chooses the API path we call with the bot token: only a real owner/repo.
   if (typeof repo !== "string" || !isRepoName(repo)) return undefined;
   for (const path of ["issue.number", "pull_request.number", "number"]) {
-    const number = field(payload, path);
+    const number = valueAt(payload, path);
     if (typeof number === "number" && Number.isInteger(number) && number > 0) {
       return { repo, number };
     }

@@ -10,7 +10,8 @@
 import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { createdWithId, postJson } from "./_http.ts";
-import { field, type Target } from "./_target.ts";
+import type { Target } from "./_target.ts";
+import { valueAt } from "../templates.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** A merge request or issue: project (numeric id or `group/project` path), kind and iid. */
@@ -70,17 +71,17 @@ function positive(value: unknown): number | undefined {
  * @returns The item, or undefined for events that have none (`push`, `tag_push`, ...).
  */
 export function gitlabItem(payload: unknown): GitLabItem | undefined {
-  const id = field(payload, "project.id");
-  const path = field(payload, "project.path_with_namespace");
+  const id = valueAt(payload, "project.id");
+  const path = valueAt(payload, "project.path_with_namespace");
   const project = positive(id)?.toString() ?? (typeof path === "string" ? path : undefined);
   if (project === undefined) return undefined;
-  const kind = field(payload, "object_kind");
-  const own = positive(field(payload, "object_attributes.iid"));
+  const kind = valueAt(payload, "object_kind");
+  const own = positive(valueAt(payload, "object_attributes.iid"));
   if (kind === "merge_request" && own) return { project, kind: "merge_requests", iid: own };
   if (kind === "issue" && own) return { project, kind: "issues", iid: own };
-  const mergeRequest = positive(field(payload, "merge_request.iid"));
+  const mergeRequest = positive(valueAt(payload, "merge_request.iid"));
   if (mergeRequest) return { project, kind: "merge_requests", iid: mergeRequest };
-  const issue = positive(field(payload, "issue.iid"));
+  const issue = positive(valueAt(payload, "issue.iid"));
   if (kind === "note" && issue) return { project, kind: "issues", iid: issue };
   return undefined;
 }

@@ -86,7 +86,7 @@ function lookup(name: string): Target | undefined {
 }
 
 /** Resolves a job to the target that sends it and where, following one `origin` redirect. */
-function route(
+function resolveTarget(
   job: DeliveryJob,
   ctx: TargetContext,
 ): { target: Target; resolved: Resolved<unknown> } {
@@ -134,7 +134,7 @@ export async function deliver(
   ctx: TargetContext,
   onPartSent?: (partsSent: number, parts: number) => void | Promise<void>,
 ): Promise<DeliveryReceipt> {
-  const { target, resolved } = route(job, ctx);
+  const { target, resolved } = resolveTarget(job, ctx);
   if (target.name !== "log" && job.text.trim() === "") {
     throw new TargetError(`Cannot deliver an empty message to ${target.name}`, { permanent: true });
   }

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { field } from "./_target.ts";
+import { valueAt } from "../templates.ts";
 
 /** Ends every comment the gateway posts; invisible in rendered Markdown. */
 export const OWN_COMMENT_MARKER = "\n\n<!-- posted by the agent webhook gateway -->";
@@ -36,7 +36,7 @@ export function postsComments(target: string): boolean {
  */
 export function isOwnComment(payload: unknown): boolean {
   for (const path of ["comment.body", "object_attributes.note"]) {
-    const body = field(payload, path);
+    const body = valueAt(payload, path);
     if (typeof body === "string" && body.trimEnd().endsWith(MARKER_TEXT)) return true;
   }
   return false;
