@@ -59,6 +59,10 @@ export async function advertisedWebhook(config: Config): Promise<Config["webhook
 /**
  * `node:util` `parseArgs` in strict mode, with its errors turned into {@link UsageError}s
  * that carry the command's usage text.
+ * @param argv the command's arguments, after its name (`["gh", "--events", "issues"]`)
+ * @param options the flags it takes, as `parseArgs` describes them
+ * @param usage the command's usage text, appended to every error
+ * @returns `values`: each flag given, by name (`--no-x` as `x: false`); `positionals`: the rest
  * @throws UsageError for an unknown flag, a missing value, a flag given twice (`--x --no-x`
  *   included) or a wrong number of positionals
  */
