@@ -1,13 +1,22 @@
 /**
  * Text about a failure, for error messages that reach the log and the state database: an error
  * with its causes, a secret taken out, a long description cut. Shared by the targets' HTTP
- * helper and the `openai` agent runner.
+ * helper, the agent runners, the worker, the state database, skills and direct delivery.
  *
  * @module
  */
 
 /** Causes followed at most, so a cyclic or endless `cause` chain still gives a line. */
 const MAX_CAUSES = 4;
+
+/**
+ * The message of an error, or the string form of anything else thrown.
+ * @param error what was thrown (anything)
+ * @returns `error.message` for an `Error`, else `String(error)`
+ */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
 
 /**
  * An error's message followed by those of its causes, joined by `": "`: for a failed fetch in
@@ -20,7 +29,7 @@ const MAX_CAUSES = 4;
 export function errorChainText(error: unknown): string {
   const messages: string[] = [];
   for (let current = error; current !== undefined && messages.length < MAX_CAUSES;) {
-    messages.push(current instanceof Error ? current.message : String(current));
+    messages.push(errorMessage(current));
     current = current instanceof Error ? current.cause : undefined;
   }
   return messages.join(": ");

@@ -1,6 +1,6 @@
 /**
- * Retry arithmetic shared by the worker, the agent runners and the targets: exponential backoff
- * with jitter, and the HTTP `Retry-After` header.
+ * Retry arithmetic shared by the worker, the agent runners and the targets: the retry policy and
+ * its defaults, exponential backoff with jitter, and the HTTP `Retry-After` header.
  *
  * @module
  */
@@ -12,13 +12,34 @@
  */
 export const MAX_WAIT_SECONDS = 604_800;
 
-/** How the delay between two attempts grows. */
-export interface BackoffOptions {
-  /** Delay before the second attempt, in milliseconds. @default {10_000} */
+/**
+ * How failed agent runs and deliveries are retried (CONTRACT §8): how many attempts, and how the
+ * delay between two of them grows. `config.yaml` sets it (`agent.retry`); the worker uses it.
+ */
+export interface RetryPolicy {
+  /** Attempts per event before it is dead-lettered. @default {5} */
+  maxAttempts: number;
+  /**
+   * Backoff after the first failure (the delay before the second attempt), in milliseconds;
+   * doubles each attempt. @default {10_000}
+   */
   initialDelayMs: number;
-  /** Upper bound of the computed delay, in milliseconds. @default {3_600_000} */
+  /**
+   * Longest backoff, the upper bound of the computed delay, in milliseconds (a `Retry-After`
+   * may ask for more). @default {3_600_000}
+   */
   maxDelayMs: number;
 }
+
+/**
+ * The retry policy when `config.yaml` (or the worker's caller) sets none: 5 attempts, 10 s
+ * after the first failure, at most 1 h between two attempts.
+ */
+export const DEFAULT_RETRY: Readonly<RetryPolicy> = Object.freeze({
+  maxAttempts: 5,
+  initialDelayMs: 10_000,
+  maxDelayMs: 3_600_000,
+});
 
 /**
  * Computes the delay before the next attempt: `min(maxDelayMs, initialDelayMs * 2^(attempt-1))`
@@ -32,7 +53,10 @@ export interface BackoffOptions {
  */
 export function retryDelayMs(
   attempt: number,
-  options: BackoffOptions & { random: () => number; retryAfterSeconds?: number },
+  options: Pick<RetryPolicy, "initialDelayMs" | "maxDelayMs"> & {
+    random: () => number;
+    retryAfterSeconds?: number;
+  },
 ): number {
   const exponent = Math.max(0, attempt - 1);
   const base = Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** exponent);

@@ -10,7 +10,7 @@
 import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import type { AgentSettings } from "./agents/mod.ts";
-import { MAX_WAIT_SECONDS } from "./_retry.ts";
+import { DEFAULT_RETRY, MAX_WAIT_SECONDS, type RetryPolicy } from "./_retry.ts";
 import { withoutByteOrderMark } from "./fs.ts";
 import { objectAt, toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
 import { yamlProblem } from "./config_file.ts";
@@ -68,23 +68,13 @@ export interface WebhookSettings {
   routes: Map<string, Route>;
 }
 
-/** Retry policy of agent runs and deliveries (CONTRACT §8). */
-export interface RetrySettings {
-  /** Attempts before an event is dead-lettered. @default {5} */
-  maxAttempts: number;
-  /** First backoff delay, in milliseconds. @default {10000} */
-  initialDelayMs: number;
-  /** Longest backoff delay, in milliseconds. @default {3600000} */
-  maxDelayMs: number;
-}
-
 /** Everything a command or the gateway needs to know, read once per command. */
 export interface Config {
   paths: HomePaths;
   /** True when `config.yaml` exists (the gateway creates one on first run otherwise). */
   configFileExists: boolean;
   webhook: WebhookSettings;
-  agent: AgentSettings & { maxConcurrency: number; retry: RetrySettings };
+  agent: AgentSettings & { maxConcurrency: number; retry: RetryPolicy };
   /** Process env merged over `.env`: tokens, home channels and API URLs for the targets. */
   env: Record<string, string | undefined>;
   /**
@@ -289,9 +279,11 @@ function agentSettings(
       2,
     retry: {
       maxAttempts: toInteger(retry.max_attempts, at("retry.max_attempts"), { min: 1, max: 100 }) ??
-        5,
-      initialDelayMs: 1000 * (initialDelaySeconds ?? 10),
-      maxDelayMs: 1000 * (maxDelaySeconds ?? 3600),
+        DEFAULT_RETRY.maxAttempts,
+      initialDelayMs: initialDelaySeconds === undefined
+        ? DEFAULT_RETRY.initialDelayMs
+        : 1000 * initialDelaySeconds,
+      maxDelayMs: maxDelaySeconds === undefined ? DEFAULT_RETRY.maxDelayMs : 1000 * maxDelaySeconds,
     },
   };
 }

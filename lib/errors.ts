@@ -3,9 +3,11 @@
  * them into exit codes, the worker into retry decisions. The HTTP side throws none of them for
  * a refused request: each step of the ingest pipeline answers its own status (CONTRACT §4), and
  * catches the one it can meet, {@link StoreUnavailableError}, as 503 with `Retry-After`.
+ * {@link errorMessage} (from `_error_text.ts`) gives the message of whatever was thrown.
  *
  * @module
  */
+export { errorMessage } from "./_error_text.ts";
 
 /** A command was called wrongly (bad flag, bad name). `main.ts` exits with {@link exitCode} 2. */
 export class UsageError extends Error {

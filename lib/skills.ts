@@ -17,6 +17,7 @@
 import { join } from "node:path";
 import { parse } from "yaml";
 import { ConfigError, NotFoundError } from "./errors.ts";
+import { errorMessage } from "./_error_text.ts";
 
 /** A skill as `subscribe --skills` and `list` show it. */
 export interface SkillInfo {
@@ -213,7 +214,7 @@ async function readSkills(
  * our messages name the file already and must fit on one line.
  */
 function reason(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return message.split(/\r?\n/, 1)[0].replace(/(\(os error \d+\)): \w+ '.*'$/, "$1")
     .replace(/:$/, "");
 }

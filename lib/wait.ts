@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { realTimer, type SetTimer } from "./timer.ts";
 
 /**
  * Waits for `promise`, at most `timeoutMs`, and no longer than until `signal` aborts. The
@@ -19,14 +20,11 @@ export async function settledWithin(
   timeoutMs: number,
   options: {
     signal?: AbortSignal;
-    setTimer?: (callback: () => void, delayMs: number) => () => void;
+    setTimer?: SetTimer;
   } = {},
 ): Promise<boolean> {
   if (options.signal?.aborted) return false;
-  const setTimer = options.setTimer ?? ((callback, delayMs) => {
-    const id = setTimeout(callback, delayMs);
-    return () => clearTimeout(id);
-  });
+  const setTimer = options.setTimer ?? realTimer;
   let cancelTimer: (() => void) | undefined;
   let onAbort: (() => void) | undefined;
   const cutShort = new Promise<false>((resolve) => {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { TargetError } from "../lib/errors.ts";
+import { errorMessage, TargetError } from "../lib/errors.ts";
 import { STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import type { DirectOutcome, NewEvent } from "../lib/state/mod.ts";
 import type { DeliveryJob } from "../lib/targets/mod.ts";
@@ -116,7 +116,7 @@ export async function deliverNow(
       });
       return answer(200, { status: "delivered", ...base, event_id: eventId });
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = errorMessage(error);
       const eventId = await recordDirect(deps, event, {
         delivered: false,
         error: reason,

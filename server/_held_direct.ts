@@ -10,6 +10,7 @@
  * @module
  */
 import type { DirectOutcome, NewEvent, StateStore } from "../lib/state/mod.ts";
+import { realTimer, type SetTimer } from "../lib/timer.ts";
 import { deliveryKey } from "./_direct.ts";
 
 /** The most records held at once: each keeps its event, payload included. */
@@ -50,13 +51,10 @@ export function createHeldDirectRecords(
     retryMs: number;
     ttlMs: number;
     onDropped?: (event: NewEvent) => void;
-    setTimer?: (callback: () => void, delayMs: number) => () => void;
+    setTimer?: SetTimer;
   },
 ): HeldDirectRecords {
-  const setTimer = options.setTimer ?? ((callback, delayMs) => {
-    const id = setTimeout(callback, delayMs);
-    return () => clearTimeout(id);
-  });
+  const setTimer = options.setTimer ?? realTimer;
   type Entry = { event: NewEvent; outcome: DirectOutcome; atMs: number };
   const held = new Map<string, Entry>();
   let cancelTimer: (() => void) | undefined;

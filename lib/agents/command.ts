@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { errorMessage } from "../_error_text.ts";
 import { settledWithin } from "../wait.ts";
 import { AgentError, ConfigError } from "../errors.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
@@ -75,7 +76,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     } catch (error) {
       const permanent = error instanceof Deno.errors.NotFound ||
         error instanceof Deno.errors.PermissionDenied;
-      throw new AgentError(`Cannot start the agent command "${program}": ${message(error)}`, {
+      throw new AgentError(`Cannot start the agent command "${program}": ${errorMessage(error)}`, {
         permanent,
         cause: error,
       });
@@ -233,8 +234,4 @@ function killGroup(child: Deno.ChildProcess): void {
       child.kill("SIGKILL");
     } catch { /* already gone */ }
   }
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -7,7 +7,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.ts";
 import { type Checkpointer, startCheckpointer } from "./_checkpointer.ts";
-import { errorMessage } from "./_group_commit.ts";
+import { errorMessage } from "../_error_text.ts";
 import {
   SCHEMA_SQL,
   SCHEMA_VERSION,

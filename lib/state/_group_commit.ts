@@ -7,6 +7,7 @@
  * @module
  */
 import { clearImmediate, setImmediate } from "node:timers";
+import { errorMessage } from "../_error_text.ts";
 import { StoreUnavailableError } from "../errors.ts";
 
 /** One write, run inside the batch transaction; its return value resolves the caller. */
@@ -145,13 +146,4 @@ export function createGroupCommit(
     },
     stats: () => ({ ...counters }),
   };
-}
-
-/**
- * The message of an error, or the string form of anything thrown.
- * @param error what was thrown
- * @returns a one-line message
- */
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
