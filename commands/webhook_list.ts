@@ -7,6 +7,7 @@
 import { type Config, webhookUrl } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
 import { routesAndHidden } from "../lib/routes.ts";
+import { findSkill, listSkills } from "../lib/skills.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import type { Command } from "./_command.ts";
 import { advertisedWebhook, loadEnabledConfig, parseFlags } from "./_shared.ts";
@@ -37,6 +38,9 @@ export const webhookList: Command = {
     for (const problem of unusable.values()) {
       ctx.stderr(`Warning: ${problem}; the gateway refuses its requests until it is fixed.`);
     }
+    for (const problem of await skillProblems(routes, loaded.paths.skills)) {
+      ctx.stderr(`Warning: ${problem}`);
+    }
     const config = { ...loaded, webhook: await advertisedWebhook(loaded) };
     if (values.json) {
       const rows = routes.map((route) => ({
@@ -55,6 +59,30 @@ export const webhookList: Command = {
     return 0;
   },
 };
+
+/**
+ * What is wrong with the skills the routes ask for: each skill no longer installed, or whose
+ * `SKILL.md` became unusable, since their agent runs fail for good until it is back.
+ * @param routes the routes listed
+ * @param skillsDir the home's `skills` folder
+ * @returns one line per route and skill
+ */
+async function skillProblems(routes: Route[], skillsDir: string): Promise<string[]> {
+  if (!routes.some((route) => route.skills?.length)) return [];
+  const listing = await listSkills(skillsDir).catch((error: Error) => error);
+  if (listing instanceof Error) return [listing.message];
+  return routes.flatMap((route) =>
+    (route.skills ?? []).flatMap((name) => {
+      const asks = `"${route.name}" asks for the skill "${name}"`;
+      try {
+        if (findSkill(listing, name)) return [];
+        return [`${asks}, which is not installed in ${skillsDir}: its agent runs fail`];
+      } catch (error) {
+        return [`${asks}: ${(error as Error).message}; its agent runs fail`];
+      }
+    })
+  );
+}
 
 function describeRoute(route: Route, config: Config, nowMs: number): string {
   const secret = route.secret ??

@@ -84,3 +84,23 @@ Deno.test("agent webhook subscribe --skills broken exits 1 with one error line n
   const accepted = await runCli(["webhook", "subscribe", "gh", "--skills", "triage"], h.env);
   assert.equal(accepted.code, 0, accepted.stderr);
 });
+
+Deno.test("list warns of a subscription whose skill was removed or broken after subscribing", async () => {
+  await using h = await homeWithSkills({ "review/SKILL.md": "---\nname: review\n---\nCheck.\n" });
+  await runCommand(["webhook", "subscribe", "gh", "--skills", "triage,review"], fakeContext(h.env));
+  await runCommand(["webhook", "subscribe", "plain"], fakeContext(h.env));
+  const quiet = fakeContext(h.env);
+  assert.equal(await runCommand(["webhook", "list"], quiet), 0);
+  assert.deepEqual(quiet.err, []);
+
+  await Deno.remove(join(h.skillsDir, "triage"), { recursive: true });
+  await Deno.writeTextFile(join(h.skillsDir, "review/SKILL.md"), BROKEN_YAML);
+  const ctx = fakeContext(h.env);
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  assert.deepEqual(ctx.err, [
+    `Warning: "gh" asks for the skill "triage", which is not installed in ${h.skillsDir}: its ` +
+    "agent runs fail",
+    `Warning: "gh" asks for the skill "review": Malformed front matter in ` +
+    `${join(h.skillsDir, "review/SKILL.md")}: ${YAML_REASON}; its agent runs fail`,
+  ]);
+});
