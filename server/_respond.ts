@@ -5,7 +5,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { lineTemplate, writeLine } from "../lib/log.ts";
-import type { RejectionLog } from "./_rejection_log.ts";
+import type { RefusalLog } from "./_refusal_log.ts";
 
 /** The ingest pipeline's logger: one line per decision. */
 export const log = getLogger(["agent", "ingest"]);
@@ -34,10 +34,10 @@ export function answer(status: number, body: Json, headers: Record<string, strin
  * Writes a refusal's log line through `write`, as far as `refusals` lets refusals into the log.
  * @param refusals the gateway's refusal log; without one (a pipeline built by hand in a test),
  *   every line is written
- * @param subscription the pool the refusal counts toward (see `RejectionLog.refused`)
+ * @param subscription the pool the refusal counts toward (see `RefusalLog.refused`)
  */
 export function logRefusal(
-  refusals: RejectionLog | undefined,
+  refusals: RefusalLog | undefined,
   subscription: string | undefined,
   status: number,
   write: () => void,
@@ -54,7 +54,7 @@ export function logRefusal(
  *   name no subscription, others toward that subscription's
  */
 export function reject(
-  refusals: RejectionLog | undefined,
+  refusals: RefusalLog | undefined,
   name: string,
   status: number,
   error: string,

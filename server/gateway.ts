@@ -19,9 +19,9 @@ import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscriptio
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
 import { createApp } from "./app.ts";
-import { createRefusalLog } from "./ingest.ts";
+import { createIngestRefusalLog } from "./ingest.ts";
 import { deliveryKey } from "./_direct.ts";
-import type { RejectionLogLimits } from "./_rejection_log.ts";
+import type { RefusalLogLimits } from "./_refusal_log.ts";
 import { createHeldDirectRecords } from "./_held_direct.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { createSignatureVerifier } from "./signatures/mod.ts";
@@ -84,10 +84,10 @@ export interface GatewayOptions {
   /** Called once listening, with the URL. */
   onListen?: (url: string) => void;
   /**
-   * How many refused requests the log records (see `_rejection_log.ts`).
+   * How many refused requests the log records (see `_refusal_log.ts`).
    * @default {100 per subscription, and 100 for the rest, per 10 s}
    */
-  rejectionLog?: RejectionLogLimits;
+  refusalLog?: RefusalLogLimits;
 }
 
 /** How often the gateway checks that `state/gateway.db` is still the file it opened, in ms. */
@@ -219,11 +219,11 @@ export async function startGateway(
     },
   });
   subscriptions.current(); // reads the file now, so a corrupt one is reported at start
-  const refusals = createRefusalLog(options.rejectionLog);
+  const refusals = createIngestRefusalLog(options.refusalLog);
   // The count of refusals left out is written soon after their window ends.
   const refusalWindows = setInterval(
     () => refusals.endWindowIfOver(),
-    (options.rejectionLog?.windowMs ?? 10_000) / 4,
+    (options.refusalLog?.windowMs ?? 10_000) / 4,
   );
   const app = createApp({
     refusals,

@@ -25,11 +25,7 @@ import {
 import { deliverNow } from "./_direct.ts";
 import type { HeldDirectRecords } from "./_held_direct.ts";
 import { answer, duplicate, log, logRefusal, reject, REJECTED } from "./_respond.ts";
-import {
-  createRejectionLog,
-  type RejectionLog,
-  type RejectionLogLimits,
-} from "./_rejection_log.ts";
+import { createRefusalLog, type RefusalLog, type RefusalLogLimits } from "./_refusal_log.ts";
 import {
   DEFAULT_TOLERANCE_SECONDS,
   detectScheme,
@@ -91,11 +87,11 @@ export interface IngestDeps {
    */
   heldDirect?: HeldDirectRecords;
   /**
-   * Which refusals are written to the log (see `_rejection_log.ts`); the gateway's start makes
+   * Which refusals are written to the log (see `_refusal_log.ts`); the gateway's start makes
    * it and writes the count of those left out. `createApp` makes one with the default limits
    * when none is given; without one, every refusal is written.
    */
-  refusals?: RejectionLog;
+  refusals?: RefusalLog;
 }
 
 /**
@@ -105,7 +101,7 @@ export interface IngestDeps {
  * @returns the same collaborators, with a refusal log
  */
 export function withRefusalLog(deps: IngestDeps): IngestDeps {
-  return deps.refusals !== undefined ? deps : { ...deps, refusals: createRefusalLog() };
+  return deps.refusals !== undefined ? deps : { ...deps, refusals: createIngestRefusalLog() };
 }
 
 /**
@@ -114,8 +110,8 @@ export function withRefusalLog(deps: IngestDeps): IngestDeps {
  * @param limits lines per pool and window (@default {100 per 10 s})
  * @returns the refusal log
  */
-export function createRefusalLog(limits?: RejectionLogLimits): RejectionLog {
-  return createRejectionLog((line) => log.warn(line), limits);
+export function createIngestRefusalLog(limits?: RefusalLogLimits): RefusalLog {
+  return createRefusalLog((line) => log.warn(line), limits);
 }
 
 /** The lines written on every request they answer, read once (see `writeLine`). */
@@ -265,7 +261,7 @@ async function authenticate(
 
 /** The 401 for a signature that is missing, wrong or too old, and its log line. */
 function refuseSignature(
-  refusals: RejectionLog | undefined,
+  refusals: RefusalLog | undefined,
   name: string,
   scheme: SchemeName | null,
   detail: string,
