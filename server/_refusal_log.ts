@@ -48,14 +48,16 @@ export interface RefusalLog {
 /**
  * Creates the refusal log of one gateway.
  * @param warn writes a line of its own: that a pool stops being logged, or the count left out
- * @param limits lines per pool and window, and the window in ms (@default {100 per 10 s})
- * @param now a monotonic clock in ms (@default {performance.now})
+ * @param options `limits`: lines per pool and window, and the window in ms (@default {100 per
+ *   10 s}); `now`: a monotonic clock in ms (@default {performance.now})
  * @returns the refusal log
  */
 export function createRefusalLog(
   warn: (line: string) => void,
-  limits: RefusalLogLimits = DEFAULT_LIMITS,
-  now: () => number = () => performance.now(),
+  { limits = DEFAULT_LIMITS, now = () => performance.now() }: {
+    limits?: RefusalLogLimits;
+    now?: () => number;
+  } = {},
 ): RefusalLog {
   let windowStart = now();
   /** Lines written this window, by pool. */

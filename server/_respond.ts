@@ -12,6 +12,9 @@ export const log = getLogger(["agent", "ingest"]);
 
 type Json = Record<string, unknown>;
 
+/** Seconds a sender is asked to wait after a 503 (the state database, or too many bodies). */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+
 /** The lines written on every request, read once (see `writeLine`). */
 export const REJECTED = lineTemplate("rejected {subscription}: {reason}");
 const DUPLICATE = lineTemplate("duplicate {subscription} {event}");
@@ -46,12 +49,33 @@ export function logRefusal(
   else refusals.refused(subscription, status, write);
 }
 
+/** A refusal to answer with, and where its log line counts. */
+export interface Refusal {
+  /**
+   * The subscription name of the URL; a 404 or 405 counts toward the refusals that name no
+   * subscription, others toward that subscription's.
+   */
+  name: string;
+  /** The HTTP status (4xx, or 503 for too many bodies at once). */
+  status: number;
+  /** The message of `{"error": ...}`, also the log line's reason. */
+  error: string;
+  /** More headers (`Allow`, `Retry-After`), besides `content-type`. */
+  headers?: Record<string, string>;
+}
+
 /**
  * A refusal: `{"error": ...}` with its status, and a warning line in the log (see
  * {@link logRefusal}).
  * @param refusals the gateway's refusal log, if any
- * @param name the subscription name of the URL; a 404 or 405 counts toward the refusals that
- *   name no subscription, others toward that subscription's
+ * @param refusal the status, message and headers to answer with, and the URL's name
+ * @returns the JSON answer
+ */
+export function reject(refusals: RefusalLog | undefined, refusal: Refusal): Response;
+/**
+ * The positional form of {@link reject}: `server/_direct.ts` still calls it, and was being
+ * edited elsewhere when `reject` took a {@link Refusal}.
+ * @deprecated pass a {@link Refusal}
  */
 export function reject(
   refusals: RefusalLog | undefined,
@@ -59,7 +83,15 @@ export function reject(
   status: number,
   error: string,
   headers?: Record<string, string>,
-) {
+): Response;
+export function reject(
+  refusals: RefusalLog | undefined,
+  given: Refusal | string,
+  ...positional: [] | [status: number, error: string, headers?: Record<string, string>]
+): Response {
+  const { name, status, error, headers }: Refusal = typeof given === "string"
+    ? { name: given, status: positional[0]!, error: positional[1]!, headers: positional[2] }
+    : given;
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   // A replacer function: a string would expand `$&`, `$'` and `` $` `` in the name.

@@ -17,11 +17,10 @@ Deno.test("the refusal log keeps a share per subscription, and counts the rest b
   let now = 0;
   const warnings: string[] = [];
   const written: string[] = [];
-  const refusals = createRefusalLog(
-    (line) => warnings.push(line),
-    { linesPerWindow: 2, windowMs: 1000 },
-    () => now,
-  );
+  const refusals = createRefusalLog((line) => warnings.push(line), {
+    limits: { linesPerWindow: 2, windowMs: 1000 },
+    now: () => now,
+  });
   const refuse = (pool: string | undefined, status: number) =>
     refusals.refused(pool, status, () => written.push(`${pool ?? "-"} ${status}`));
   for (let i = 0; i < 5; i++) refuse(undefined, 404);
