@@ -104,6 +104,15 @@ export function reject(
 }
 
 /**
+ * The answer to an unexpected error: 500 `{"error":"internal error"}`, which says nothing of
+ * the error itself.
+ * @returns the JSON answer
+ */
+export function internalErrorAnswer(): Response {
+  return answer(500, { error: "internal error" });
+}
+
+/**
  * The answer to a delivery id already seen, and its log line.
  * @param subscription the subscription's name
  * @param event the event's label, for the log line (`issues.opened`)

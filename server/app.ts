@@ -8,6 +8,7 @@ import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
 import { createWebhookHandler, type IngestDeps, withRefusalLog } from "./ingest.ts";
 import type { RefusalLog } from "./_refusal_log.ts";
+import { internalErrorAnswer } from "./_respond.ts";
 
 export type { IngestDeps } from "./ingest.ts";
 
@@ -83,7 +84,7 @@ function internalError(error: unknown, request: Request): Response {
     path: new URL(request.url).pathname,
     reason: error instanceof Error ? error.stack ?? error.message : String(error),
   });
-  return Response.json({ error: "internal error" }, { status: 500 });
+  return internalErrorAnswer();
 }
 
 const WEBHOOKS_PREFIX = "/webhooks/";

@@ -16,6 +16,7 @@ import { createIngestRefusalLog } from "./ingest.ts";
 import { ingestDeps, routeFinder } from "./_app_deps.ts";
 import { startPruning } from "./_prune.ts";
 import type { RefusalLogLimits } from "./_refusal_log.ts";
+import { internalErrorAnswer } from "./_respond.ts";
 import { type Running, stopGateway } from "./_stop.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { setUpWorker, type WorkerSetup } from "./_worker_setup.ts";
@@ -171,7 +172,7 @@ function listen(app: { fetch: Deno.ServeHandler }, { host, port }: Config["webho
     hostname: host,
     port,
     onListen: (address) => listening.resolve(address),
-    onError: () => new Response(JSON.stringify({ error: "internal error" }), { status: 500 }),
+    onError: () => internalErrorAnswer(),
   }, app.fetch);
   return { server, listening: listening.promise };
 }
