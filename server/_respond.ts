@@ -5,12 +5,15 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { lineTemplate, writeLine } from "../lib/log.ts";
-import type { RejectionLog } from "./_rejection_log.ts";
+import type { RefusalLog } from "./_refusal_log.ts";
 
 /** The ingest pipeline's logger: one line per decision. */
 export const log = getLogger(["agent", "ingest"]);
 
 type Json = Record<string, unknown>;
+
+/** Seconds a sender is asked to wait after a 503 (the state database, or too many bodies). */
+export const STORE_RETRY_AFTER_SECONDS = 5;
 
 /** The lines written on every request, read once (see `writeLine`). */
 export const REJECTED = lineTemplate("rejected {subscription}: {reason}");
@@ -34,10 +37,10 @@ export function answer(status: number, body: Json, headers: Record<string, strin
  * Writes a refusal's log line through `write`, as far as `refusals` lets refusals into the log.
  * @param refusals the gateway's refusal log; without one (a pipeline built by hand in a test),
  *   every line is written
- * @param subscription the pool the refusal counts toward (see `RejectionLog.refused`)
+ * @param subscription the pool the refusal counts toward (see `RefusalLog.refused`)
  */
 export function logRefusal(
-  refusals: RejectionLog | undefined,
+  refusals: RefusalLog | undefined,
   subscription: string | undefined,
   status: number,
   write: () => void,
@@ -46,20 +49,49 @@ export function logRefusal(
   else refusals.refused(subscription, status, write);
 }
 
+/** A refusal to answer with, and where its log line counts. */
+export interface Refusal {
+  /**
+   * The subscription name of the URL; a 404 or 405 counts toward the refusals that name no
+   * subscription, others toward that subscription's.
+   */
+  name: string;
+  /** The HTTP status (4xx, or 503 for too many bodies at once). */
+  status: number;
+  /** The message of `{"error": ...}`, also the log line's reason. */
+  error: string;
+  /** More headers (`Allow`, `Retry-After`), besides `content-type`. */
+  headers?: Record<string, string>;
+}
+
 /**
  * A refusal: `{"error": ...}` with its status, and a warning line in the log (see
  * {@link logRefusal}).
  * @param refusals the gateway's refusal log, if any
- * @param name the subscription name of the URL; a 404 or 405 counts toward the refusals that
- *   name no subscription, others toward that subscription's
+ * @param refusal the status, message and headers to answer with, and the URL's name
+ * @returns the JSON answer
+ */
+export function reject(refusals: RefusalLog | undefined, refusal: Refusal): Response;
+/**
+ * The positional form of {@link reject}: `server/_direct.ts` still calls it, and was being
+ * edited elsewhere when `reject` took a {@link Refusal}.
+ * @deprecated pass a {@link Refusal}
  */
 export function reject(
-  refusals: RejectionLog | undefined,
+  refusals: RefusalLog | undefined,
   name: string,
   status: number,
   error: string,
   headers?: Record<string, string>,
-) {
+): Response;
+export function reject(
+  refusals: RefusalLog | undefined,
+  given: Refusal | string,
+  ...positional: [] | [status: number, error: string, headers?: Record<string, string>]
+): Response {
+  const { name, status, error, headers }: Refusal = typeof given === "string"
+    ? { name: given, status: positional[0]!, error: positional[1]!, headers: positional[2] }
+    : given;
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   // A replacer function: a string would expand `$&`, `$'` and `` $` `` in the name.
@@ -69,6 +101,15 @@ export function reject(
     writeLine(log, "warning", REJECTED, { subscription, status, reason });
   });
   return answer(status, { error: reason }, headers);
+}
+
+/**
+ * The answer to an unexpected error: 500 `{"error":"internal error"}`, which says nothing of
+ * the error itself.
+ * @returns the JSON answer
+ */
+export function internalErrorAnswer(): Response {
+  return answer(500, { error: "internal error" });
 }
 
 /**

@@ -7,7 +7,8 @@
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
 import { createWebhookHandler, type IngestDeps, withRefusalLog } from "./ingest.ts";
-import type { RejectionLog } from "./_rejection_log.ts";
+import type { RefusalLog } from "./_refusal_log.ts";
+import { internalErrorAnswer } from "./_respond.ts";
 
 export type { IngestDeps } from "./ingest.ts";
 
@@ -64,7 +65,7 @@ export function createApp(given: IngestDeps): Hono {
 const HOST_HEADER = /^(?:\[[0-9A-Za-z:.%~_-]*\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
 
 /** The 400 for a Host header that is not a host, and its log line. */
-function invalidHost(refusals: RejectionLog, request: Request, host: string): Response {
+function invalidHost(refusals: RefusalLog, request: Request, host: string): Response {
   const shown = host.length > 100 ? `${host.slice(0, 100)}…` : host;
   refusals.refused(undefined, 400, () => {
     log.warn("invalid Host header {host} on {method}", {
@@ -83,7 +84,7 @@ function internalError(error: unknown, request: Request): Response {
     path: new URL(request.url).pathname,
     reason: error instanceof Error ? error.stack ?? error.message : String(error),
   });
-  return Response.json({ error: "internal error" }, { status: 500 });
+  return internalErrorAnswer();
 }
 
 const WEBHOOKS_PREFIX = "/webhooks/";

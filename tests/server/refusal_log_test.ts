@@ -9,7 +9,7 @@ import type { LogRecord } from "@logtape/logtape";
 import { sign } from "@octokit/webhooks-methods";
 import { loadConfig } from "../../lib/config.ts";
 import { startLogging, stopLogging } from "../../lib/log.ts";
-import { createRejectionLog } from "../../server/_rejection_log.ts";
+import { createRefusalLog } from "../../server/_refusal_log.ts";
 import { startGateway } from "../../server/gateway.ts";
 import { enabledConfig, eventually, tempHome } from "../_helpers.ts";
 
@@ -17,11 +17,10 @@ Deno.test("the refusal log keeps a share per subscription, and counts the rest b
   let now = 0;
   const warnings: string[] = [];
   const written: string[] = [];
-  const refusals = createRejectionLog(
-    (line) => warnings.push(line),
-    { linesPerWindow: 2, windowMs: 1000 },
-    () => now,
-  );
+  const refusals = createRefusalLog((line) => warnings.push(line), {
+    limits: { linesPerWindow: 2, windowMs: 1000 },
+    now: () => now,
+  });
   const refuse = (pool: string | undefined, status: number) =>
     refusals.refused(pool, status, () => written.push(`${pool ?? "-"} ${status}`));
   for (let i = 0; i < 5; i++) refuse(undefined, 404);
@@ -65,7 +64,7 @@ Deno.test("a flood of refused requests leaves the log its lines about accepted e
   const config = await loadConfig({ AGENT_HOME: h.home, HOME: "/nonexistent" });
   const gateway = await startGateway(config, {
     fetch: () => Promise.reject(new Error("no network in tests")),
-    rejectionLog: { linesPerWindow: 5, windowMs: 1000 },
+    refusalLog: { linesPerWindow: 5, windowMs: 1000 },
   });
   const lines = () => records.map((record) => record.message.join(""));
   try {

@@ -17,20 +17,20 @@
  */
 
 /** Refusals logged per pool and window, and the window, in ms. */
-export interface RejectionLogLimits {
+export interface RefusalLogLimits {
   /** @default {100} */
   linesPerWindow: number;
   /** @default {10000} */
   windowMs: number;
 }
 
-const DEFAULT_LIMITS: RejectionLogLimits = { linesPerWindow: 100, windowMs: 10_000 };
+const DEFAULT_LIMITS: RefusalLogLimits = { linesPerWindow: 100, windowMs: 10_000 };
 
 /** The pool of refusals that are not about one subscription. */
 const OTHERS = "";
 
 /** The refusals a gateway logs, and the count of those it leaves out. */
-export interface RejectionLog {
+export interface RefusalLog {
   /**
    * Logs a refusal through `write`, unless its pool has had its share of this window.
    * @param subscription the subscription the request was for, or undefined when it names none
@@ -48,15 +48,17 @@ export interface RejectionLog {
 /**
  * Creates the refusal log of one gateway.
  * @param warn writes a line of its own: that a pool stops being logged, or the count left out
- * @param limits lines per pool and window, and the window in ms (@default {100 per 10 s})
- * @param now a monotonic clock in ms (@default {performance.now})
+ * @param options `limits`: lines per pool and window, and the window in ms (@default {100 per
+ *   10 s}); `now`: a monotonic clock in ms (@default {performance.now})
  * @returns the refusal log
  */
-export function createRejectionLog(
+export function createRefusalLog(
   warn: (line: string) => void,
-  limits: RejectionLogLimits = DEFAULT_LIMITS,
-  now: () => number = () => performance.now(),
-): RejectionLog {
+  { limits = DEFAULT_LIMITS, now = () => performance.now() }: {
+    limits?: RefusalLogLimits;
+    now?: () => number;
+  } = {},
+): RefusalLog {
   let windowStart = now();
   /** Lines written this window, by pool. */
   const logged = new Map<string, number>();

@@ -1,0 +1,95 @@
+/**
+ * What the running gateway gives its HTTP app (`IngestDeps`): the routes, from config.yaml's
+ * static routes and the subscription file (re-read when it changes), the limits of the
+ * configuration, the state database, the worker's wake-up and the targets of direct delivery.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import type { Config } from "../lib/config.ts";
+import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
+import { findRoute } from "../lib/routes.ts";
+import type { StateStore } from "../lib/state/mod.ts";
+import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscription_store.ts";
+import { deliver } from "../lib/targets/mod.ts";
+import type { IngestDeps } from "./ingest.ts";
+import type { RefusalLog } from "./_refusal_log.ts";
+import type { WorkerSetup } from "./_worker_setup.ts";
+import { createSignatureVerifier } from "./signatures/mod.ts";
+
+const subscriptionLog = getLogger(["agent", "subscriptions"]);
+
+/**
+ * Finds routes by name: static routes first, then the subscription file's records. The file is
+ * read now, so a corrupt one is reported at start.
+ * @param config the merged configuration: the file's path and the static routes
+ * @returns `IngestDeps.findRoute`; a record that cannot be served is not found (404)
+ */
+export function routeFinder(config: Config): IngestDeps["findRoute"] {
+  const { paths, webhook } = config;
+  // Records edited by hand that cannot be served: their requests are refused (404), said in the
+  // log each time the file is read, so a bad record never costs an agent run it cannot deliver.
+  let unusable = new Map<string, string>();
+  // Said once in the log (and on the console) when the file becomes unreadable and when it is
+  // readable again, so serving the last good copy (or none, at start) is never silent.
+  const subscriptions = new SubscriptionFileCache(paths.subscriptions, {
+    onErrorChange: (error, records) => {
+      if (!error) return subscriptionLog.info("subscription file readable again");
+      subscriptionLog.error("{reason}; serving the last good copy ({count} subscriptions)", {
+        reason: error.message,
+        count: Object.keys(records).length,
+      });
+    },
+    onReload: (records) => {
+      unusable = unusableSubscriptions(records, paths.subscriptions, webhook.routes);
+      for (const reason of unusable.values()) {
+        subscriptionLog.error("{reason}; its requests are refused until it is fixed", { reason });
+      }
+    },
+  });
+  subscriptions.current(); // reads the file now, so a corrupt one is reported at start
+  return (name, options) => {
+    const records = subscriptions.current(options); // may read the file anew: first
+    return unusable.has(name) ? undefined : findRoute(name, records, webhook.routes);
+  };
+}
+
+/**
+ * The collaborators of the gateway's ingest pipeline.
+ * @param config the merged configuration: the webhook platform's limits and global secret
+ * @param parts the routes (see {@link routeFinder}), the refusal log, the state database, the
+ *   clock (ms since the epoch), the worker with what it shares, and the body limits of
+ *   `GatewayOptions`
+ * @returns the ingest dependencies
+ */
+export function ingestDeps(config: Config, parts: {
+  findRoute: IngestDeps["findRoute"];
+  refusals: RefusalLog;
+  store: StateStore;
+  now: () => number;
+  setup: WorkerSetup;
+  bodyTimeoutMs?: number;
+  bodyBudgetBytes?: number;
+}): IngestDeps {
+  const { webhook } = config;
+  const { worker, targets, sending, heldDirect } = parts.setup;
+  return {
+    refusals: parts.refusals,
+    findRoute: parts.findRoute,
+    maxBodyBytes: webhook.maxBodyBytes,
+    bodyTimeoutMs: parts.bodyTimeoutMs,
+    bodyBudgetBytes: parts.bodyBudgetBytes,
+    rateLimitPerMinute: webhook.rateLimitPerMinute,
+    globalSecret: webhook.secret,
+    verifier: createSignatureVerifier(),
+    rateLimiter: createMemoryRateLimiter(),
+    store: parts.store,
+    onAccepted: () => worker.notify(),
+    deliverDirect: (job, onPartSent) =>
+      deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }, onPartSent),
+    now: parts.now,
+    newId: () => crypto.randomUUID(),
+    sending,
+    heldDirect,
+  };
+}
