@@ -54,22 +54,22 @@ export async function deliverNow(
       // A replay of this message is waiting or being sent: it may still fail (or, its key
       // expired, it would be sent twice), so the sender keeps its retry and comes back once
       // that is settled. A message delivered once, its key live, is a duplicate.
-      return reject(
-        deps.refusals,
-        subscription,
-        409,
-        "this delivery is being sent again by a replay",
-        {
-          "retry-after": "5",
-        },
-      );
+      return reject(deps.refusals, {
+        name: subscription,
+        status: 409,
+        error: "this delivery is being sent again by a replay",
+        headers: { "retry-after": "5" },
+      });
     }
     if (live) return duplicate(subscription, eventName, deliveryId);
   }
   const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && inFlight.has(key)) {
-    return reject(deps.refusals, subscription, 409, "this delivery is already being sent", {
-      "retry-after": "5",
+    return reject(deps.refusals, {
+      name: subscription,
+      status: 409,
+      error: "this delivery is already being sent",
+      headers: { "retry-after": "5" },
     });
   }
   inFlight.add(key);

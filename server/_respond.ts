@@ -71,27 +71,10 @@ export interface Refusal {
  * @param refusal the status, message and headers to answer with, and the URL's name
  * @returns the JSON answer
  */
-export function reject(refusals: RefusalLog | undefined, refusal: Refusal): Response;
-/**
- * The positional form of {@link reject}: `server/_direct.ts` still calls it, and was being
- * edited elsewhere when `reject` took a {@link Refusal}.
- * @deprecated pass a {@link Refusal}
- */
 export function reject(
   refusals: RefusalLog | undefined,
-  name: string,
-  status: number,
-  error: string,
-  headers?: Record<string, string>,
-): Response;
-export function reject(
-  refusals: RefusalLog | undefined,
-  given: Refusal | string,
-  ...positional: [] | [status: number, error: string, headers?: Record<string, string>]
+  { name, status, error, headers }: Refusal,
 ): Response {
-  const { name, status, error, headers }: Refusal = typeof given === "string"
-    ? { name: given, status: positional[0]!, error: positional[1]!, headers: positional[2] }
-    : given;
   // The name comes from the URL: cap what an unknown one can write to the log.
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   // A replacer function: a string would expand `$&`, `$'` and `` $` `` in the name.
