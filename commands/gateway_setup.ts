@@ -5,7 +5,8 @@
  * @module
  */
 import { type Config, isListenHost, LISTEN_HOST_RULE, loadConfig } from "../lib/config.ts";
-import { hostAndPort, runningGatewayUrl } from "../lib/gateway_lock.ts";
+import { hostAndPort } from "../lib/address.ts";
+import { runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { type ConfigEdit, editConfigFile } from "../lib/config_file.ts";
 import { setEnvValues } from "../lib/env_file.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";

@@ -6,7 +6,8 @@
  */
 import type { Config } from "../lib/config.ts";
 import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { localUrl, runningGatewayUrl } from "../lib/gateway_lock.ts";
+import { localUrl } from "../lib/address.ts";
+import { runningGatewayUrl } from "../lib/gateway_lock.ts";
 import { keepExactNumber, routesAndHidden } from "../lib/routes.ts";
 import { currentSecret, type Route } from "../lib/subscription.ts";
 import { renderTemplate } from "../lib/templates.ts";

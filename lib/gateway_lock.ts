@@ -6,6 +6,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
+import { localUrl } from "./address.ts";
 import { StoreUnavailableError } from "./errors.ts";
 import { writeAll } from "./fs.ts";
 
@@ -18,36 +19,6 @@ export async function recordGatewayUrl(
   address: { hostname: string; port: number },
 ) {
   await writeAll(lock, new TextEncoder().encode(`${localUrl(address.hostname, address.port)}\n`));
-}
-
-/**
- * The URL at which this machine reaches a server listening on `host` and `port`: loopback for
- * a wildcard address (`0.0.0.0` → `127.0.0.1`, `::` → `[::1]`), IPv6 in brackets.
- * @example localUrl("::", 8644) // "http://[::1]:8644"
- */
-export function localUrl(host: string, port: number): string {
-  const bare = unbracketed(host);
-  const reachable = bare === "0.0.0.0" ? "127.0.0.1" : bare === "::" ? "::1" : bare;
-  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
-}
-
-/**
- * `host:port` as people write it: an IPv6 address in brackets, once (`[::1]:8644`), whether the
- * host was configured with them or not.
- * @param host a host name or address, as configured
- * @param port the port
- */
-export function hostAndPort(host: string, port: number): string {
-  const bare = unbracketed(host);
-  return `${bare.includes(":") ? `[${bare}]` : bare}:${port}`;
-}
-
-/**
- * A host without the brackets an IPv6 address may be written in (`[::1]` → `::1`).
- * @param host a host name or address, as configured
- */
-export function unbracketed(host: string): string {
-  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
 }
 
 /**
