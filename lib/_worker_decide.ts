@@ -50,7 +50,7 @@ export function decide(
   });
   worker.outcomes.record(event.id, () => {
     writeRefused();
-    store.markRetry(event.id, message, step, nowMs + delayMs, nowMs);
+    store.markRetry(event.id, { error: message, step, nextAttemptAtMs: nowMs + delayMs, nowMs });
   });
   log("warn", "retry scheduled", {
     ...context,

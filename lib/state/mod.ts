@@ -226,13 +226,15 @@ export interface StateStore {
    * unless another event holds it unexpired, so the sender's retry is then a duplicate.
    */
   markDelivered(eventId: string, nowMs: number): void;
-  /** Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`. */
+  /**
+   * Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`.
+   * @param eventId the running event
+   * @param retry `error`: why the attempt failed; `step`: the step it failed at;
+   *   `nextAttemptAtMs`: when it is due again and `nowMs`: now, both in ms since the epoch
+   */
   markRetry(
     eventId: string,
-    error: string,
-    step: "agent" | "delivery",
-    nextAttemptAtMs: number,
-    nowMs: number,
+    retry: { error: string; step: "agent" | "delivery"; nextAttemptAtMs: number; nowMs: number },
   ): void;
   /** Closes the attempt with its error and marks the event `failed` (dead letter). */
   markFailed(eventId: string, error: string, step: "agent" | "delivery", nowMs: number): void;

@@ -60,7 +60,12 @@ async function fill(store: SqliteStateStore): Promise<void> {
   store.claimDue(T0 + 1, 2);
   store.saveResponse(delivered, "the answer");
   store.markDelivered(delivered, T0 + 1500);
-  store.markRetry(failed, "LLM endpoint answered 500", "agent", T0 + 2000, T0 + 1000);
+  store.markRetry(failed, {
+    error: "LLM endpoint answered 500",
+    step: "agent",
+    nextAttemptAtMs: T0 + 2000,
+    nowMs: T0 + 1000,
+  });
   store.claimDue(T0 + 2000, 1);
   store.markFailed(failed, "Telegram failed\n   (HTTP 500):\tdown", "delivery", T0 + 3000);
   await accept(newEvent({ subscription: "ci", eventType: "push", deliveryId: "d-queued" }));
@@ -68,7 +73,12 @@ async function fill(store: SqliteStateStore): Promise<void> {
   // Both are claimed; the older one is put back, so one event of each status remains.
   const claimed = store.claimDue(T0 + 10_000, 2).map((event) => event.id);
   assert.deepEqual(claimed, ["evt_bbb001", "evt_ccc001"]);
-  store.markRetry("evt_bbb001", "later", "agent", T0 + 60_000, T0 + 10_000);
+  store.markRetry("evt_bbb001", {
+    error: "later",
+    step: "agent",
+    nextAttemptAtMs: T0 + 60_000,
+    nowMs: T0 + 10_000,
+  });
 }
 
 async function run(

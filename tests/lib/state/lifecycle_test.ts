@@ -49,9 +49,19 @@ Deno.test("claimDue() with deliveryOnly claims only events that need no agent ru
     const waiting = await store.accept(newEvent({ receivedAtMs: T0 }));
     const answered = await store.accept(newEvent({ receivedAtMs: T0 + 1 }));
     store.claimDue(T0 + 1, 2); // both run; the agent answers the second, whose delivery fails
-    store.markRetry(waiting.eventId!, "503", "agent", T0 + 10, T0 + 2);
+    store.markRetry(waiting.eventId!, {
+      error: "503",
+      step: "agent",
+      nextAttemptAtMs: T0 + 10,
+      nowMs: T0 + 2,
+    });
     store.saveResponse(answered.eventId!, "All good");
-    store.markRetry(answered.eventId!, "Telegram 502", "delivery", T0 + 10, T0 + 2);
+    store.markRetry(answered.eventId!, {
+      error: "Telegram 502",
+      step: "delivery",
+      nextAttemptAtMs: T0 + 10,
+      nowMs: T0 + 2,
+    });
     const failedDirect = await store.recordDirect(
       newEvent({ mode: "direct", prompt: "Deploy done", receivedAtMs: T0 }),
       { delivered: false, error: "502", partsSent: 0 },
@@ -73,7 +83,12 @@ Deno.test("markRetry() requeues with the error, and markDelivered() keeps the sa
     const { eventId } = await store.accept(newEvent({ receivedAtMs: T0 }));
     const id = eventId!;
     store.claimDue(T0, 1);
-    store.markRetry(id, "LLM endpoint answered 503", "agent", T0 + 10_000, T0 + 50);
+    store.markRetry(id, {
+      error: "LLM endpoint answered 503",
+      step: "agent",
+      nextAttemptAtMs: T0 + 10_000,
+      nowMs: T0 + 50,
+    });
     let event = store.getEvent(id)!;
     assert.equal(event.status, "queued");
     assert.equal(event.nextAttemptAtMs, T0 + 10_000);
@@ -153,7 +168,7 @@ Deno.test("an attempt that delivered a part does not count, whether it then fail
     first.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
     first.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
     assert.equal(first.getEvent(id)?.uncountedAttempts, 1, "once per attempt, not per part");
-    first.markRetry(id, "429", "delivery", T0 + 1, T0 + 1);
+    first.markRetry(id, { error: "429", step: "delivery", nextAttemptAtMs: T0 + 1, nowMs: T0 + 1 });
     first.claimDue(T0 + 1, 1);
     first.savePartsSent(id, 2, { sentBefore: 2, parts: 9 });
     assert.equal(
@@ -582,7 +597,12 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
       assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 0);
       upgraded.claimDue(T0, 1);
       upgraded.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
-      upgraded.markRetry(id, "rate limited", "delivery", T0 + 1, T0);
+      upgraded.markRetry(id, {
+        error: "rate limited",
+        step: "delivery",
+        nextAttemptAtMs: T0 + 1,
+        nowMs: T0,
+      });
       assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 1);
       assert.equal(upgraded.replay(id, T0 + 2).uncountedAttempts, 0, "a replay starts afresh");
     },
@@ -607,7 +627,12 @@ Deno.test("a NUL in a prompt, an answer or an error no longer cuts what is read 
     const [claimed] = store.claimDue(T0, 1);
     assert.equal(claimed.prompt, prompt.replace("\u0000", "\uFFFD"));
     store.saveResponse(eventId!, "first\u0000second");
-    store.markRetry(eventId!, "bad\u0000chat id", "delivery", T0 + 10, T0);
+    store.markRetry(eventId!, {
+      error: "bad\u0000chat id",
+      step: "delivery",
+      nextAttemptAtMs: T0 + 10,
+      nowMs: T0,
+    });
     const stored = store.getEvent(eventId!)!;
     assert.equal(stored.prompt, claimed.prompt);
     assert.equal(stored.response, "first\uFFFDsecond");
