@@ -67,20 +67,22 @@ export function claimOps(core: StoreCore): ClaimOps {
         const row = s.nextDue.get() as Row | undefined;
         return row?.due === null || row?.due === undefined ? null : Number(row.due);
       }),
-    moveQueued: (byMs) =>
-      use(() => {
-        let moved = 0;
-        // In a transaction of the store's, so that a checkpoint pass follows it.
-        transaction(() => {
-          moved = Number(
-            db.prepare(
-              "UPDATE events SET next_attempt_at = next_attempt_at + ? WHERE status = 'queued'",
-            ).run(Math.round(byMs)).changes,
-          );
-        });
-        return moved;
-      }),
+    moveQueued: (byMs) => use(() => moveQueued(core, byMs)),
   };
+}
+
+/** See {@link StateStore.moveQueued}. */
+function moveQueued(core: StoreCore, byMs: number): number {
+  let moved = 0;
+  // In a transaction of the store's, so that a checkpoint pass follows it.
+  core.transaction(() => {
+    moved = Number(
+      core.db.prepare(
+        "UPDATE events SET next_attempt_at = next_attempt_at + ? WHERE status = 'queued'",
+      ).run(Math.round(byMs)).changes,
+    );
+  });
+  return moved;
 }
 
 /** See {@link StateStore.claimDue}. */

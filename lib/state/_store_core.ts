@@ -79,7 +79,6 @@ export function createStoreCore(
 ): StoreCore {
   const { path, ttlMs } = settings;
   const { statements: s } = database;
-  let corruptSeen = false;
   const core: StoreCore = {
     path,
     database,
@@ -90,12 +89,7 @@ export function createStoreCore(
     clock: settings.clock,
     newId: settings.newId,
     closed: false,
-    noteCorruption(error) {
-      const reason = corruption(error);
-      if (reason === undefined || corruptSeen) return;
-      corruptSeen = true;
-      settings.onCorrupt?.(reason);
-    },
+    noteCorruption: corruptionNotice(settings.onCorrupt),
     use: (run) => use(core, run),
     findEvent: (idOrPrefix) => findEvent(s, idOrPrefix),
     mustFind(idOrPrefix) {
@@ -117,6 +111,17 @@ export function createStoreCore(
     },
   };
   return core;
+}
+
+/** See {@link StoreCore.noteCorruption}. */
+function corruptionNotice(onCorrupt?: (reason: string) => void): (error: unknown) => void {
+  let corruptSeen = false;
+  return (error) => {
+    const reason = corruption(error);
+    if (reason === undefined || corruptSeen) return;
+    corruptSeen = true;
+    onCorrupt?.(reason);
+  };
 }
 
 /** See {@link StoreCore.use}. */
