@@ -86,7 +86,8 @@ const LOCAL_HOSTS = new Set(["0.0.0.0", "::", "[::]", "127.0.0.1", "::1", "[::1]
  */
 export function webhookBaseUrl(webhook: WebhookAddress): string {
   if (webhook.publicUrl) return webhook.publicUrl;
-  const host = LOCAL_HOSTS.has(webhook.host) ? "localhost" : bracketed(webhook.host);
+  // A host may be configured with its brackets (`[2001:db8::1]`) or without.
+  const host = LOCAL_HOSTS.has(webhook.host) ? "localhost" : bracketed(unbracketed(webhook.host));
   return `http://${host}:${webhook.port}`;
 }
 

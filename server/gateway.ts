@@ -7,6 +7,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { bracketed } from "../lib/address.ts";
 import { killLeftoverAgents } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
@@ -255,7 +256,7 @@ async function announce(
   address: { hostname: string; port: number },
   { lock, onListen }: { lock: Deno.FsFile; onListen?: (url: string) => void },
 ): Promise<string> {
-  const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
+  const host = bracketed(address.hostname);
   const url = `http://${host}:${address.port}`;
   // Best effort: a disk too full for these few bytes must not stop a gateway that listens.
   await recordGatewayUrl(lock, address).catch((error) =>
