@@ -34,7 +34,7 @@ export function decide(
   if (permanent || (counted >= retry.maxAttempts && !progressed)) {
     worker.outcomes.record(event.id, () => {
       writeRefused();
-      store.markFailed(event.id, message, step, nowMs);
+      store.markFailed(event.id, { error: message, step, nowMs });
     });
     const reason = permanent ? "permanent error" : `${counted} attempts`;
     log("error", "failed", { ...context, step, reason, error: message });

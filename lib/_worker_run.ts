@@ -90,7 +90,10 @@ function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
     event.attempts - event.uncountedAttempts - 1
   } attempts are used up, the last one interrupted (a crash, or a stop it outlived)`;
   const nowMs = worker.deps.now();
-  worker.outcomes.record(event.id, () => store.markFailed(event.id, error, "agent", nowMs));
+  worker.outcomes.record(
+    event.id,
+    () => store.markFailed(event.id, { error, step: "agent", nowMs }),
+  );
   log("error", "failed", { eventId: event.id, subscription: event.subscription, error });
 }
 

@@ -58,7 +58,7 @@ export function claimOps(core: StoreCore): ClaimOps {
         nextMs: retry.nextAttemptAtMs,
         nowMs: retry.nowMs,
       }),
-    markFailed: (eventId, error, step, nowMs) =>
+    markFailed: (eventId, { error, step, nowMs }) =>
       closeAttempt(core, { eventId, status: "failed", error, step, nextMs: null, nowMs }),
     recoverInterrupted: (nowMs, eventId) =>
       use(() => recoverInterrupted(db, transaction, nowMs, eventId)),

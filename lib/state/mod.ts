@@ -236,8 +236,16 @@ export interface StateStore {
     eventId: string,
     retry: { error: string; step: "agent" | "delivery"; nextAttemptAtMs: number; nowMs: number },
   ): void;
-  /** Closes the attempt with its error and marks the event `failed` (dead letter). */
-  markFailed(eventId: string, error: string, step: "agent" | "delivery", nowMs: number): void;
+  /**
+   * Closes the attempt with its error and marks the event `failed` (dead letter).
+   * @param eventId the running event
+   * @param failure `error`: why the attempt failed; `step`: the step it failed at; `nowMs`:
+   *   now, in ms since the epoch
+   */
+  markFailed(
+    eventId: string,
+    failure: { error: string; step: "agent" | "delivery"; nowMs: number },
+  ): void;
   /**
    * Puts events left `running` by a crash or restart back in the queue, due now, their open
    * attempt closed as interrupted. After a crash (at start) it still counts, unless it had

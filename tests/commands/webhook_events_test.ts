@@ -67,7 +67,11 @@ async function fill(store: SqliteStateStore): Promise<void> {
     nowMs: T0 + 1000,
   });
   store.claimDue(T0 + 2000, 1);
-  store.markFailed(failed, "Telegram failed\n   (HTTP 500):\tdown", "delivery", T0 + 3000);
+  store.markFailed(failed, {
+    error: "Telegram failed\n   (HTTP 500):\tdown",
+    step: "delivery",
+    nowMs: T0 + 3000,
+  });
   await accept(newEvent({ subscription: "ci", eventType: "push", deliveryId: "d-queued" }));
   await accept(newEvent({ subscription: "ci", eventType: "push", deliveryId: "d-running" }));
   // Both are claimed; the older one is put back, so one event of each status remains.
@@ -139,7 +143,7 @@ Deno.test("webhook events: a replayed event's TOOK counts from its replay, not f
   try {
     const { eventId } = await store.accept(newEvent({ receivedAtMs: T0 })) as { eventId: string };
     store.claimDue(T0, 1);
-    store.markFailed(eventId, "down", "agent", T0 + 1000);
+    store.markFailed(eventId, { error: "down", step: "agent", nowMs: T0 + 1000 });
     const threeDaysLater = T0 + 3 * 86_400_000;
     store.replay(eventId, threeDaysLater);
     store.claimDue(threeDaysLater, 1);
@@ -162,7 +166,7 @@ Deno.test("webhook events cuts long delivery ids and errors so a row stays one l
     eventId: string;
   };
   store.claimDue(T0, 1);
-  store.markFailed(eventId, `${"e".repeat(100)} tail`, "agent", T0 + 10);
+  store.markFailed(eventId, { error: `${"e".repeat(100)} tail`, step: "agent", nowMs: T0 + 10 });
   await store.close();
   const { out } = await run(webhookEvents, h.home, []);
   const row = out.split("\n")[1];
@@ -182,7 +186,7 @@ Deno.test("webhook events shows escape sequences and bidi overrides from senders
   store.claimDue(T0, 1);
   // As a platform echoes a chat id templated from the payload back in its error.
   const error = 'bad chat "42:\u001b]0;PWNED\u0007\u001b[2J\u009b31m"\nnext line';
-  store.markFailed(eventId, error, "delivery", T0 + 10);
+  store.markFailed(eventId, { error, step: "delivery", nowMs: T0 + 10 });
   await store.close();
   const { out } = await run(webhookEvents, h.home, []);
   // deno-lint-ignore no-control-regex

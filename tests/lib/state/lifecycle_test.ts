@@ -118,7 +118,11 @@ Deno.test("markFailed() dead-letters the event and records the step that failed"
     const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
     store.claimDue(T0, 1);
     store.saveResponse(id, "answer");
-    store.markFailed(id, "Slack answered 404 channel_not_found", "delivery", T0 + 10);
+    store.markFailed(id, {
+      error: "Slack answered 404 channel_not_found",
+      step: "delivery",
+      nowMs: T0 + 10,
+    });
     const event = store.getEvent(id)!;
     assert.equal(event.status, "failed");
     assert.equal(event.lastError, "Slack answered 404 channel_not_found");
@@ -210,7 +214,7 @@ Deno.test("replay() starts a new attempt series for a failed event", async () =>
     store.claimDue(T0, 1);
     store.saveResponse(id, "old answer");
     store.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
-    store.markFailed(id, "boom", "delivery", T0 + 1);
+    store.markFailed(id, { error: "boom", step: "delivery", nowMs: T0 + 1 });
     const replayed = store.replay(id.slice(0, 12), T0 + 99);
     assert.equal(replayed.id, id);
     assert.equal(replayed.status, "queued");
@@ -284,7 +288,7 @@ Deno.test("prune() deletes old finished events with their keys, and keeps queued
     const fresh = (await store.accept(newEvent({ deliveryId: "k2", receivedAtMs: T0 + 9 * day })))
       .eventId!;
     store.claimDue(T0 + 9 * day, 5);
-    store.markFailed(fresh, "x", "agent", T0 + 9 * day);
+    store.markFailed(fresh, { error: "x", step: "agent", nowMs: T0 + 9 * day });
 
     const result = await store.prune(T0 + 10 * day - 1, { retentionDays: 7 });
     assert.deepEqual(result, { events: 1 });
@@ -301,7 +305,7 @@ Deno.test("prune() keeps an old event replayed within the retention window as lo
   await withStore({}, async (store) => {
     const old = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
     store.claimDue(T0, 1);
-    store.markFailed(old, "down", "agent", T0 + 1);
+    store.markFailed(old, { error: "down", step: "agent", nowMs: T0 + 1 });
     store.replay(old, T0 + 9 * day); // the dead letter, replayed nine days later
     store.claimDue(T0 + 9 * day, 1);
     store.markDelivered(old, T0 + 9 * day + 1);
@@ -483,12 +487,12 @@ Deno.test("replay() of a direct message cut off mid-way keeps its parts sent onl
     const id = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 2 });
     assert.equal(store.replay(id, T0 + 1).partsSent, 2, "the replay sends the rest");
     store.claimDue(T0 + 1, 1);
-    store.markFailed(id, "502 again", "delivery", T0 + 2);
+    store.markFailed(id, { error: "502 again", step: "delivery", nowMs: T0 + 2 });
     const edited = store.replay(id, T0 + 3, () => ({ mode: "direct", prompt: "edited", route }));
     assert.equal(edited.partsSent, 0, "another text starts from the first part");
     store.claimDue(T0 + 3, 1);
     store.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
-    store.markFailed(id, "502 again", "delivery", T0 + 4);
+    store.markFailed(id, { error: "502 again", step: "delivery", nowMs: T0 + 4 });
     const discord = { deliver: "discord", chatId: "1", skills: [] };
     const moved = store.replay(
       id,
@@ -582,7 +586,7 @@ Deno.test("opening a version 7 database adds the column of replay times, null fo
     (upgraded, id) => {
       assert.equal(upgraded.getEvent(id)?.replayedAtMs, null);
       upgraded.claimDue(T0, 1);
-      upgraded.markFailed(id, "down", "agent", T0 + 1);
+      upgraded.markFailed(id, { error: "down", step: "agent", nowMs: T0 + 1 });
       assert.equal(upgraded.replay(id, T0 + 5_000).replayedAtMs, T0 + 5_000);
     },
   );
