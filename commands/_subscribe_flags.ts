@@ -1,0 +1,99 @@
+/**
+ * The `agent webhook subscribe` flags as the record fields they replace, with their checks and
+ * the warnings about an `--events` filter that matches nothing.
+ *
+ * @module
+ */
+import { UsageError } from "../lib/errors.ts";
+import type { Subscription } from "../lib/subscription.ts";
+import { isSchemeName, SCHEME_NAMES } from "../lib/signatures/mod.ts";
+import { TARGET_NAMES } from "../lib/targets/mod.ts";
+import { commaList, wholeNumber } from "./_shared.ts";
+
+/**
+ * Turns the given flags into the record fields they replace.
+ * @param values the parsed flags of `subscribe`
+ * @returns the fields the flags give; a flag not given leaves its field out
+ * @throws UsageError for an empty --events or --deliver, a --secret shorter than 8 characters,
+ *   a --rate-limit that is no whole number ≥ 1, or an --auth that is no scheme
+ */
+export function optionsToRecord(
+  values: Record<string, string | boolean | undefined>,
+): Subscription {
+  const text = (key: string) => values[key] as string | undefined;
+  const record: Subscription = {};
+  if (text("prompt") !== undefined) record.prompt = text("prompt");
+  if (text("events") !== undefined) record.events = eventFilter(text("events")!);
+  if (text("description") !== undefined) record.description = text("description");
+  if (text("skills") !== undefined) record.skills = commaList(text("skills"));
+  if (text("deliver") !== undefined) {
+    record.deliver = text("deliver")!.trim();
+    // An unset shell variable, more likely than a wish for the default: the gateway refuses "".
+    if (record.deliver === "") {
+      throw new UsageError(`--deliver is empty: give one of ${TARGET_NAMES.join(", ")}`);
+    }
+  }
+  if (text("deliver-chat-id") !== undefined) {
+    record.deliver_extra = { chat_id: text("deliver-chat-id") };
+  }
+  if (values["deliver-only"] !== undefined) record.deliver_only = values["deliver-only"] as boolean;
+  if (text("secret") !== undefined) {
+    if (text("secret")!.length < 8) throw new UsageError("--secret must be at least 8 characters");
+    record.secret = text("secret");
+    record.previous_secrets = undefined;
+  }
+  if (text("rate-limit") !== undefined) {
+    const limit = wholeNumber(text("rate-limit")!);
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      throw new UsageError("--rate-limit must be a whole number of requests per minute (≥ 1)");
+    }
+    record.rate_limit = limit;
+  }
+  if (text("auth") !== undefined) {
+    if (!isSchemeName(text("auth")!)) {
+      throw new UsageError(`--auth must be one of: ${SCHEME_NAMES.join(", ")}`);
+    }
+    record.auth = text("auth");
+  }
+  return record;
+}
+
+/**
+ * Reads `--events`: a list, or `all` for every event (an empty filter). An empty value is
+ * refused: it is more likely an unset shell variable than a wish to receive everything.
+ * @param value the flag's value
+ * @returns the event types; none for `all`
+ * @throws UsageError for an empty value
+ */
+function eventFilter(value: string): string[] {
+  const events = commaList(value) ?? [];
+  if (events.length === 1 && events[0] === "all") return [];
+  if (events.length === 0) {
+    throw new UsageError(
+      "--events is empty: list event types (issues,pull_request.opened), or give --events all " +
+        "to receive every event",
+    );
+  }
+  return events;
+}
+
+/**
+ * Warns of `--events` entries that no event can match: filters compare whole types (CONTRACT
+ * §6), with no wildcards, and `all` means every event only on its own.
+ * @param events the filter being stored, if `--events` was given
+ * @returns one warning per such entry
+ */
+export function eventFilterWarnings(events: string[] | undefined): string[] {
+  return (events ?? []).flatMap((entry) => {
+    if (entry.includes("*")) {
+      return [
+        `--events "${entry}" matches no event: types are compared whole, without wildcards ` +
+        "(give each type, or --events all for every event)",
+      ];
+    }
+    if (entry === "all") {
+      return ['--events "all" with other types is a type named "all": alone, it means every event'];
+    }
+    return [];
+  });
+}

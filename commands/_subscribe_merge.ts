@@ -1,0 +1,84 @@
+/**
+ * How `agent webhook subscribe` merges the fields its flags give into a subscription's stored
+ * record: what is kept, what a new target drops, what is filled in, and what is checked.
+ *
+ * @module
+ */
+import type { Config } from "../lib/config.ts";
+import { ConfigError } from "../lib/errors.ts";
+import { checkRecord, type Subscription } from "../lib/subscription.ts";
+import { wrongFieldType } from "../lib/subscription_store.ts";
+import { validateTarget } from "../lib/targets/mod.ts";
+import { checkSecretForScheme } from "./_subscribe_checks.ts";
+import { generateSecret } from "./_shared.ts";
+
+/**
+ * The record `subscribe` stores: the existing one with the given fields replaced, the default
+ * target, a secret (generated when there is none) and the times of creation and change.
+ * @param existing the stored record, if the name has one
+ * @param options `name`: the subscription's; `changes`: the fields the flags give; `nowIso`:
+ *   the time of the change; `config`: the subscription file (for messages) and the environment
+ *   the target is checked with
+ * @returns the record to store, and warnings that do not block (a target's missing token, a
+ *   secret its scheme's libraries cannot sign with)
+ * @throws ConfigError for a hand-edited field of the wrong type that the flags do not replace
+ * @throws UsageError for a target, chat id or secret that cannot work
+ */
+export function mergeSubscription(
+  existing: Subscription | undefined,
+  options: { name: string; changes: Subscription; nowIso: string; config: Config },
+): { record: Subscription; warnings: string[] } {
+  const { name, changes, nowIso, config } = options;
+  const merged: Subscription = { ...existing, ...changes };
+  // A field of the wrong type in a record edited by hand stays unless this command gives
+  // it anew: the record would still be refused by the gateway, so it is not written.
+  // Checked first, before anything reads the fields.
+  if (typeof merged.created_at !== "string") delete merged.created_at; // set below
+  if (existing !== undefined && wrongFieldType(existing) !== undefined) {
+    refuseWrongTypes(merged, { name, file: config.paths.subscriptions });
+  }
+  // Another target without a chat id of its own: the old target's chat means nothing
+  // there (a Telegram chat is not a Slack channel), so the new one uses its home channel.
+  // The log target has no chats: a chat id given while it was the target was for the next.
+  const retargeted = changes.deliver !== undefined && changes.deliver !== existing?.deliver &&
+    (existing?.deliver ?? "log") !== "log";
+  if (retargeted && changes.deliver_extra === undefined && merged.deliver_extra) {
+    const { chat_id: _, ...rest } = merged.deliver_extra;
+    if (Object.keys(rest).length) merged.deliver_extra = rest;
+    else delete merged.deliver_extra;
+  }
+  merged.deliver ??= "log";
+  // An empty secret counts as none (403): a new one replaces it.
+  merged.secret ||= generateSecret(merged.auth);
+  merged.created_at ??= nowIso;
+  merged.updated_at = nowIso;
+  const warnings = validateTarget({
+    target: merged.deliver,
+    chatId: merged.deliver_extra?.chat_id,
+    deliverOnly: merged.deliver_only ?? false,
+    env: config.env,
+  });
+  if (changes.secret !== undefined || changes.auth !== undefined) {
+    warnings.push(...checkSecretForScheme(merged.secret, merged.auth));
+  }
+  return { record: merged, warnings };
+}
+
+/**
+ * Refuses a merged record that still has a field of the wrong type, as the gateway would.
+ * @param options `name`: the subscription's; `file`: the subscription file
+ * @throws ConfigError naming the field, and how to fix it
+ */
+function refuseWrongTypes(merged: Subscription, options: { name: string; file: string }): void {
+  const { name, file } = options;
+  try {
+    const where = `subscription "${name}" in ${file}`;
+    checkRecord(merged as Record<string, unknown>, where, file);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw new ConfigError(
+      `${error.message}; fix it in the file, or give it anew with its flag where it has one`,
+      { file },
+    );
+  }
+}
