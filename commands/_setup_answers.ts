@@ -7,6 +7,7 @@
 import { isListenHost, LISTEN_HOST_RULE } from "../lib/config.ts";
 import type { ConfigEdit } from "../lib/config_file.ts";
 import { UsageError } from "../lib/errors.ts";
+import { validateTarget } from "../lib/targets/mod.ts";
 import { generateSecret, wholeNumber } from "./_shared.ts";
 
 /** Setup flags that are written to `.env`, and their variables. */
@@ -98,9 +99,26 @@ export function parsePort(text: string): number {
 /**
  * Checks the answers before anything is written.
  * @param answers from the flags or the wizard
- * @throws UsageError for a secret shorter than 8 characters or a host that is no listen address
+ * @throws UsageError for a secret shorter than 8 characters, a host that is no listen address,
+ *   or a home channel of the wrong shape for its platform (as `--deliver-chat-id` is checked)
  */
 export function checkAnswers(answers: Answers): void {
+  for (const [flag, variable] of Object.entries(ENV_FLAGS)) {
+    const home = answers.env[variable];
+    if (!flag.endsWith("-home") || home === undefined) continue;
+    try {
+      // Every delivery falling back to a malformed home channel would fail for good.
+      validateTarget({
+        target: flag.slice(0, -"-home".length),
+        chatId: home,
+        deliverOnly: false,
+        env: {},
+      });
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      throw new UsageError(error.message.replace(/^--deliver-chat-id/, `--${flag}`));
+    }
+  }
   if (answers.secret !== undefined && answers.secret.length < 8) {
     throw new UsageError("The global secret must be at least 8 characters, as a subscription's");
   }

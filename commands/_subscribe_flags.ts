@@ -25,7 +25,8 @@ export function optionsToRecord(
   if (text("prompt") !== undefined) record.prompt = text("prompt");
   if (text("events") !== undefined) record.events = eventFilter(text("events")!);
   if (text("description") !== undefined) record.description = text("description");
-  if (text("skills") !== undefined) record.skills = commaList(text("skills"));
+  // A skill named twice would be added to the system prompt twice.
+  if (text("skills") !== undefined) record.skills = [...new Set(commaList(text("skills")))];
   if (text("deliver") !== undefined) {
     record.deliver = text("deliver")!.trim();
     // An unset shell variable, more likely than a wish for the default: the gateway refuses "".

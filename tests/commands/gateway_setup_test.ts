@@ -55,6 +55,33 @@ Deno.test("setup records tokens and home channels in .env with mode 0600", async
   assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
 });
 
+Deno.test("setup refuses a home channel of the wrong shape for its platform, as --deliver-chat-id, and writes nothing", async () => {
+  await using h = await tempHome({ env: "# mine\n" });
+  for (
+    const [flag, value, reason] of [
+      [
+        "--telegram-home",
+        "abc:xyz",
+        /--telegram-home "abc:xyz": a Telegram topic must be a message thread id/,
+      ],
+      ["--discord-home", "general", /--discord-home "general": a Discord channel id is a number/],
+      [
+        "--slack-home",
+        "C1:later",
+        /--slack-home "C1:later": a Slack thread is a message timestamp/,
+      ],
+    ] as const
+  ) {
+    await assert.rejects(
+      () =>
+        runCommand(["gateway", "setup", "--yes", flag, value], fakeContext({ AGENT_HOME: h.home })),
+      (error: Error) => error instanceof UsageError && reason.test(error.message),
+    );
+  }
+  assert.equal(await Deno.readTextFile(join(h.home, ".env")), "# mine\n");
+  await assert.rejects(Deno.stat(join(h.home, "config.yaml")), Deno.errors.NotFound);
+});
+
 Deno.test("setup without a terminal and without flags is a usage error", async () => {
   await using h = await tempHome();
   await assert.rejects(

@@ -104,3 +104,12 @@ Deno.test("list warns of a subscription whose skill was removed or broken after 
     `${join(h.skillsDir, "review/SKILL.md")}: ${YAML_REASON}; its agent runs fail`,
   ]);
 });
+
+Deno.test("subscribe --skills names a skill once however often it is given", async () => {
+  await using h = await homeWithSkills({});
+  await runCommand(
+    ["webhook", "subscribe", "gh", "--skills", "triage, triage,triage"],
+    fakeContext(h.env),
+  );
+  assert.deepEqual(await savedSkills(h.home, "gh"), ["triage"]);
+});
