@@ -22,7 +22,8 @@ export const BODY_TIMEOUT_MS = 30_000;
 /**
  * Deadlines for request bodies, kept with one shared timer instead of one timer per request
  * (a per-request `setTimeout` measurably slows the ingest path). The timer runs only while a
- * body is being read.
+ * body is being read. Deadlines follow a steady clock: the system clock set forward an hour
+ * must not cut off every body being received, nor set back give senders an hour more.
  */
 export class BodyDeadlines {
   readonly #timeoutMs: number;
@@ -41,7 +42,7 @@ export class BodyDeadlines {
    * @returns `done`, to call when the body is in (or refused)
    */
   watch(onExpire: () => void): () => void {
-    const entry = { atMs: Date.now() + this.#timeoutMs, expire: onExpire };
+    const entry = { atMs: performance.now() + this.#timeoutMs, expire: onExpire };
     this.#pending.add(entry);
     this.#timer ??= setInterval(() => this.#sweep(), Math.max(10, this.#timeoutMs / 10));
     return () => this.#pending.delete(entry);
@@ -53,7 +54,7 @@ export class BodyDeadlines {
   }
 
   #sweep(): void {
-    const nowMs = Date.now();
+    const nowMs = performance.now();
     for (const entry of this.#pending) {
       if (entry.atMs > nowMs) continue;
       this.#pending.delete(entry);

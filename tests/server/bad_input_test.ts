@@ -524,6 +524,37 @@ Deno.test({
   },
 });
 
+Deno.test("the body timeout follows a steady clock: the system clock set an hour forward does not cut a body off", async () => {
+  await using home = await tempHome({ config: CONFIG });
+  const gateway = await startSuite(home.home, { ...OPTIONS, bodyTimeoutMs: 2_000 });
+  const wallClock = Date.now;
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: gateway.port });
+  try {
+    const request = await signed(issue);
+    const cut = request.length - 20;
+    await conn.write(request.subarray(0, cut));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    Date.now = () => wallClock() + 3_600_000;
+    // Two sweeps of the deadlines (one per 200 ms) see the clock an hour on.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await conn.write(request.subarray(cut));
+    const buffer = new Uint8Array(65_536);
+    let received: Uint8Array = new Uint8Array();
+    let response: RawResponse | null = null;
+    while (response === null) {
+      const n = await conn.read(buffer);
+      if (n !== null) received = concat(received, buffer.subarray(0, n));
+      response = parseResponse(received, n === null);
+      if (n === null) break;
+    }
+    assert.equal(response?.status, 202, response?.text);
+  } finally {
+    Date.now = wallClock;
+    conn.close();
+    await gateway.stop({ deadlineMs: 0 });
+  }
+});
+
 Deno.test("a request without any signature header is refused before its body arrives", async () => {
   await using home = await tempHome({ config: CONFIG });
   const gateway = await startSuite(home.home);
