@@ -214,7 +214,7 @@ export function agentEvent(
 ): NewEvent {
   return {
     subscription: "github",
-    eventType: "issues.opened",
+    eventLabel: "issues.opened",
     deliveryId: crypto.randomUUID(),
     dedupe: true,
     source: "github",

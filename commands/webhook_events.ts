@@ -92,7 +92,7 @@ function publicFields(event: StoredEvent) {
   return {
     id: event.id,
     subscription: event.subscription,
-    event: event.eventType,
+    event: event.eventLabel,
     source: event.source,
     delivery_id: event.deliveryId,
     mode: event.mode,
@@ -169,7 +169,7 @@ function table(events: StoredEvent[]): string {
   const rows = events.map((e) => [
     e.id,
     e.subscription,
-    oneTerminalLine(e.eventType),
+    oneTerminalLine(e.eventLabel),
     cut(oneTerminalLine(e.deliveryId), 24),
     e.status,
     String(e.attempts),

@@ -53,13 +53,13 @@ export const webhookReplay: Command = {
         if (!route || unusable.has(route.name)) return undefined;
         routed = true;
         return dispatchFor(route, JSON.parse(found.payload), {
-          event: found.eventType,
+          event: found.eventLabel,
           subscription: route.name,
           deliveryId: found.deliveryId,
         }, found.payload);
       });
       ctx.stdout(
-        `Queued ${event.id} (${event.subscription}, ${event.eventType}) again, ` +
+        `Queued ${event.id} (${event.subscription}, ${event.eventLabel}) again, ` +
           (routed
             ? `as ${event.subscription} renders and routes it now ` +
               `(to ${describeTarget(event)}).\n`

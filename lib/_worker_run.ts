@@ -204,7 +204,7 @@ function jobFor(event: StoredEvent, text: string): DeliveryJob {
     payload,
     source: event.source,
     subscription: event.subscription,
-    eventType: event.eventType,
+    eventLabel: event.eventLabel,
     eventId: event.id,
     deliveryId: event.deliveryId,
     partsAlreadySent: event.partsSent,

@@ -35,10 +35,10 @@ export async function deliverNow(
   deps: IngestDeps,
   inFlight: Set<string>,
 ): Promise<Response> {
-  const { subscription, eventType: eventName, deliveryId } = event;
+  const { subscription, eventLabel, deliveryId } = event;
   // Delivered while the database refused to record it: held in memory, a duplicate all the same.
   if (event.dedupe && deps.heldDirect?.delivered(subscription, deliveryId, event.receivedAtMs)) {
-    return duplicate(subscription, eventName, deliveryId);
+    return duplicate(subscription, eventLabel, deliveryId);
   }
   if (event.dedupe) {
     // Any holder, its key expired or not: a replay that waited longer than the key's life is
@@ -61,7 +61,7 @@ export async function deliverNow(
         headers: { "retry-after": "5" },
       });
     }
-    if (live) return duplicate(subscription, eventName, deliveryId);
+    if (live) return duplicate(subscription, eventLabel, deliveryId);
   }
   const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && inFlight.has(key)) {
@@ -95,12 +95,12 @@ export async function deliverNow(
       payload,
       source: event.source,
       subscription,
-      eventType: eventName,
+      eventLabel,
       eventId: "",
       deliveryId,
       partsAlreadySent,
     };
-    const base = { subscription, event: eventName, delivery_id: deliveryId };
+    const base = { subscription, event: eventLabel, delivery_id: deliveryId };
     try {
       const receipt = await deps.deliverDirect(job, onPartSent);
       const eventId = await recordDirect(deps, event, {

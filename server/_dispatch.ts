@@ -61,7 +61,7 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   const answered = answerWithoutEvent(received, scheme) ?? filter(received);
   if (answered) return answered;
   const newEvent = buildEvent(received, { json, receivedAtMs: deps.now() });
-  const { subscription, eventType: event, deliveryId } = newEvent;
+  const { subscription, eventLabel: event, deliveryId } = newEvent;
   let result;
   try {
     // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
@@ -172,7 +172,7 @@ function buildEvent(
   }, json);
   return {
     subscription: route.name,
-    eventType: event,
+    eventLabel: event,
     deliveryId: info.deliveryId,
     dedupe: !info.generatedDeliveryId,
     source: info.source,

@@ -155,7 +155,8 @@ export function rowToEvent(row: Row): StoredEvent {
   return {
     id: String(row.id),
     subscription: String(row.subscription),
-    eventType: String(row.event_type),
+    // The column keeps its first name; it has always held the label.
+    eventLabel: String(row.event_type),
     deliveryId: String(row.delivery_id),
     dedupe: row.dedupe === 1,
     source: String(row.source) as EventSource,

@@ -109,7 +109,7 @@ function insertEvent(
   const inserted = core.s.insertEvent.run(
     id,
     event.subscription,
-    event.eventType,
+    event.eventLabel,
     event.deliveryId,
     event.dedupe ? 1 : 0,
     event.source,

@@ -44,7 +44,7 @@ export interface NewEvent {
   /** Subscription name. */
   subscription: string;
   /** Event label: the type (CONTRACT §6) with `.<action>` when there is one, e.g. `issues.opened`. */
-  eventType: string;
+  eventLabel: string;
   /** Delivery id from the sender's headers, or a generated one. */
   deliveryId: string;
   /** False when the delivery id was generated: such events are never deduplicated. */

@@ -24,8 +24,8 @@ export interface DeliveryJob {
   source: EventSource;
   /** Subscription name, for the log target and messages. */
   subscription: string;
-  /** Event type (`issues`, `pipeline`, ...). */
-  eventType: string;
+  /** Event label: the type with `.<action>` when there is one (`issues.opened`, `pipeline`). */
+  eventLabel: string;
   /** The gateway's id of the stored event. */
   eventId: string;
   /** The sender's delivery id (idempotency key). */

@@ -100,7 +100,7 @@ export const githubComment: Target<GitHubDestination> = {
     const item = job.chatId?.trim() ? parseGitHubItem(job.chatId) : githubItem(job.payload);
     if (item === undefined) {
       throw new TargetError(
-        `The github_comment target found no issue or pull request in the "${job.eventType}" payload (repository.full_name with issue.number, pull_request.number or number); set --deliver-chat-id owner/repo#123`,
+        `The github_comment target found no issue or pull request in the "${job.eventLabel}" payload (repository.full_name with issue.number, pull_request.number or number); set --deliver-chat-id owner/repo#123`,
         { permanent: true },
       );
     }

@@ -106,7 +106,7 @@ export const gitlabComment: Target<GitLabDestination> = {
     const item = job.chatId?.trim() ? parseGitLabItem(job.chatId) : gitlabItem(job.payload);
     if (item === undefined) {
       throw new TargetError(
-        `The gitlab_comment target found no merge request or issue in the "${job.eventType}" payload (project.id with object_attributes.iid); set --deliver-chat-id <project>!<iid>`,
+        `The gitlab_comment target found no merge request or issue in the "${job.eventLabel}" payload (project.id with object_attributes.iid); set --deliver-chat-id <project>!<iid>`,
         { permanent: true },
       );
     }

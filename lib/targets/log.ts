@@ -23,7 +23,7 @@ export const log: Target<LogDestination> = {
   resolve(job) {
     return {
       label: "gateway log",
-      destination: { subscription: job.subscription, event: job.eventType },
+      destination: { subscription: job.subscription, event: job.eventLabel },
     };
   },
   send({ subscription, event }, text, ctx) {

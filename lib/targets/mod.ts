@@ -10,7 +10,7 @@
  * ```ts
  * const receipt = await deliver(
  *   { target: "telegram", chatId: "123", text: "Build failed", payload: {}, source: "github",
- *     subscription: "ci", eventType: "workflow_run", eventId: "ev1", deliveryId: "d1" },
+ *     subscription: "ci", eventLabel: "workflow_run", eventId: "ev1", deliveryId: "d1" },
  *   { env: Deno.env.toObject(), fetch, sleep, log: (m, p) => console.log(m, p) },
  * );
  * ```

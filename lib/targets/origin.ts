@@ -29,11 +29,11 @@ export function parseHome(home: string): { target: string; chatId?: string } {
 function fromSender(job: DeliveryJob): Redirect | string {
   if (job.source === "github") {
     if (githubItem(job.payload)) return { redirect: { target: "github_comment" } };
-    return `the GitHub "${job.eventType}" event has no issue or pull request to comment on`;
+    return `the GitHub "${job.eventLabel}" event has no issue or pull request to comment on`;
   }
   if (job.source === "gitlab") {
     if (gitlabItem(job.payload)) return { redirect: { target: "gitlab_comment" } };
-    return `the GitLab "${job.eventType}" event has no merge request or issue to comment on`;
+    return `the GitLab "${job.eventLabel}" event has no merge request or issue to comment on`;
   }
   return `events from "${job.source}" senders have no place to reply to`;
 }

@@ -15,7 +15,7 @@ const T0 = Date.parse("2026-03-01T10:00:00Z");
 function newEvent(overrides: Partial<NewEvent>): NewEvent {
   return {
     subscription: "gh",
-    eventType: "issues.opened",
+    eventLabel: "issues.opened",
     deliveryId: crypto.randomUUID(),
     dedupe: true,
     source: "github",
@@ -72,8 +72,8 @@ async function fill(store: SqliteStateStore): Promise<void> {
     step: "delivery",
     nowMs: T0 + 3000,
   });
-  await accept(newEvent({ subscription: "ci", eventType: "push", deliveryId: "d-queued" }));
-  await accept(newEvent({ subscription: "ci", eventType: "push", deliveryId: "d-running" }));
+  await accept(newEvent({ subscription: "ci", eventLabel: "push", deliveryId: "d-queued" }));
+  await accept(newEvent({ subscription: "ci", eventLabel: "push", deliveryId: "d-running" }));
   // Both are claimed; the older one is put back, so one event of each status remains.
   const claimed = store.claimDue(T0 + 10_000, 2).map((event) => event.id);
   assert.deepEqual(claimed, ["evt_bbb001", "evt_ccc001"]);
@@ -181,7 +181,7 @@ Deno.test("webhook events shows escape sequences and bidi overrides from senders
     backgroundCheckpoints: false,
   });
   const { eventId } = await store.accept(
-    newEvent({ eventType: "push\u202egnp.exe", deliveryId: "d\u2066x" }),
+    newEvent({ eventLabel: "push\u202egnp.exe", deliveryId: "d\u2066x" }),
   ) as { eventId: string };
   store.claimDue(T0, 1);
   // As a platform echoes a chat id templated from the payload back in its error.

@@ -20,7 +20,7 @@ const HOUR = 3_600_000;
 function direct(overrides: Partial<NewEvent> = {}): NewEvent {
   return {
     subscription: "ci",
-    eventType: "deploy",
+    eventLabel: "deploy",
     deliveryId: "d-1",
     dedupe: true,
     source: "generic",

@@ -146,7 +146,7 @@ Deno.test("worker runs the agent with the skills' system prompt and delivers the
       payload: { issue: { number: 7 } },
       source: "github",
       subscription: "gh",
-      eventType: "issues",
+      eventLabel: "issues",
       eventId: id,
       deliveryId: h.store.getEvent(id)!.deliveryId,
       partsAlreadySent: 0,

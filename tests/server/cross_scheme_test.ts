@@ -148,7 +148,7 @@ Deno.test("a copy of a signed Stripe or Standard Webhooks request with unsigned 
 
   const [standardEvent, stripeEvent] = g.store.listEvents({ limit: 10 });
   assert.equal(standardEvent.source, "standard");
-  assert.equal(standardEvent.eventType, "invoice.paid");
+  assert.equal(standardEvent.eventLabel, "invoice.paid");
   assert.equal(stripeEvent.source, "stripe");
   assert.equal(g.stored(), 2);
 });
@@ -280,7 +280,7 @@ Deno.test("a Stripe request re-sent as generic V2 is a duplicate of itself, type
   });
   assert.equal(first.status, 202, JSON.stringify(first.body));
   const [stored] = g.store.listEvents({ limit: 1 });
-  assert.equal(stored.eventType, "charge.failed");
+  assert.equal(stored.eventLabel, "charge.failed");
   assert.equal(stored.source, "stripe");
   assert.equal(stored.deliveryId, "evt_other");
   assert.equal(g.stored(), 2);

@@ -11,7 +11,7 @@ const T0 = 1_700_000_000_000;
 function direct(deliveryId: string): NewEvent {
   return {
     subscription: "ci",
-    eventType: "deploy",
+    eventLabel: "deploy",
     deliveryId,
     dedupe: true,
     source: "other",

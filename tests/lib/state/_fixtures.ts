@@ -10,7 +10,7 @@ import { type NewEvent, openStateStore, type StateStoreOptions } from "../../../
 export function newEvent(overrides: Partial<NewEvent> = {}): NewEvent {
   return {
     subscription: "gh",
-    eventType: "issues",
+    eventLabel: "issues",
     deliveryId: crypto.randomUUID(),
     dedupe: true,
     source: "github",

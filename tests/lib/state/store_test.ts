@@ -362,7 +362,7 @@ Deno.test("accept() resolves only for committed events: all of them survive kill
     const store = openStateStore(Deno.args[0]);
     for (let round = 0; round < 20; round++) {
       const results = await Promise.all(Array.from({ length: 25 }, (_, i) =>
-        store.accept({ subscription: "gh", eventType: "push", deliveryId: round + "-" + i,
+        store.accept({ subscription: "gh", eventLabel: "push", deliveryId: round + "-" + i,
           dedupe: true, source: "github", mode: "agent", payload: "{}", prompt: "p",
           route: { deliver: "log", skills: [] }, receivedAtMs: Date.now() })));
       for (const result of results) console.log(result.eventId);

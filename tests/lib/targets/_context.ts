@@ -47,7 +47,7 @@ export function job(target: string, overrides: Partial<DeliveryJob> = {}): Deliv
     payload: {},
     source: "other",
     subscription: "ci-alerts",
-    eventType: "pipeline",
+    eventLabel: "pipeline",
     eventId: "ev_1",
     deliveryId: "d_1",
     ...overrides,

@@ -36,7 +36,7 @@ Deno.test("deliver() github_comment comments on the issue of the payload with AP
   await using github = startFakeGitHub();
   const payload = githubExample("issue_comment", "created");
   const receipt = await deliver(
-    job("github_comment", { payload, source: "github", eventType: "issue_comment" }),
+    job("github_comment", { payload, source: "github", eventLabel: "issue_comment" }),
     recordingContext(github.env),
   );
   assert.deepEqual(receipt, {
@@ -82,7 +82,7 @@ Deno.test("deliver() github_comment on a push payload fails permanently and says
   await using github = startFakeGitHub();
   const payload = githubExample("push");
   const error = await targetError(
-    deliver(job("github_comment", { payload, eventType: "push" }), recordingContext(github.env)),
+    deliver(job("github_comment", { payload, eventLabel: "push" }), recordingContext(github.env)),
   );
   assert.equal(error.permanent, true);
   assert.match(error.message, /no issue or pull request in the "push" payload/);

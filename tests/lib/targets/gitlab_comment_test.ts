@@ -111,7 +111,7 @@ Deno.test("deliver() gitlab_comment on a push payload fails permanently", async 
   await using gitlab = startFakeGitLab();
   const error = await targetError(
     deliver(
-      job("gitlab_comment", { payload: pushEvent, eventType: "push" }),
+      job("gitlab_comment", { payload: pushEvent, eventLabel: "push" }),
       recordingContext(gitlab.env),
     ),
   );

@@ -13,7 +13,7 @@ Deno.test("deliver() origin answers a GitHub issues.opened event with a comment 
   await using github = startFakeGitHub();
   const payload = githubExample("issues", "opened");
   const receipt = await deliver(
-    job("origin", { payload, source: "github", eventType: "issues" }),
+    job("origin", { payload, source: "github", eventLabel: "issues" }),
     recordingContext(github.env, { homeTarget: "telegram:1" }),
   );
   assert.deepEqual(receipt, {
@@ -28,7 +28,7 @@ Deno.test("deliver() origin answers a GitHub pull_request.opened event on the pu
   await using github = startFakeGitHub();
   const payload = githubExample("pull_request", "opened");
   await deliver(
-    job("origin", { payload, source: "github", eventType: "pull_request" }),
+    job("origin", { payload, source: "github", eventLabel: "pull_request" }),
     recordingContext(github.env),
   );
   assert.equal(github.messages[0].to, "Codertocat/Hello-World#2");
@@ -52,7 +52,7 @@ Deno.test("deliver() origin answers a GitLab merge request event with a note", a
     object_attributes: { iid: 4, action: "open" },
   };
   const receipt = await deliver(
-    job("origin", { payload, source: "gitlab", eventType: "merge_request" }),
+    job("origin", { payload, source: "gitlab", eventLabel: "merge_request" }),
     recordingContext(gitlab.env),
   );
   assert.equal(receipt.target, "gitlab_comment");
@@ -78,7 +78,7 @@ Deno.test("deliver() origin sends a GitHub push (no issue) to extra.home", async
   await using telegram = startFakeTelegram();
   const ctx = recordingContext(telegram.env, { homeTarget: "telegram:123456" });
   const receipt = await deliver(
-    job("origin", { source: "github", payload: githubExample("push"), eventType: "push" }),
+    job("origin", { source: "github", payload: githubExample("push"), eventLabel: "push" }),
     ctx,
   );
   assert.equal(receipt.target, "telegram");
@@ -106,7 +106,7 @@ Deno.test("deliver() origin with no reply place and no home fails permanently an
 
 Deno.test("deliver() origin for a GitHub event without an issue and no home says so", async () => {
   const error = await targetError(
-    deliver(job("origin", { source: "github", eventType: "push" }), recordingContext({})),
+    deliver(job("origin", { source: "github", eventLabel: "push" }), recordingContext({})),
   );
   assert.match(error.message, /GitHub "push" event has no issue or pull request/);
 });

@@ -121,7 +121,7 @@ Deno.test("verify() accepts a standardwebhooks raw-format secret given without w
 });
 
 Deno.test("verify() accepts a signature made by the svix library under svix-* headers", async () => {
-  const body = JSON.stringify({ eventType: "user.created", data: { id: 42 } });
+  const body = JSON.stringify({ eventLabel: "user.created", data: { id: 42 } });
   const signature = new SvixWebhook(SECRET).sign("msg_svix", new Date(NOW * 1000), body);
   const result = await createSignatureVerifier().verify({
     headers: new Headers({
