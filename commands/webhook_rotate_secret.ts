@@ -11,6 +11,7 @@ import type { Subscription } from "../lib/subscription.ts";
 import { updateSubscriptions, wrongFieldType } from "../lib/subscription_store.ts";
 import { checkName, refuseStatic } from "../lib/routes.ts";
 import type { Command } from "./_command.ts";
+import { checkSecretForScheme } from "./_subscribe_checks.ts";
 import {
   advertisedWebhook,
   generateSecret,
@@ -65,24 +66,30 @@ export const webhookRotateSecret: Command = {
     if (!config) return 1;
     refuseStatic(config, name, "rotate the secret of");
     const nowMs = ctx.now();
-    const { record, retired } = await updateSubscriptions(config.paths.subscriptions, (records) => {
-      if (!Object.hasOwn(records, name)) {
-        throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-      }
-      const wrongType = wrongFieldType(records[name]);
-      if (wrongType !== undefined) {
-        throw new ConfigError(`${wrongType}; fix that field in the file first`, {
-          file: config.paths.subscriptions,
-        });
-      }
-      const newSecret = values.secret ?? generateSecret(records[name].auth);
-      if (records[name].secret === newSecret) {
-        throw new UsageError(`--secret is the current secret of "${name}": nothing to rotate`);
-      }
-      const result = rotate(records[name], newSecret, { nowMs, graceMs });
-      records[name] = result.record;
-      return result;
-    });
+    const { record, retired, warnings } = await updateSubscriptions(
+      config.paths.subscriptions,
+      (records) => {
+        if (!Object.hasOwn(records, name)) {
+          throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+        }
+        const wrongType = wrongFieldType(records[name]);
+        if (wrongType !== undefined) {
+          throw new ConfigError(`${wrongType}; fix that field in the file first`, {
+            file: config.paths.subscriptions,
+          });
+        }
+        const newSecret = values.secret ?? generateSecret(records[name].auth);
+        if (records[name].secret === newSecret) {
+          throw new UsageError(`--secret is the current secret of "${name}": nothing to rotate`);
+        }
+        // As subscribe checks it: once the grace ends, no sender could authenticate otherwise.
+        const warnings = checkSecretForScheme(newSecret, records[name].auth);
+        const result = rotate(records[name], newSecret, { nowMs, graceMs });
+        records[name] = result.record;
+        return { ...result, warnings };
+      },
+    );
+    for (const warning of warnings) ctx.stderr(`Warning: ${warning}`);
     // With --grace 0 the old secret is refused from the moment this command returns.
     await untilGatewaySeesChange(config);
 

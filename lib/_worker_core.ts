@@ -20,7 +20,7 @@ const MAX_ERROR_CHARS = 2000;
 export interface WorkerCore {
   /** What the worker was created with. */
   readonly deps: WorkerDeps;
-  /** `deps.setTimer`, or {@link realTimer}. */
+  /** `deps.setTimer`, or `realTimer` (`lib/timer.ts`). */
   readonly setTimer: SetTimer;
   /** Events in progress at once, at least 1. */
   readonly maxConcurrency: number;

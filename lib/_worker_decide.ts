@@ -16,7 +16,7 @@ import { type Attempt, describe, type WorkerCore } from "./_worker_core.ts";
  * @param worker the worker the attempt is of
  * @param failure `attempt`: the attempt that failed, at the step it failed; `error`: what it
  *   threw; `progressed`: whether it delivered parts before failing
- * @throws whatever the store throws but {@link StoreUnavailableError} (the outcome is then held)
+ * @throws whatever the store throws but `StoreUnavailableError` (the outcome is then held)
  */
 export function decide(
   worker: WorkerCore,

@@ -20,7 +20,7 @@ import { decide, isPermanent } from "./_worker_decide.ts";
  * @param worker the worker that claimed the event
  * @param event the event, claimed (its attempt counted)
  * @returns once the outcome is recorded or held
- * @throws whatever the store throws but {@link StoreUnavailableError}
+ * @throws whatever the store throws but `StoreUnavailableError`
  */
 export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<void> {
   const { store, log } = worker.deps;

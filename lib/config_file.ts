@@ -5,7 +5,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { type Document, isMap, isScalar, parseDocument } from "yaml";
+import { type Document, isAlias, isMap, isScalar, parseDocument } from "yaml";
 import { ConfigError } from "./errors.ts";
 import { cannotWrite, withFileLock, writeFileAtomic } from "./fs.ts";
 
@@ -78,8 +78,9 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
  * @param document the parsed `config.yaml`
  * @param path the key path of an edit
  * @param file the file's path, for the message
- * @throws ConfigError when a key on the way holds a value that is not a mapping (`extra: 5`):
- *   the edit would lose it, so the file is left untouched
+ * @throws ConfigError when a key on the way holds a value that is not a mapping (`extra: 5`),
+ *   or an alias to one (`extra: *defaults`), which the edit would change for every key using
+ *   it: the file is left untouched
  */
 function emptyKeysAsMappings(document: Document, path: (string | number)[], file: string): void {
   for (let depth = 1; depth < path.length; depth++) {
@@ -92,6 +93,13 @@ function emptyKeysAsMappings(document: Document, path: (string | number)[], file
       mapping.commentBefore = node.commentBefore;
       document.setIn(prefix, mapping);
       continue;
+    }
+    if (isAlias(node)) {
+      throw new ConfigError(
+        `${prefix.join(".")} in ${file} is an alias (*${node.source}): write its keys out there ` +
+          "for setup to edit them; it was not changed",
+        { file },
+      );
     }
     throw new ConfigError(
       `${prefix.join(".")} in ${file} must be a mapping of keys, not ${

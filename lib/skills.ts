@@ -221,7 +221,7 @@ function reason(error: unknown): string {
 
 /** Splits a `SKILL.md` into its front matter and its instructions. */
 function parseSkill(text: string, where: { folder: string; path: string }): Skill {
-  const match = /^\uFEFF?---\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/.exec(text);
+  const match = /^\uFEFF?---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/.exec(text);
   if (!match && /^\uFEFF?---[ \t]*\r?\n/.test(text)) {
     // Its YAML would otherwise become the instructions, and its name unknown.
     throw new ConfigError(`The front matter of ${where.path} has no closing --- line`, {

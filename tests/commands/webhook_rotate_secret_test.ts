@@ -181,6 +181,26 @@ Deno.test("rotate-secret refuses bad arguments with a usage error and changes no
   assert.deepEqual(await stored(h.home), before);
 });
 
+Deno.test("rotate-secret checks a new secret against the scheme as subscribe does", async () => {
+  await using h = await homeWithSubscription();
+  const subscribe = (args: string[]) =>
+    webhookSubscribe.run(["gh", ...args], fakeContext({ AGENT_HOME: h.home }, { now: () => T0 }));
+  assert.equal(await subscribe(["--auth", "gitlab"]), 0);
+  const before = await stored(h.home);
+  await assert.rejects(
+    rotateAt(h.home, T0, ["gh", "--secret", " leading-space-secret"]).done,
+    (error: Error) =>
+      error instanceof UsageError &&
+      /--auth gitlab senders send the secret as a header/.test(error.message),
+  );
+  assert.deepEqual(await stored(h.home), before, "the old secret stays the only one");
+
+  assert.equal(await subscribe(["--auth", "standard"]), 0);
+  const { ctx, done } = rotateAt(h.home, T0, ["gh", "--secret", "plain-secret-123"]);
+  assert.equal(await done, 0);
+  assert.match(ctx.err.join("\n"), /Warning: the secret does not start with whsec_/);
+});
+
 Deno.test("the gateway accepts old and new secrets during the grace and only the new after", async () => {
   await using h = await homeWithSubscription();
   await rotateAt(h.home, T0, ["gh", "--grace", "1h", "--secret", "the-new-secret-42"]).done;

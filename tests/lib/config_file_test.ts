@@ -65,6 +65,14 @@ Deno.test("editConfigFile() refuses to replace a value that is not a mapping, an
     /platforms\.webhook\.extra in .* must be a mapping of keys, not 5; it was not changed/,
   );
   assert.equal(await Deno.readTextFile(file), config);
+  const aliased =
+    "defaults: &d {host: 127.0.0.1}\nplatforms: {webhook: {enabled: true, extra: *d}}\n";
+  await Deno.writeTextFile(file, aliased);
+  await assert.rejects(
+    () => editConfigFile(file, [{ path: ["platforms", "webhook", "extra", "port"], value: 1 }]),
+    /platforms\.webhook\.extra in .* is an alias \(\*d\): write its keys out there/,
+  );
+  assert.equal(await Deno.readTextFile(file), aliased);
 });
 
 Deno.test("editConfigFile() leaves flow mappings as they were written, padded or not", async () => {

@@ -188,13 +188,16 @@ Deno.test("loadSkills() refuses a name two skills share, naming both files, inst
   });
 });
 
-Deno.test("listSkills() reports front matter with no closing --- as broken, and reads an empty one", async () => {
+Deno.test("listSkills() reports front matter with no closing --- as broken, and reads an empty one and one with blanks after its ---", async () => {
   await withSkills({
     "open/SKILL.md": "---\nname: open\nInstructions follow.\n",
     "empty/SKILL.md": "---\n---\nJust text.\n",
+    "blanks/SKILL.md": "--- \nname: blanks\n---\t\nTrailing blanks.\n",
+    "crlf/SKILL.md": "---  \r\nname: crlf\r\n---\r\nCRLF.\r\n",
   }, async (skillsDir) => {
     const { skills, broken } = await listSkills(skillsDir);
-    assert.deepEqual(skills.map((skill) => skill.name), ["empty"]);
+    assert.deepEqual(skills.map((skill) => skill.name), ["blanks", "crlf", "empty"]);
+    assert.match(await loadSkills(skillsDir, ["blanks"]), /## blanks\n\nTrailing blanks\.$/);
     assert.match(await loadSkills(skillsDir, ["empty"]), /## empty\n\nJust text\.$/);
     assert.deepEqual(broken.map((skill) => skill.folder), ["open"]);
     assert.match(
