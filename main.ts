@@ -55,7 +55,6 @@ function realContext(): CommandContext {
  */
 async function readTyped(question: string, options: { echo: boolean }): Promise<string | null> {
   const encoder = new TextEncoder();
-  await Deno.stdout.write(encoder.encode(question));
   const typed: number[] = [];
   let escape: "none" | "start" | "sequence" = "none";
   const chunk = new Uint8Array(256);
@@ -67,7 +66,10 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
     Deno.exit(130);
   };
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
+  // Raw before the question shows: an Enter typed once it shows must arrive as \r, not turned
+  // into \n by the terminal's cooked mode.
   Deno.stdin.setRaw(true);
+  await Deno.stdout.write(encoder.encode(question));
   try {
     for (;;) {
       let bytes = typedAhead;
@@ -79,10 +81,6 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
       }
       for (let i = 0; i < bytes.length; i++) {
         const byte = bytes[i];
-        // The \n of a \r\n (a pasted line) ends no second answer.
-        const lineFeedAfterReturn = afterReturn && byte === 10;
-        afterReturn = false;
-        if (lineFeedAfterReturn) continue;
         // Arrow and function keys send ESC [ ... or ESC O ..., ending with a byte from @ to ~:
         // not part of the answer. After a lone Escape, the next key is typed as usual.
         if (escape === "sequence") {
@@ -98,9 +96,11 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
           continue;
         }
         if (byte === 13 || byte === 10) {
-          // What was pasted after this line is the start of the next answer.
-          afterReturn = byte === 13;
-          typedAhead = bytes.slice(i + 1);
+          // What was pasted after this line is the start of the next answer; the \n of a
+          // pasted \r\n ends no second one. (Only within what arrived at once: an Enter typed
+          // between two questions, in cooked mode, arrives as a lone \n, and is an answer.)
+          const lineFeed = byte === 13 && bytes[i + 1] === 10 ? 1 : 0;
+          typedAhead = bytes.slice(i + 1 + lineFeed);
           return new TextDecoder().decode(new Uint8Array(typed));
         }
         if (byte === 3) onSignal();
@@ -134,8 +134,6 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
 
 /** Bytes typed or pasted after the Enter that ended an answer: the start of the next one. */
 let typedAhead = new Uint8Array();
-/** Whether the last answer ended with a carriage return, whose line feed may come next. */
-let afterReturn = false;
 
 /**
  * How many terminal columns a character takes: two for East Asian wide and full-width

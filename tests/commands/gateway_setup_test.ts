@@ -261,6 +261,27 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "setup takes a pasted \\r\\n as one Enter, and an Enter typed before the next question shows as that question's answer",
+  ignore: !hasTmux,
+  async fn() {
+    await using h = await tempHome();
+    await using terminal = await setupInTmux(h.home);
+    await terminal.paste(/Enable the webhook platform\? \[Y\/n\]/, "y\r\n127.0.0.4\r\n");
+    await terminal.answer(/Port \[8644\]/, "8082");
+    // A lone \n after an answer that ended with \r: what an Enter typed between two questions
+    // becomes while the terminal is not raw (and what Ctrl-J sends). It answers the secret
+    // (none); an earlier version dropped it as the second half of a \r\n, and waited for ever.
+    await terminal.key(/Global HMAC secret/, "C-j");
+    await terminal.key(/Chat platform for answers/, "C-c");
+    const final = await terminal.finish();
+    assert.match(final, /Listen host \[127\.0\.0\.1\] 127\.0\.0\.4\n/);
+    assert.match(final, /Port \[8644\] 8082\n/);
+    assert.match(final, /EXIT=130/);
+  },
+});
+
+Deno.test({
   name: "Ctrl-C at a hidden prompt stops setup with exit 130 and writes nothing",
   ignore: !hasTmux,
   async fn() {
