@@ -72,7 +72,7 @@ export function ingestDeps(config: Config, parts: {
   bodyBudgetBytes?: number;
 }): IngestDeps {
   const { webhook } = config;
-  const { worker, targets, sending, heldDirect } = parts.setup;
+  const { worker, targets, directInFlight, heldDirect } = parts.setup;
   return {
     refusals: parts.refusals,
     findRoute: parts.findRoute,
@@ -89,7 +89,7 @@ export function ingestDeps(config: Config, parts: {
       deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }, onPartSent),
     now: parts.now,
     newId: () => crypto.randomUUID(),
-    sending,
+    directInFlight,
     heldDirect,
   };
 }

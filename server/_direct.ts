@@ -24,7 +24,7 @@ export const deliveryKey = (subscription: string, deliveryId: string) =>
  * @param event the verified, rendered event, as it would be stored
  * @param payload the parsed JSON body, for targets that read it (a forge comment's issue)
  * @param deps the pipeline's collaborators: `deliverDirect`, `store`, `heldDirect`, `now`
- * @param inFlight the direct deliveries under way, keyed by {@link deliveryKey}
+ * @param directInFlight the direct deliveries under way, keyed by {@link deliveryKey}
  * @returns 200 `{"status":"delivered",…}`, a duplicate's answer when the delivery id was already
  *   delivered, 409 while an earlier attempt of it is sending, or 502 `{"error":…}`; never
  *   throws for a failed delivery or a database that refuses the record
@@ -33,7 +33,7 @@ export async function deliverNow(
   event: NewEvent,
   payload: unknown,
   deps: IngestDeps,
-  inFlight: Set<string>,
+  directInFlight: Set<string>,
 ): Promise<Response> {
   const { subscription, eventLabel, deliveryId } = event;
   // Delivered while the database refused to record it: held in memory, a duplicate all the same.
@@ -64,7 +64,7 @@ export async function deliverNow(
     if (live) return duplicate(subscription, eventLabel, deliveryId);
   }
   const key = deliveryKey(subscription, deliveryId);
-  if (event.dedupe && inFlight.has(key)) {
+  if (event.dedupe && directInFlight.has(key)) {
     return reject(deps.refusals, {
       name: subscription,
       status: 409,
@@ -72,7 +72,7 @@ export async function deliverNow(
       headers: { "retry-after": "5" },
     });
   }
-  inFlight.add(key);
+  directInFlight.add(key);
   try {
     const partsAlreadySent = event.dedupe ? deps.store.partsSentByFailedAttempts(event) : 0;
     let partsSent = partsAlreadySent;
@@ -139,7 +139,7 @@ export async function deliverNow(
       return answer(502, { status: "error", error: "delivery failed", ...base }, headers);
     }
   } finally {
-    inFlight.delete(key);
+    directInFlight.delete(key);
   }
 }
 

@@ -33,7 +33,7 @@ export interface Authentic {
   /** The parsed body, and its JSON text. */
   payload: { value: unknown; json: string };
   /** The direct deliveries under way, keyed by `deliveryKey`. */
-  inFlight: Set<string>;
+  directInFlight: Set<string>;
 }
 
 /** What the steps after parsing know of the event. */
@@ -55,7 +55,7 @@ interface Received {
  * @throws what the store throws besides `StoreUnavailableError` (the app answers 500)
  */
 export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<Response> {
-  const { route, scheme, headers, payload: { value: payload, json }, inFlight } = authentic;
+  const { route, scheme, headers, payload: { value: payload, json }, directInFlight } = authentic;
   const info = eventInfo(headers, payload, deps.newId, senderScheme(scheme, payload));
   const received: Received = { route, info, event: eventLabel(info), payload };
   const answered = answerWithoutEvent(received, scheme) ?? filter(received);
@@ -66,7 +66,7 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   try {
     // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
     // how many parts went out already): a store it cannot read is a 503 there too.
-    if (route.deliver_only) return await deliverNow(newEvent, payload, deps, inFlight);
+    if (route.deliver_only) return await deliverNow(newEvent, payload, deps, directInFlight);
     result = await deps.store.accept(newEvent);
   } catch (error) {
     if (!(error instanceof StoreUnavailableError)) throw error;

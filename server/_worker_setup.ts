@@ -25,8 +25,8 @@ export interface WorkerSetup {
   worker: EventWorker;
   /** The delivery targets' context: env, fetch, sleep, log, home target. */
   targets: TargetContext;
-  /** Direct deliveries under way (`IngestDeps.sending`). */
-  sending: Set<string>;
+  /** Direct deliveries under way (`IngestDeps.directInFlight`). */
+  directInFlight: Set<string>;
   /** Direct deliveries whose record the store refused (`IngestDeps.heldDirect`). */
   heldDirect: HeldDirectRecords;
   /** Where running `command` agents are noted (`killLeftoverAgents` reads it at start). */
@@ -58,8 +58,8 @@ export function setUpWorker(config: Config, options: {
     log: (message, properties) => targetLog.info(message, properties),
     homeTarget: config.webhook.homeTarget,
   };
-  // Direct deliveries under way, shared by the HTTP side and the worker (see IngestDeps.sending).
-  const sending = new Set<string>();
+  // Direct deliveries under way, shared by the HTTP side and the worker (IngestDeps.directInFlight).
+  const directInFlight = new Set<string>();
   // Where running `command` agents are noted, for the next start to kill if this gateway dies.
   const agentsDir = join(dirname(paths.stateDb), "agents");
   const processNotes = agentProcessNotes(agentsDir);
@@ -84,10 +84,10 @@ export function setUpWorker(config: Config, options: {
     // Being sent, or delivered with its record held: a replay waits for the record, then finds
     // that the message went out.
     isBeingSent: (subscription, deliveryId) =>
-      sending.has(deliveryKey(subscription, deliveryId)) ||
+      directInFlight.has(deliveryKey(subscription, deliveryId)) ||
       heldDirect.delivered(subscription, deliveryId, now()),
   });
-  return { worker, targets, sending, heldDirect, agentsDir };
+  return { worker, targets, directInFlight, heldDirect, agentsDir };
 }
 
 /** The held records of direct deliveries, kept as long as their idempotency keys (seconds). */

@@ -72,7 +72,7 @@ export interface IngestDeps {
    * The direct deliveries under way, keyed by {@link deliveryKey}; shared with the worker, so
    * that a replay does not send a message the sender's retry is sending. @default {a new set}
    */
-  sending?: Set<string>;
+  directInFlight?: Set<string>;
   /**
    * Direct deliveries whose record the store refused, written later; a retry of one that was
    * delivered is a duplicate meanwhile. @default {none: such a record is only logged}
@@ -110,7 +110,7 @@ export function createIngestRefusalLog(limits?: RefusalLogLimits): RefusalLog {
 interface Pipeline {
   deps: IngestDeps;
   /** The direct deliveries under way, keyed by `deliveryKey`. */
-  inFlight: Set<string>;
+  directInFlight: Set<string>;
   deadlines: BodyDeadlines;
   budget: BodyBudget;
 }
@@ -130,7 +130,7 @@ export type WebhookHandler = (request: Request, name: string) => Promise<Respons
 export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
   const pipeline: Pipeline = {
     deps,
-    inFlight: deps.sending ?? new Set<string>(),
+    directInFlight: deps.directInFlight ?? new Set<string>(),
     deadlines: new BodyDeadlines(deps.bodyTimeoutMs),
     budget: new BodyBudget(deps.maxBodyBytes, deps.bodyBudgetBytes),
   };
@@ -181,8 +181,8 @@ async function handleWebhook(
   const stale = refuseStaleLinear(deps.refusals, { name, scheme, payload: payload.value, nowMs });
   if (stale) return stale;
   // 7. ping, filter, dedupe, dispatch, store down
-  const { inFlight } = pipeline;
-  return dispatch(deps, { route, scheme, headers: request.headers, payload, inFlight });
+  const { directInFlight } = pipeline;
+  return dispatch(deps, { route, scheme, headers: request.headers, payload, directInFlight });
 }
 
 /**

@@ -204,19 +204,19 @@ Deno.test("a replay waits while the sender's retry of the same message is being 
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const sentDirect: DeliveryJob[] = [];
-    const sending = new Set<string>();
+    const directInFlight = new Set<string>();
     const b = deliverNow(
       direct({ receivedAtMs: T0 + 5000 }),
       {},
       directDeps(store, sentDirect, gate),
-      sending,
+      directInFlight,
     );
-    assert.ok(sending.has(deliveryKey("ci", "d-1")));
+    assert.ok(directInFlight.has(deliveryKey("ci", "d-1")));
     // Meanwhile the operator replays A, and the worker would send it: it must not.
     store.replay(a, clock.now);
     const sentByWorker: DeliveryJob[] = [];
     const isBeingSent = (subscription: string, deliveryId: string) =>
-      sending.has(deliveryKey(subscription, deliveryId));
+      directInFlight.has(deliveryKey(subscription, deliveryId));
     // B ends while the replay's first attempt waits for its retry.
     await runWorker(
       store,
@@ -258,7 +258,7 @@ Deno.test("a replay that waited for the sender's retry resumes after the parts t
     const a = await store.recordDirect(direct(), { delivered: false, partsSent: 1 });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const sending = new Set<string>();
+    const directInFlight = new Set<string>();
     const deps = {
       store,
       deliverDirect: async (job: DeliveryJob, onPart: (n: number) => void) => {
@@ -270,7 +270,7 @@ Deno.test("a replay that waited for the sender's retry resumes after the parts t
         throw new TargetError("Telegram 502");
       },
     } as unknown as IngestDeps;
-    const b = deliverNow(direct({ receivedAtMs: T0 + 5000 }), {}, deps, sending);
+    const b = deliverNow(direct({ receivedAtMs: T0 + 5000 }), {}, deps, directInFlight);
     store.replay(a, clock.now);
     const from: number[] = [];
     await runWorker(
@@ -278,7 +278,7 @@ Deno.test("a replay that waited for the sender's retry resumes after the parts t
       clock,
       (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve()),
       5,
-      (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
+      (subscription, deliveryId) => directInFlight.has(deliveryKey(subscription, deliveryId)),
       async () => {
         release();
         await b;
@@ -335,7 +335,7 @@ for (const delivered of [false, true]) {
       store.replay(a, clock.now);
       let sends = 0;
       let calls = 0;
-      const sending = new Set<string>();
+      const directInFlight = new Set<string>();
       let httpResult: Promise<Response> | undefined;
       await runWorker(
         store,
@@ -348,11 +348,16 @@ for (const delivered of [false, true]) {
             store,
             deliverDirect: () => (sends++, Promise.resolve({ target: "telegram", parts: 1 })),
           } as unknown as IngestDeps;
-          httpResult = deliverNow(direct({ receivedAtMs: clock.now + 10 }), {}, deps, sending);
+          httpResult = deliverNow(
+            direct({ receivedAtMs: clock.now + 10 }),
+            {},
+            deps,
+            directInFlight,
+          );
           await httpResult;
         },
         5,
-        (subscription, deliveryId) => sending.has(deliveryKey(subscription, deliveryId)),
+        (subscription, deliveryId) => directInFlight.has(deliveryKey(subscription, deliveryId)),
       );
       assert.equal((await httpResult!).status, 409);
       assert.equal(sends, 1);
