@@ -11,17 +11,18 @@ function realContext(): CommandContext {
   const encoder = new TextEncoder();
   let shutdown: AbortController | undefined;
   const hurry = new AbortController();
+  const typing: TypedAhead = { bytes: new Uint8Array() };
   return {
     env: Deno.env.toObject(),
     stdout: (text) => Deno.stdout.writeSync(encoder.encode(text + "\n")),
     stderr: (text) => Deno.stderr.writeSync(encoder.encode(text + "\n")),
     readLine: (question) =>
       Deno.stdin.isTerminal()
-        ? readTyped(question, { echo: true })
+        ? readTyped(question, { echo: true, typing })
         : Promise.resolve(prompt(question.trimEnd())),
     readSecret: (question) =>
       Deno.stdin.isTerminal()
-        ? readTyped(question, { echo: false })
+        ? readTyped(question, { echo: false, typing })
         : Promise.resolve(prompt(question.trimEnd())),
     isTerminal: Deno.stdin.isTerminal() && Deno.stdout.isTerminal(),
     fetch: globalThis.fetch,
@@ -51,9 +52,13 @@ function realContext(): CommandContext {
  * a SIGINT, exits 130 as the signal would, at every question alike.
  * @param question written before reading
  * @param options `echo`: show what is typed (false for secrets: nothing is shown, nor left in
- *   the terminal's scrollback)
+ *   the terminal's scrollback); `typing`: what was typed ahead of this question, and is left
+ *   for the next one
  */
-async function readTyped(question: string, options: { echo: boolean }): Promise<string | null> {
+async function readTyped(
+  question: string,
+  options: { echo: boolean; typing: TypedAhead },
+): Promise<string | null> {
   const encoder = new TextEncoder();
   const typed: number[] = [];
   let escape: "none" | "start" | "sequence" = "none";
@@ -72,8 +77,8 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
   await Deno.stdout.write(encoder.encode(question));
   try {
     for (;;) {
-      let bytes = typedAhead;
-      typedAhead = new Uint8Array();
+      let bytes = options.typing.bytes;
+      options.typing.bytes = new Uint8Array();
       if (bytes.length === 0) {
         const count = await Deno.stdin.read(chunk);
         if (count === null) return null;
@@ -100,7 +105,7 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
           // pasted \r\n ends no second one. (Only within what arrived at once: an Enter typed
           // between two questions, in cooked mode, arrives as a lone \n, and is an answer.)
           const lineFeed = byte === 13 && bytes[i + 1] === 10 ? 1 : 0;
-          typedAhead = bytes.slice(i + 1 + lineFeed);
+          options.typing.bytes = bytes.slice(i + 1 + lineFeed);
           return new TextDecoder().decode(new Uint8Array(typed));
         }
         if (byte === 3) onSignal();
@@ -133,7 +138,9 @@ async function readTyped(question: string, options: { echo: boolean }): Promise<
 }
 
 /** Bytes typed or pasted after the Enter that ended an answer: the start of the next one. */
-let typedAhead = new Uint8Array();
+interface TypedAhead {
+  bytes: Uint8Array;
+}
 
 /**
  * How many terminal columns a character takes: two for East Asian wide and full-width
