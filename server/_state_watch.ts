@@ -72,7 +72,14 @@ export function watchStateFile(
       ". The next start opens the database found there, or a new one.";
     options.onGone(gone);
   };
-  const timer = setInterval(() => checking = check(), options.intervalMs);
+  // One check at a time: a check still moving the old logs aside must not be joined by the
+  // next, which would find the file replaced too and report it again.
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    checking = check().finally(() => running = false);
+  }, options.intervalMs);
   return {
     gone: () => gone,
     async stop() {

@@ -34,6 +34,23 @@ Deno.test("a replaced database: its old log is moved aside, and onGone says so o
   }
 });
 
+Deno.test("checks never overlap: a replaced database is reported once even when checks come every millisecond", async () => {
+  for (let round = 0; round < 20; round++) {
+    await using f = await folder();
+    const gone: string[] = [];
+    const watch = watchStateFile(f.db, { intervalMs: 1, onGone: (m) => gone.push(m) });
+    try {
+      await Deno.writeTextFile(join(f.dir, "backup.db"), "backup");
+      await Deno.rename(join(f.dir, "backup.db"), f.db);
+      await eventually(() => gone.length > 0, { what: "onGone" });
+      await checks();
+      assert.equal(gone.length, 1, `round ${round}: ${gone.join(" | ")}`);
+    } finally {
+      await watch.stop();
+    }
+  }
+});
+
 Deno.test("a restored backup whose own log arrives before its database keeps that log", async () => {
   await using f = await folder();
   const gone: string[] = [];
