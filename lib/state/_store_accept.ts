@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { StoreUnavailableError } from "../errors.ts";
 import type { GroupCommit } from "./_group_commit.ts";
 import { storableText } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
@@ -151,7 +152,13 @@ function acceptNow(core: StoreCore, event: NewEvent): AcceptResult {
   if (holder !== undefined) return { status: "duplicate", eventId: holder };
   // The key has expired: the new event takes it over.
   core.s.releaseKey.run(event.subscription, event.deliveryId);
-  insertEvent(core, event, { id, progress, keyExpiresAtMs });
+  if (!insertEvent(core, event, { id, progress, keyExpiresAtMs })) {
+    // Never a 202 for an event that is not stored: the sender gets 503 and sends it again.
+    throw new StoreUnavailableError(
+      `the delivery id ${event.deliveryId} of ${event.subscription} is still held after its ` +
+        "key was released; the event was not stored",
+    );
+  }
   return { status: "accepted", eventId: id };
 }
 

@@ -76,6 +76,11 @@ Deno.test("accept() scopes delivery ids per subscription", async () => {
     const b = await store.accept(newEvent({ subscription: "b", deliveryId: "same" }));
     assert.equal(a.status, "accepted");
     assert.equal(b.status, "accepted");
+    // Both stored, each under its subscription: an accepted event that was not inserted
+    // would be a 202 for an event that is lost.
+    assert.equal(store.getEvent(a.eventId)?.subscription, "a");
+    assert.equal(store.getEvent(b.eventId)?.subscription, "b");
+    assert.equal(store.listEvents({}).length, 2);
   });
 });
 
