@@ -24,3 +24,12 @@ Deno.test("rate limiter asks a 2-per-minute sender to wait 30 s", () => {
   assert.deepEqual(limiter.take("slow", 2, T0), { allowed: false, retryAfterSeconds: 30 });
   assert.equal(limiter.take("slow", 2, T0 + 30_000).allowed, true);
 });
+
+Deno.test("rate limiter rounds a fractional wait up: a sender who waits Retry-After is let in", () => {
+  const limiter = createMemoryRateLimiter();
+  // 7 a minute: one token every 8.57 s.
+  for (let i = 0; i < 7; i++) limiter.take("seven", 7, T0);
+  assert.deepEqual(limiter.take("seven", 7, T0), { allowed: false, retryAfterSeconds: 9 });
+  assert.equal(limiter.take("seven", 7, T0 + 8_000).allowed, false, "8 s is too early");
+  assert.equal(limiter.take("seven", 7, T0 + 9_000).allowed, true);
+});

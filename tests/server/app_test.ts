@@ -107,6 +107,15 @@ Deno.test("POST persists a signed GitHub event and answers 202 with its event id
   assert.equal(h.accepted, 1);
 });
 
+Deno.test("the signature is checked on the bytes as sent: a pretty-printed body with \\u escapes is accepted", async () => {
+  await using h = await harness();
+  // As PHP or Python senders write it: what JSON.stringify of the parsed value would not give.
+  const body = '{\n  "action": "opened",\n  "issue": { "title": "Caf\\u00e9 \\/ menu" }\n}\n';
+  const { status, body: answer } = await json(await h.request("/webhooks/gh", await github(body)));
+  assert.equal(status, 202, JSON.stringify(answer));
+  assert.equal(h.store.getEvent(answer.event_id)?.prompt, "Issue Café / menu");
+});
+
 Deno.test("a repeated delivery id is answered duplicate and stored once", async () => {
   await using h = await harness();
   await (await h.request("/webhooks/gh", await github(ISSUE, { delivery: "same" }))).body?.cancel();
@@ -292,6 +301,22 @@ Deno.test("over the subscription's rate limit the answer is 429 with Retry-After
     await response.body?.cancel();
   }
   assert.deepEqual(statuses, [202, 202, 429]);
+});
+
+Deno.test("requests that fail authentication do not use up the subscription's rate limit", async () => {
+  await using h = await harness();
+  // Anyone who knows the URL could otherwise get the real sender 429s.
+  for (let i = 0; i < 5; i++) {
+    const forged = await h.request(
+      "/webhooks/limited",
+      await github(ISSUE, { secret: "wrong-secret-123" }),
+    );
+    assert.equal(forged.status, 401);
+    await forged.body?.cancel();
+  }
+  const real = await h.request("/webhooks/limited", await github(ISSUE));
+  assert.equal(real.status, 202);
+  await real.body?.cancel();
 });
 
 Deno.test("direct delivery answers 200 and records the delivery id only after success", async () => {
