@@ -490,6 +490,40 @@ Deno.test("worker does not run the agent again when only the delivery failed", a
   });
 });
 
+Deno.test("the agent's answer is stored before its delivery: a gateway that dies while sending does not run the agent again", async () => {
+  // The first gateway's delivery never ends: it dies while sending.
+  const hanging = Promise.withResolvers<void>();
+  await withWorker({ deliver: () => hanging.promise }, async (h) => {
+    const id = await accept(h.store);
+    h.worker.start();
+    await turnsUntil(() => h.prompts.length === 1);
+    await turnsUntil(() => h.store.getEvent(id)!.response !== null);
+    assert.equal(h.store.getEvent(id)!.response, "answer to Triage issue 7");
+    assert.equal(h.store.getEvent(id)!.status, "running");
+
+    // The next start, on the same database: it delivers the stored answer.
+    let agentRuns = 0;
+    const delivered: string[] = [];
+    const next = createWorker({
+      store: h.store,
+      runAgent: () => Promise.resolve(`a second answer (run ${++agentRuns})`),
+      deliver: (job) => Promise.resolve(void delivered.push(job.text)),
+      systemPrompt: () => Promise.resolve("base"),
+      now: h.time.now,
+      random: () => 0.5,
+      setTimer: h.time.setTimer,
+      log: () => {},
+    });
+    next.start();
+    await next.idle();
+    await next.stop({ deadlineMs: 0 });
+    assert.equal(agentRuns, 0);
+    assert.deepEqual(delivered, ["answer to Triage issue 7"]);
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    hanging.resolve();
+  });
+});
+
 Deno.test("worker resumes a split message after the parts already sent", async () => {
   const seen: (number | undefined)[] = [];
   const deliver = (job: DeliveryJob, onPartSent: (sent: number, parts: number) => void) => {
