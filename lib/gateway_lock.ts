@@ -7,7 +7,7 @@
  */
 import { dirname, join } from "node:path";
 import { localUrl } from "./address.ts";
-import { StoreUnavailableError } from "./errors.ts";
+import { ConflictError, StoreUnavailableError } from "./errors.ts";
 import { writeAll } from "./fs.ts";
 
 /**
@@ -58,8 +58,8 @@ export async function gatewayRunning(stateDb: string): Promise<boolean> {
  * process dies, even by `kill -9`.
  * @param stateDb the path of `state/gateway.db`; its folder is created (0700) when missing
  * @returns the open lock file: closing it releases the lock
- * @throws StoreUnavailableError when another gateway holds the lock, or the folder or the lock
- *   file cannot be created
+ * @throws ConflictError when another gateway holds the lock
+ * @throws StoreUnavailableError when the folder or the lock file cannot be created
  */
 export async function lockGatewayState(stateDb: string): Promise<Deno.FsFile> {
   const folder = dirname(stateDb);
@@ -86,7 +86,7 @@ export async function lockGatewayState(stateDb: string): Promise<Deno.FsFile> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   file.close();
-  throw new StoreUnavailableError(
+  throw new ConflictError(
     `another gateway is already running with ${folder} (it holds ${path}); stop it first, ` +
       "or give this one another AGENT_HOME",
   );

@@ -98,7 +98,7 @@ export const STATE_CHECK_MS = 1000;
  *   listen callback (see {@link GatewayOptions})
  * @returns the running gateway
  * @throws Deno.errors.AddrInUse when the port is taken; StoreUnavailableError when the state
- *   database cannot be opened, or another gateway runs with the same home
+ *   database cannot be opened; ConflictError when another gateway runs with the same home
  */
 export async function startGateway(
   config: Config,
@@ -188,8 +188,8 @@ interface State {
 /**
  * Locks and opens the state database, and watches its file. A corrupt, deleted or replaced
  * database settles `failed`.
- * @throws StoreUnavailableError when the database cannot be opened, or another gateway runs
- *   with the same home
+ * @throws StoreUnavailableError when the database cannot be opened
+ * @throws ConflictError when another gateway runs with the same home
  */
 async function openState(
   { paths, webhook }: Config,
