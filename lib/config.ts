@@ -84,7 +84,11 @@ export async function loadConfig(
   const paths = homePaths(processEnv);
   await Promise.all([narrowMode(paths.envFile), narrowMode(paths.subscriptions)]);
   const dotEnv = options.fileOnly ? {} : await readEnvFile(paths.envFile);
-  const env = { ...dotEnv, ...processEnv };
+  // An empty variable counts as unset: `TELEGRAM_BOT_TOKEN= agent ...` must not hide `.env`'s.
+  const setInProcess = Object.fromEntries(
+    Object.entries(processEnv).filter(([, value]) => value !== undefined && value !== ""),
+  );
+  const env = { ...dotEnv, ...setInProcess };
   const yaml = await readYamlFile(paths.config);
   const webhookYaml = objectAt(yaml.data, ["platforms", "webhook"], paths.config);
   const extra = objectAt(webhookYaml, ["extra"], paths.config, ["platforms", "webhook"]);

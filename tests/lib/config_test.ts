@@ -36,6 +36,21 @@ Deno.test("loadConfig() merges key by key: process env > .env > config.yaml", as
   assert.equal(config.env.TELEGRAM_BOT_TOKEN, "t1");
 });
 
+Deno.test("loadConfig() takes an empty process variable for unset: .env's token and agent settings show through", async () => {
+  await using h = await tempHome({
+    env: "TELEGRAM_BOT_TOKEN=123:abc\nAGENT_MODEL=from-dotenv\nOPENAI_API_KEY=sk-dotenv\n",
+  });
+  const config = await loadConfig({
+    AGENT_HOME: h.home,
+    TELEGRAM_BOT_TOKEN: "",
+    AGENT_MODEL: "",
+    OPENAI_API_KEY: "",
+  });
+  assert.equal(config.env.TELEGRAM_BOT_TOKEN, "123:abc");
+  assert.equal(config.agent.model, "from-dotenv");
+  assert.equal(config.env.OPENAI_API_KEY, "sk-dotenv");
+});
+
 Deno.test("loadConfig() lets WEBHOOK_ENABLED=false disable a platform config.yaml enables", async () => {
   await using h = await tempHome({ config: `platforms:\n  webhook:\n    enabled: true\n` });
   for (const word of ["false", "0", "no", "off", "OFF"]) {
