@@ -73,7 +73,7 @@ export function webhookSettings(
     enabledBy: enabled.from,
     host: toHost(toText(host.value, host.from) ?? "127.0.0.1", host.from),
     port: toInteger(port.value, port.from, { min: 0, max: 65535 }) ?? 8644,
-    secret: toText(secret.value, secret.from) || undefined,
+    secret: secretText(secret.value, secret.from) || undefined,
     publicUrl: toUrl(publicUrl.value, publicUrl.from),
     rateLimitPerMinute: toInteger(extra.rate_limit, at("rate_limit"), { min: 1 }) ?? 60,
     maxBodyBytes: toInteger(extra.max_body_bytes, at("max_body_bytes"), { min: 1 }) ?? 1_048_576,
@@ -231,4 +231,23 @@ function staticRoutes(value: unknown, file: string): Map<string, Route> {
     routes.set(name, { ...checked, name, origin: "static" });
   }
   return routes;
+}
+
+/**
+ * Reads the global secret: a string only. YAML reads an unquoted `0x1F`, `012345` or `1e3` as a
+ * number, whose text (`31`, `12345`, `1000`) is not what the operator gave senders.
+ * @param value the value as parsed from YAML or the environment
+ * @param from the key and file it came from, for the message
+ * @returns the secret as written; undefined when missing
+ * @throws ConfigError for a number or any other type
+ */
+function secretText(value: unknown, from: { key: string; file: string }): string | undefined {
+  if (typeof value === "number") {
+    throw new ConfigError(
+      `${from.key} in ${from.file} must be text: YAML read it as the number ${value}; quote it ` +
+        `(secret: "...") so that it stays as written`,
+      { file: from.file },
+    );
+  }
+  return toText(value, from);
 }

@@ -51,6 +51,23 @@ Deno.test("loadConfig() takes an empty process variable for unset: .env's token 
   assert.equal(config.env.OPENAI_API_KEY, "sk-dotenv");
 });
 
+Deno.test("loadConfig() refuses a secret YAML reads as a number (0x1F would become 31), asking for quotes", async () => {
+  for (const written of ["0x1F", "012345", "1e3", ".inf"]) {
+    await using h = await tempHome({
+      config: `platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: ${written}\n`,
+    });
+    await assert.rejects(
+      () => loadConfig({ AGENT_HOME: h.home }),
+      /platforms\.webhook\.extra\.secret in .*config\.yaml must be text: YAML read it as the number .*; quote it/,
+      written,
+    );
+  }
+  await using quoted = await tempHome({
+    config: `platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: "0x1F"\n`,
+  });
+  assert.equal((await loadConfig({ AGENT_HOME: quoted.home })).webhook.secret, "0x1F");
+});
+
 Deno.test("loadConfig() lets WEBHOOK_ENABLED=false disable a platform config.yaml enables", async () => {
   await using h = await tempHome({ config: `platforms:\n  webhook:\n    enabled: true\n` });
   for (const word of ["false", "0", "no", "off", "OFF"]) {
