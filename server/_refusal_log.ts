@@ -10,8 +10,10 @@
  * flood of requests to unknown names cannot hide a real sender's 401. Past the limit the log
  * says once that it stops recording that pool's refusals; when the window ends, one line counts
  * those left out, by pool and status. Answers are unchanged: every refused request still gets
- * its 4xx. A 5xx refusal (too many bodies at once) is always logged, as are accepted, duplicate
- * and ignored events.
+ * its refusal. A 503 for too many bodies at once is a refusal like the others: a flood of them
+ * must not rotate the log away either. Accepted, duplicate and ignored events are always
+ * logged, as are the gateway's own failures (a database that refuses an event), which do not
+ * come here.
  *
  * @module
  */
@@ -35,7 +37,7 @@ export interface RefusalLog {
    * Logs a refusal through `write`, unless its pool has had its share of this window.
    * @param subscription the subscription the request was for, or undefined when it names none
    *   (an unknown name or path, a method or Host header refused before the name is looked up)
-   * @param status the refusal's HTTP status; 5xx is always written
+   * @param status the refusal's HTTP status, for the count of those left out
    * @param write writes the refusal's line
    */
   refused(subscription: string | undefined, status: number, write: () => void): void;
@@ -91,7 +93,6 @@ export function createRefusalLog(
 
   return {
     refused(subscription, status, write) {
-      if (status >= 500) return write();
       endWindowIfOver();
       const pool = subscription ?? OTHERS;
       const count = logged.get(pool) ?? 0;
