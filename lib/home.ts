@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { ConfigError } from "./errors.ts";
 
 /** Absolute paths of everything the gateway keeps in its home folder. */
@@ -25,14 +25,16 @@ export interface HomePaths {
 }
 
 /**
- * Finds the home folder: `AGENT_HOME` when set, else `$HOME/.agent`.
+ * Finds the home folder: `AGENT_HOME` when set, else `$HOME/.agent`. A `~` at the start of
+ * `AGENT_HOME` (as a quoted `AGENT_HOME='~/x'` or a unit file leaves it) is `$HOME`, and a
+ * relative one is taken from the current folder, so every path is absolute.
  * @param env the process environment
  * @returns the paths of the home folder and its files (nothing is created)
- * @throws ConfigError when neither `AGENT_HOME` nor `HOME` is set
+ * @throws ConfigError when neither `AGENT_HOME` nor `HOME` is set, or `AGENT_HOME` starts with
+ *   `~` and `HOME` is not set
  */
 export function homePaths(env: Record<string, string | undefined>): HomePaths {
-  const home = env.AGENT_HOME || (env.HOME ? join(env.HOME, ".agent") : undefined);
-  if (!home) throw new ConfigError("Cannot find the home folder: set AGENT_HOME or HOME");
+  const home = homeFolder(env);
   return {
     home,
     config: join(home, "config.yaml"),
@@ -42,4 +44,15 @@ export function homePaths(env: Record<string, string | undefined>): HomePaths {
     skills: join(home, "skills"),
     stateDb: join(home, "state", "gateway.db"),
   };
+}
+
+function homeFolder(env: Record<string, string | undefined>): string {
+  const given = env.AGENT_HOME;
+  if (given && (given === "~" || given.startsWith("~/"))) {
+    if (!env.HOME) throw new ConfigError(`AGENT_HOME is ${given}, but HOME is not set`);
+    return join(env.HOME, given.slice(1));
+  }
+  if (given) return resolve(given);
+  if (env.HOME) return join(env.HOME, ".agent");
+  throw new ConfigError("Cannot find the home folder: set AGENT_HOME or HOME");
 }
