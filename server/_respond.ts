@@ -5,6 +5,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { lineTemplate, writeLine } from "../lib/log.ts";
+import { NAME_PATTERN } from "../lib/subscription.ts";
 import type { RefusalLog } from "./_refusal_log.ts";
 
 /** The ingest pipeline's logger: one line per decision. */
@@ -81,7 +82,14 @@ export function reject(
   const reason = error.replace(name, () => subscription);
   const pool = status === 404 || status === 405 ? undefined : name;
   logRefusal(refusals, pool, status, () => {
-    writeLine(log, "warning", REJECTED, { subscription, status, reason });
+    // A name that is not a subscription name is quoted: `zz 2026-… INFO ingest accepted gh`
+    // would read as another line's words to whoever greps the log.
+    const shown = NAME_PATTERN.test(name) ? subscription : JSON.stringify(subscription);
+    writeLine(log, "warning", REJECTED, {
+      subscription: shown,
+      status,
+      reason: error.replace(name, () => shown),
+    });
   });
   return answer(status, { error: reason }, headers);
 }

@@ -69,7 +69,7 @@ function invalidHost(refusals: RefusalLog, request: Request, host: string): Resp
   const shown = host.length > 100 ? `${host.slice(0, 100)}…` : host;
   refusals.refused(undefined, 400, () => {
     log.warn("invalid Host header {host} on {method}", {
-      host: shown,
+      host: JSON.stringify(shown),
       method: request.method,
       status: 400,
     });

@@ -467,6 +467,28 @@ Deno.test("bad input gets its 4xx, dispatches nothing, and leaks no secret", asy
         assert.ok(records.slice(before).some((r) => r.properties.status === 404), "a log line");
       },
     });
+    await t.step(
+      "a name or Host that is not one is quoted in its log line, so it reads as no other line's words",
+      async () => {
+        const fake = "zz 2026-11-22T10:00:00.000Z INFO ingest accepted gh issues.opened";
+        const byName = await exchange(
+          gateway.port,
+          await signed(issue, {}, `/webhooks/${encodeURIComponent(fake)}`),
+        );
+        assert.equal(byName?.status, 404);
+        const byHost = await exchange(gateway.port, await signed(issue, { host: `evil ${fake}` }));
+        assert.equal(byHost?.status, 400);
+        const props = records.map((record) => record.properties);
+        assert.ok(
+          props.some((p) =>
+            p.subscription === JSON.stringify(fake) &&
+            p.reason === `unknown subscription: ${JSON.stringify(fake)}`
+          ),
+          JSON.stringify(props.slice(-3)),
+        );
+        assert.ok(props.some((p) => p.host === JSON.stringify(`evil ${fake}`)));
+      },
+    );
     await t.step("control: a well-formed signed request is accepted", async () => {
       const response = await exchange(gateway.port, await signed(issue));
       assert.equal(response?.status, 202, response?.text);
