@@ -22,7 +22,10 @@ import type { CommandContext } from "./_command.ts";
  */
 export async function settingNotes(
   ctx: CommandContext,
-  options: { saved: { enabled: boolean; host: string; port: number }; changed: boolean },
+  options: {
+    saved: { enabled: boolean; host: string; port: number; secret?: string };
+    changed: boolean;
+  },
 ): Promise<string[]> {
   const { saved, changed } = options;
   let effective: Config;
@@ -45,6 +48,10 @@ export async function settingNotes(
   if (effective.webhook.host !== saved.host) overridden("WEBHOOK_HOST", effective.webhook.host);
   if (effective.webhook.port !== saved.port) {
     overridden("WEBHOOK_PORT", `${effective.webhook.port}`);
+  }
+  // Senders signing with the secret just written would get 401.
+  if (effective.webhook.secret !== saved.secret) {
+    overridden("WEBHOOK_SECRET", effective.webhook.secret ? "its secret (not shown)" : "none");
   }
   const running = changed ? await runningGatewayUrl(effective.paths.stateDb) : null;
   if (running) {

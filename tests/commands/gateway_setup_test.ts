@@ -369,6 +369,17 @@ Deno.test("setup says when WEBHOOK_* in .env overrides what it wrote, and refuse
   );
   assert.match(out, /Note: WEBHOOK_PORT .* will use 9100\./);
   assert.doesNotMatch(out, /A gateway is running/);
+  assert.doesNotMatch(out, /WEBHOOK_SECRET/, "no secret set anywhere: nothing overridden");
+
+  // A secret just generated, which senders would sign with, loses to .env's.
+  await Deno.writeTextFile(join(h.home, ".env"), "WEBHOOK_SECRET=old-env-secret\n");
+  const secret = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["gateway", "setup", "--generate-secret", "--yes"], secret), 0);
+  assert.match(
+    secret.output(),
+    /Note: WEBHOOK_SECRET in the environment or .*\.env overrides this: the gateway will use its secret \(not shown\)\./,
+  );
+  assert.doesNotMatch(secret.output(), /old-env-secret/);
 
   await assert.rejects(
     runCommand(["gateway", "setup", "--host", "bad!"], fakeContext({ AGENT_HOME: h.home })),
