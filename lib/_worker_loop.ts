@@ -108,7 +108,7 @@ function wakeLater(worker: WorkerCore): void {
 function launch(worker: WorkerCore, event: StoredEvent): void {
   const task = runEvent(worker, event)
     .catch((error) => {
-      worker.deps.log("error", "worker error", { eventId: event.id, error: describe(error) });
+      worker.deps.log("error", "worker error", { event_id: event.id, error: describe(error) });
     })
     .finally(() => {
       worker.running.delete(event.id);

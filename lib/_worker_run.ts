@@ -56,7 +56,7 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
 function createAttempt(store: StateStore, event: StoredEvent): Attempt {
   const attempt: Attempt = {
     event,
-    context: { eventId: event.id, subscription: event.subscription, attempt: event.attempts },
+    context: { event_id: event.id, subscription: event.subscription, attempt: event.attempts },
     step: "delivery",
     partsDelivered: event.partsSent,
     responseNotRecorded: undefined,
@@ -94,7 +94,7 @@ function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
     event.id,
     () => store.markFailed(event.id, { error, step: "agent", nowMs }),
   );
-  log("error", "failed", { eventId: event.id, subscription: event.subscription, error });
+  log("error", "failed", { event_id: event.id, subscription: event.subscription, error });
 }
 
 /**

@@ -184,7 +184,7 @@ async function stop(
     log(
       "error",
       "worker stopped with outcomes it could not record; they run again at the next start",
-      { eventIds: held },
+      { event_ids: held },
     );
   }
   if (running.size > 0) {

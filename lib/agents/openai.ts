@@ -98,8 +98,8 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     }
     const { text, finishReason } = readCompletion(body, hideSecrets);
     if (finishReason !== "length") return text;
-    deps.warn?.("the answer to {eventId} was cut off: the model reached its length limit", {
-      eventId,
+    deps.warn?.("the answer to {event_id} was cut off: the model reached its length limit", {
+      event_id: eventId,
       model,
     });
     return `${text}\n\n${CUT_OFF_MARKER}`;

@@ -11,11 +11,13 @@ import type { Target } from "./_target.ts";
 export interface LogDestination {
   /** Subscription name. */
   subscription: string;
-  /** Event type. */
+  /** Event label (`issues.opened`). */
   event: string;
+  /** The gateway's id of the event, so that its lines can be found together. */
+  eventId: string;
 }
 
-/** Writes `delivered to log` with the subscription, event type and text to `ctx.log`. */
+/** Writes `delivered to log` with the subscription, event label, event id and text to `ctx.log`. */
 export const log: Target<LogDestination> = {
   name: "log",
   needs: "-",
@@ -23,11 +25,11 @@ export const log: Target<LogDestination> = {
   resolve(job) {
     return {
       label: "gateway log",
-      destination: { subscription: job.subscription, event: job.eventLabel },
+      destination: { subscription: job.subscription, event: job.eventLabel, eventId: job.eventId },
     };
   },
-  send({ subscription, event }, text, ctx) {
-    ctx.log("delivered to log", { subscription, event, text });
+  send({ subscription, event, eventId }, text, ctx) {
+    ctx.log("delivered to log", { subscription, event, event_id: eventId, text });
     return Promise.resolve();
   },
 };

@@ -856,7 +856,7 @@ Deno.test("worker does not let an outcome the store keeps refusing hold up the o
 
     await h.worker.stop({ deadlineMs: 0 });
     const atStop = h.logs.find((l) => l.message.startsWith("worker stopped with outcomes"));
-    assert.deepEqual(atStop?.props, { eventIds: [stuck] }, "what runs again is logged");
+    assert.deepEqual(atStop?.props, { event_ids: [stuck] }, "what runs again is logged");
     assert.equal(h.jobs.length, 2, "each message was sent once");
   });
 });

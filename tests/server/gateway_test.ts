@@ -131,7 +131,7 @@ Deno.test("an answer cut at the model's length limit is delivered with its marke
     );
     const warnings = records.filter((record) => record.level === "warning");
     assert.deepEqual(warnings.map((record) => [record.category.join("."), record.rawMessage]), [
-      ["agent.worker", "the answer to {eventId} was cut off: the model reached its length limit"],
+      ["agent.worker", "the answer to {event_id} was cut off: the model reached its length limit"],
     ]);
   } finally {
     await gateway.stop({ deadlineMs: 0 });

@@ -116,8 +116,8 @@ Deno.test("openai runner delivers an answer cut at the length limit with a marke
       "The answer is cut in the midd\n\n[answer cut off: the model reached its length limit]",
     );
     assert.deepEqual(warnings, [[
-      "the answer to {eventId} was cut off: the model reached its length limit",
-      { eventId: "evt_42", model: "test-model" },
+      "the answer to {event_id} was cut off: the model reached its length limit",
+      { event_id: "evt_42", model: "test-model" },
     ]]);
   });
 });

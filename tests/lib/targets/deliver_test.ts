@@ -3,14 +3,14 @@ import { deliver, splitMessage, TARGET_NAMES, TARGETS } from "../../../lib/targe
 import { startFakeTelegram } from "../../fakes/chat_servers.ts";
 import { job, longText, recordingContext, targetError } from "./_context.ts";
 
-Deno.test("deliver() log writes 'delivered to log' with subscription, event and text", async () => {
+Deno.test("deliver() log writes 'delivered to log' with subscription, event, event id and text", async () => {
   const ctx = recordingContext({});
   const text = longText(50);
   const receipt = await deliver(job("log", { text }), ctx);
   assert.deepEqual(receipt, { target: "log", parts: 1, destination: "gateway log" });
   assert.deepEqual(ctx.logs, [{
     message: "delivered to log",
-    properties: { subscription: "ci-alerts", event: "pipeline", text },
+    properties: { subscription: "ci-alerts", event: "pipeline", event_id: "ev_1", text },
   }]);
 });
 
