@@ -65,7 +65,7 @@ export function createHeldOutcomes(log: WorkerDeps["log"], rest: () => void): He
   function record(eventId: string, write: () => void): void {
     if (outcomes.resting) {
       unrecorded.set(eventId, write);
-      log("warn", "outcome held while the state database refuses writes", { eventId });
+      log("warn", "outcome held while the state database refuses writes", { event_id: eventId });
       return;
     }
     try {
@@ -74,7 +74,7 @@ export function createHeldOutcomes(log: WorkerDeps["log"], rest: () => void): He
       if (!(error instanceof StoreUnavailableError)) throw error;
       unrecorded.set(eventId, write);
       log("error", "cannot record the outcome yet; trying again", {
-        eventId,
+        event_id: eventId,
         error: describe(error),
       });
       rest();
@@ -96,14 +96,14 @@ export function createHeldOutcomes(log: WorkerDeps["log"], rest: () => void): He
       try {
         write();
         unrecorded.delete(eventId);
-        log("info", "outcome recorded", { eventId });
+        log("info", "outcome recorded", { event_id: eventId });
       } catch (error) {
         unrecorded.delete(eventId);
         if (error instanceof StoreUnavailableError) {
           unrecorded.set(eventId, write);
           return false;
         }
-        log("error", "cannot record the outcome", { eventId, error: describe(error) });
+        log("error", "cannot record the outcome", { event_id: eventId, error: describe(error) });
       }
     }
     return true;
