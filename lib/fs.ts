@@ -56,12 +56,15 @@ export async function withFileLock<T>(path: string, edit: () => Promise<T>): Pro
 
 /**
  * Writes a file atomically with mode 0600: temp file in the same folder, fsync, rename.
- * An existing broader mode is narrowed because the new file replaces the old one.
- * @param path destination
+ * An existing broader mode is narrowed because the new file replaces the old one. A symbolic
+ * link (a `config.yaml` kept with one's dotfiles) stays a link: the file it points to is the
+ * one replaced.
+ * @param given destination
  * @param text content
  * @throws ConfigError naming the file when it cannot be written (read-only, full disk)
  */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
+export async function writeFileAtomic(given: string, text: string): Promise<void> {
+  const path = await linkTarget(given);
   const temp = `${path}.${crypto.randomUUID()}.tmp`;
   await cannotWrite(path, async () => {
     try {
@@ -121,4 +124,14 @@ export function fileIdentity(path: string): FileIdentity | undefined {
 /** Whether `a` and `b` are the same file (an undefined `a`, a missing file, is none). */
 export function sameFile(a: FileIdentity | undefined, b: FileIdentity | undefined): boolean {
   return a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino;
+}
+
+/** The file a symbolic link at `path` points to, or `path` itself (a file, or none yet). */
+async function linkTarget(path: string): Promise<string> {
+  try {
+    if ((await Deno.lstat(path)).isSymlink) return await Deno.realPath(path);
+  } catch {
+    // Missing, or a link to nothing: the write creates `path` itself, and says why it cannot.
+  }
+  return path;
 }

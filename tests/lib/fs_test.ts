@@ -28,3 +28,23 @@ Deno.test("writeFileAtomic(): a reader at any moment finds the old file or the n
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("writeFileAtomic() keeps a symbolic link a link, and writes the file it points to", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "agent-fs-" });
+  try {
+    await Deno.mkdir(join(dir, "dotfiles"));
+    const target = join(dir, "dotfiles", "config.yaml");
+    await Deno.writeTextFile(target, "old\n");
+    const link = join(dir, "config.yaml");
+    await Deno.symlink(target, link);
+    await writeFileAtomic(link, "new\n");
+    assert.ok((await Deno.lstat(link)).isSymlink, "still a link");
+    assert.equal(await Deno.readTextFile(target), "new\n");
+    assert.equal((await Deno.stat(target)).mode! & 0o777, 0o600);
+    assert.deepEqual([...Deno.readDirSync(join(dir, "dotfiles"))].map((entry) => entry.name), [
+      "config.yaml",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
