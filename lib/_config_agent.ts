@@ -6,7 +6,7 @@
  * @module
  */
 import { DEFAULT_RETRY, MAX_WAIT_SECONDS, type RetryPolicy } from "./_retry.ts";
-import { objectAt, toInteger, toText, toUrl } from "./_config_values.ts";
+import { objectAt, toInteger, toText, toUrl, unknownKeys } from "./_config_values.ts";
 import type { Config } from "./config.ts";
 import { ConfigError } from "./errors.ts";
 
@@ -122,4 +122,37 @@ function retryDelays(
       : 1000 * initialDelaySeconds,
     maxDelayMs: maxDelaySeconds === undefined ? DEFAULT_RETRY.maxDelayMs : 1000 * maxDelaySeconds,
   };
+}
+
+/**
+ * One warning per key of the `agent` section (and its `retry`) that no version reads: a
+ * misspelt `max_concurency:` would leave the default in force unsaid.
+ * @param yaml the `agent` mapping of `config.yaml`
+ * @param file the path of `config.yaml`
+ * @returns one sentence per unknown key
+ */
+export function agentWarnings(yaml: Record<string, unknown>, file: string): string[] {
+  const retry = yaml.retry !== null && typeof yaml.retry === "object" && !Array.isArray(yaml.retry)
+    ? yaml.retry as Record<string, unknown>
+    : {};
+  return [
+    ...unknownKeys(yaml, {
+      path: "agent",
+      known: [
+        "provider",
+        "command",
+        "model",
+        "base_url",
+        "timeout_seconds",
+        "max_concurrency",
+        "retry",
+      ],
+      file,
+    }),
+    ...unknownKeys(retry, {
+      path: "agent.retry",
+      known: ["max_attempts", "initial_delay_seconds", "max_delay_seconds"],
+      file,
+    }),
+  ];
 }

@@ -132,3 +132,21 @@ export function toUrl(value: unknown, from: Source): string | undefined {
   }
   return text.replace(/\/+$/, "");
 }
+
+/**
+ * One warning per key of `section` that is not in `known`.
+ * @param section a mapping read from `config.yaml`
+ * @param where `path`: the section's dotted key, e.g. `platforms.webhook.extra`; `known`: the
+ *   keys it takes; `file`: the path of `config.yaml`
+ * @returns one sentence per unknown key, naming the keys the section takes
+ */
+export function unknownKeys(
+  section: Record<string, unknown>,
+  where: { path: string; known: readonly string[]; file: string },
+): string[] {
+  const { path, known, file } = where;
+  return Object.keys(section).filter((key) => !known.includes(key)).map((key) =>
+    `${path}.${key} in ${file} is not a setting and is ignored (a typo?); ${path} takes: ` +
+    known.join(", ")
+  );
+}

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { toBoolean, toInteger, toText, toUrl } from "./_config_values.ts";
+import { toBoolean, toInteger, toText, toUrl, unknownKeys } from "./_config_values.ts";
 import { isListenHost, LISTEN_HOST_RULE } from "./address.ts";
 import type { WebhookSettings } from "./config.ts";
 import { ConfigError } from "./errors.ts";
@@ -160,23 +160,6 @@ export function webhookWarnings(
       })
     ),
   ];
-}
-
-/**
- * One warning per key of `section` that is not in `known`.
- * @param section a mapping read from `config.yaml`
- * @param where `path`: the section's dotted key, e.g. `platforms.webhook.extra`; `known`: the
- *   keys it takes; `file`: the path of `config.yaml`
- */
-function unknownKeys(
-  section: Record<string, unknown>,
-  where: { path: string; known: readonly string[]; file: string },
-): string[] {
-  const { path, known, file } = where;
-  return Object.keys(section).filter((key) => !known.includes(key)).map((key) =>
-    `${path}.${key} in ${file} is not a setting and is ignored (a typo?); ${path} takes: ` +
-    known.join(", ")
-  );
 }
 
 /**

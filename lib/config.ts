@@ -9,7 +9,7 @@
  */
 import type { AgentSettings } from "./agents/mod.ts";
 import type { RetryPolicy } from "./_retry.ts";
-import { agentSettings } from "./_config_agent.ts";
+import { agentSettings, agentWarnings } from "./_config_agent.ts";
 import { narrowMode, readEnvFile, readYamlFile } from "./_config_read.ts";
 import { objectAt } from "./_config_values.ts";
 import { webhookSettings, webhookWarnings } from "./_config_webhook.ts";
@@ -100,7 +100,10 @@ export async function loadConfig(
     webhook: webhookSettings(sections, { processEnv, dotEnv, paths, fileOnly: options.fileOnly }),
     agent: agentSettings(agentYaml, env, paths.config),
     env,
-    warnings: webhookWarnings(sections, paths.config),
+    warnings: [
+      ...webhookWarnings(sections, paths.config),
+      ...agentWarnings(agentYaml, paths.config),
+    ],
   };
 }
 

@@ -339,6 +339,25 @@ for (const line of ["my.key=1", "MY-KEY=1", "1PASSWORD_ITEM=x", "$A=1"]) {
   });
 }
 
+Deno.test("loadConfig() warns of keys the agent section and its retry do not take", async () => {
+  await using h = await tempHome({
+    config: "agent:\n  provider: openai\n  model: m\n  base_url: https://llm.example.com/v1\n" +
+      "  timeout_seconds: 60\n  max_concurency: 8\n  timeout: 600\n" +
+      "  retry: {max_attempt: 9, max_attempts: 3, initial_delay_seconds: 5, max_delay_seconds: 60}\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.agent.maxConcurrency, 2, "the misspelt key is not read");
+  assert.deepEqual(config.warnings.map((warning) => warning.split(" ")[0]), [
+    "agent.max_concurency",
+    "agent.timeout",
+    "agent.retry.max_attempt",
+  ]);
+  assert.match(
+    config.warnings[0],
+    /is not a setting and is ignored \(a typo\?\); agent takes: provider, command, model/,
+  );
+});
+
 Deno.test("loadConfig() warns of keys the webhook sections do not take, and of none else", async () => {
   await using h = await tempHome({
     config: "platforms:\n  webhook:\n    enabled: true\n    enable: true\n    extra:\n" +
