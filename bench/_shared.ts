@@ -306,3 +306,20 @@ export async function wrk(
     non2xx: Number(text.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0),
   };
 }
+
+const CLOCK_TICKS_PER_SECOND = Number(
+  new TextDecoder().decode(new Deno.Command("getconf", { args: ["CLK_TCK"] }).outputSync().stdout),
+) || 100;
+
+/**
+ * The CPU time (user and system) a `/proc` stat file records, in µs.
+ * @param statFile `/proc/<pid>/stat` for a whole process, `/proc/<pid>/task/<tid>/stat` for one
+ *   of its threads
+ * @returns utime + stime (fields 14 and 15), converted from clock ticks
+ */
+export function cpuTimeUs(statFile: string): number {
+  const stat = Deno.readTextFileSync(statFile);
+  // Fields after the command name, from field 3 on: utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND * 1e6;
+}

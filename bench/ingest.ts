@@ -30,6 +30,7 @@ import { median } from "./_median.ts";
 import {
   CEILING,
   cleanUp,
+  cpuTimeUs,
   ensureDebianPackage,
   GATEWAY_LISTENING,
   HANG,
@@ -72,18 +73,6 @@ interface CaseResult extends WrkResult {
   loopUsPerRequest: number;
   /** Share of the machine's CPU time the hypervisor stole during the case, in %. */
   stealPercent: number;
-}
-
-const CLOCK_TICKS_PER_SECOND = Number(
-  new TextDecoder().decode(new Deno.Command("getconf", { args: ["CLK_TCK"] }).outputSync().stdout),
-) || 100;
-
-/** CPU time of a process's main thread, in clock ticks (`/proc/<pid>/task/<pid>/stat`). */
-function mainThreadTicks(pid: number): number {
-  const stat = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/stat`);
-  // Fields after the command name, from field 3 on: utime and stime are fields 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** The machine's CPU time in clock ticks (`/proc/stat`): in all, and stolen by the hypervisor. */
@@ -146,14 +135,14 @@ async function main() {
     // one before (the yardstick's WAL, which is never checkpointed, grows by hundreds of MB).
     const measure = async (url: string, pid: number): Promise<CaseResult> => {
       await new Deno.Command("sync").output();
-      const loopBefore = mainThreadTicks(pid);
+      const loopBefore = cpuTimeUs(`/proc/${pid}/task/${pid}/stat`);
       const machineBefore = machineTicks();
       const result = await wrk(url, script, SECONDS, CONNECTIONS);
-      const loopTicks = mainThreadTicks(pid) - loopBefore;
+      const loopUs = cpuTimeUs(`/proc/${pid}/task/${pid}/stat`) - loopBefore;
       const machine = machineTicks();
       return {
         ...result,
-        loopUsPerRequest: loopTicks / CLOCK_TICKS_PER_SECOND * 1e6 / Math.max(1, result.requests),
+        loopUsPerRequest: loopUs / Math.max(1, result.requests),
         stealPercent: 100 * (machine.steal - machineBefore.steal) /
           Math.max(1, machine.total - machineBefore.total),
       };

@@ -28,6 +28,7 @@ import { parseArgs } from "node:util";
 import { median } from "./_median.ts";
 import {
   cleanUp,
+  cpuTimeUs,
   ensureDebianPackage,
   luaScript,
   payload,
@@ -144,17 +145,6 @@ interface CaseResult extends WrkResult {
   cpuUsPerRequest: number;
 }
 
-const CLOCK_TICKS_PER_SECOND = Number(
-  new TextDecoder().decode(new Deno.Command("getconf", { args: ["CLK_TCK"] }).outputSync().stdout),
-) || 100;
-
-/** CPU time of a whole process (all its threads), in clock ticks (`/proc/<pid>/stat`). */
-function processTicks(pid: number): number {
-  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 /** Starts one case's server on a fresh database, warms it up, measures it, and stops it. */
 async function measure(
   name: CaseName,
@@ -173,12 +163,12 @@ async function measure(
     const url = `http://127.0.0.1:${server.match[1]}/`;
     await wrk(url, script, 2, CONNECTIONS);
     await new Deno.Command("sync").output();
-    const before = processTicks(server.child.pid);
+    const before = cpuTimeUs(`/proc/${server.child.pid}/stat`);
     const result = await wrk(url, script, SECONDS, CONNECTIONS);
-    const ticks = processTicks(server.child.pid) - before;
+    const used = cpuTimeUs(`/proc/${server.child.pid}/stat`) - before;
     return {
       ...result,
-      cpuUsPerRequest: ticks / CLOCK_TICKS_PER_SECOND * 1e6 / Math.max(1, result.requests),
+      cpuUsPerRequest: used / Math.max(1, result.requests),
     };
   } finally {
     server.child.kill("SIGKILL");
