@@ -29,7 +29,7 @@ export function decide(
   const permanent = isPermanent(error);
   const counted = event.attempts - event.uncountedAttempts;
   if (error instanceof AgentError && error.unavailable) {
-    worker.pause.endpointFailed(event.id, error.retryAfterSeconds);
+    worker.pause.agentFailed(event.id, error.retryAfterSeconds);
   }
   if (permanent || (counted >= retry.maxAttempts && !progressed)) {
     worker.outcomes.record(event.id, () => {

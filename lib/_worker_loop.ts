@@ -27,7 +27,7 @@ export function pump(worker: WorkerCore): void {
   const free = worker.maxConcurrency - running.size;
   if (free > 0) {
     try {
-      // While the LLM endpoint is down, only events that do not need it start.
+      // While the agent fails every run, only events that do not need it start.
       const deliveryOnly = worker.pause.leftMs() > 0;
       for (const event of store.claimDue(worker.deps.now(), free, { deliveryOnly })) {
         launch(worker, event);

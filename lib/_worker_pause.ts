@@ -1,31 +1,32 @@
 /**
- * The worker's pause of new agent runs after the LLM endpoint failed runs of several events
- * (unreachable, 429, 5xx: `AgentError.unavailable`): while it lasts, only events whose next step
- * is a delivery start. A run that succeeds ends it.
+ * The worker's pause of new agent runs after the agent failed runs of several events whatever
+ * their prompt (`AgentError.unavailable`: the LLM endpoint unreachable, or answering 429 or 5xx;
+ * the `command` agent exiting with a failure or printing nothing): while it lasts, only events
+ * whose next step is a delivery start. A run that succeeds ends it.
  *
  * @module
  */
 
-/** How long no new agent run starts after the LLM endpoint failed runs, in ms (see Retry-After). */
+/** How long no new agent run starts after the agent failed runs, in ms (see Retry-After). */
 export const AGENT_FAILURE_PAUSE_MS = 1000;
 
 /** The longest such pause, whatever `Retry-After` the endpoint sent, in ms. */
 export const MAX_PAUSE_MS = 10_000;
 
-/** Events the endpoint failed, with no success since, that begin a pause. */
+/** Events the agent failed, with no success since, that begin a pause. */
 export const UNAVAILABLE_BEFORE_PAUSE = 2;
 
 /** One worker's pause of new agent runs. */
 export interface RunPause {
   /**
-   * Counts an event whose run the endpoint failed; the {@link UNAVAILABLE_BEFORE_PAUSE}th with
+   * Counts an event whose run the agent failed; the {@link UNAVAILABLE_BEFORE_PAUSE}th with
    * no success between pauses new runs.
    * @param eventId the event whose run failed (one event's own retries count once)
    * @param retryAfterSeconds what the endpoint's `Retry-After` asked, in seconds, if it did
    */
-  endpointFailed(eventId: string, retryAfterSeconds: number | undefined): void;
-  /** A run succeeded: the endpoint answers again, so the pause and the failures count end. */
-  endpointAnswered(): void;
+  agentFailed(eventId: string, retryAfterSeconds: number | undefined): void;
+  /** A run succeeded: the agent answers again, so the pause and the failures count end. */
+  agentAnswered(): void;
   /**
    * What is left of the pause, in ms (0 when none). More left than the pause was long means the
    * clock was set back: the pause is dropped, rather than holding every event until the clock
@@ -46,20 +47,22 @@ export function createRunPause(now: () => number, retry: { initialDelayMs: numbe
   let pausedUntilMs = 0;
   /** How long that pause was when it was set, in ms. */
   let pauseLengthMs = 0;
-  /** Events whose run the endpoint failed (`AgentError.unavailable`) since the last success. */
-  const failedByEndpoint = new Set<string>();
+  /** Events whose run the agent failed (`AgentError.unavailable`) since the last success. */
+  const failedByAgent = new Set<string>();
   const longestPauseMs = Math.min(MAX_PAUSE_MS, retry.initialDelayMs / 2);
 
   /**
-   * The LLM endpoint failed runs whatever their prompt (unreachable, 429, 5xx:
-   * `AgentError.unavailable`) for {@link UNAVAILABLE_BEFORE_PAUSE} events with no success between:
-   * the events queued behind them would fail the same way, so no new agent run starts for a
-   * while, instead of one run after another failing at once. Events whose next step is a
-   * delivery (direct messages, answers already saved) still start. During an outage the worker
-   * then tries the endpoint about once a second per slot, and the ingest path keeps the CPU:
-   * with the LLM's port closed, agent-mode ingest fell from 5,251 to 717 req/s (a hanging LLM
-   * against a closed port, in the same run) while every new event was tried at once, two write
-   * transactions per attempt. Events wait in the queue meanwhile, their attempts unspent, and a
+   * The agent failed runs whatever their prompt (`AgentError.unavailable`: the LLM endpoint
+   * unreachable, 429 or 5xx; the `command` agent's failed exit or empty output) for
+   * {@link UNAVAILABLE_BEFORE_PAUSE} events with no success between: the events queued behind
+   * them would fail the same way, so no new agent run starts for a while, instead of one run
+   * after another failing at once. Events whose next step is a delivery (direct messages,
+   * answers already saved) still start. During an outage the worker then tries the agent about
+   * once a second per slot, and the ingest path keeps the CPU: with the LLM's port closed,
+   * agent-mode ingest fell from 5,251 to 717 req/s (a hanging LLM against a closed port, in the
+   * same run) while every new event was tried at once, two write transactions per attempt; with
+   * a `command` agent that exits 1, from about 10,000 to 486 req/s, each spawn stalling the
+   * event loop. Events wait in the queue meanwhile, their attempts unspent, and a
    * run that succeeds ends the pause. It lasts 1 s, or what the endpoint's `Retry-After` asks,
    * and at most {@link MAX_PAUSE_MS} or half the first retry delay (so no event's own retry
    * waits for it beyond its jitter). Failures that may be the prompt's own (a 429 for a request
@@ -85,14 +88,14 @@ export function createRunPause(now: () => number, retry: { initialDelayMs: numbe
   }
 
   return {
-    endpointFailed(eventId, retryAfterSeconds) {
+    agentFailed(eventId, retryAfterSeconds) {
       // Counted per event: one event's own retries do not make an outage.
-      failedByEndpoint.add(eventId);
-      if (failedByEndpoint.size >= UNAVAILABLE_BEFORE_PAUSE) pauseNewRuns(retryAfterSeconds);
+      failedByAgent.add(eventId);
+      if (failedByAgent.size >= UNAVAILABLE_BEFORE_PAUSE) pauseNewRuns(retryAfterSeconds);
     },
-    endpointAnswered() {
+    agentAnswered() {
       pausedUntilMs = 0;
-      failedByEndpoint.clear();
+      failedByAgent.clear();
     },
     leftMs: pauseLeftMs,
   };

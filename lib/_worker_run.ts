@@ -126,8 +126,8 @@ async function answerFor(worker: WorkerCore, attempt: Attempt): Promise<string |
   attempt.responseNotRecorded = text;
   // Kept for the outcome's write while the store rests, or if it refuses now.
   worker.outcomes.writeNow(attempt.writeRefused);
-  // The endpoint answers again.
-  worker.pause.endpointAnswered();
+  // The agent answers again.
+  worker.pause.agentAnswered();
   deps.log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
   attempt.step = "delivery";
   return text;

@@ -98,8 +98,11 @@ export class AgentError extends Error {
   /** Seconds the endpoint asked us to wait (HTTP `Retry-After`). */
   readonly retryAfterSeconds?: number;
   /**
-   * True when the LLM endpoint itself failed, whatever the prompt: it could not be reached, or
-   * answered 429 or 5xx. Other runs would fail the same way now (the worker holds them back).
+   * True when the agent itself failed, whatever the prompt: the LLM endpoint could not be
+   * reached, or answered 429 or 5xx; the `command` agent exited with a failure, printed nothing
+   * or could not be started for a passing reason. Other runs would likely fail the same way now:
+   * once two events in a row failed so, the worker holds new runs back a while (a success between
+   * them says the failures were the prompts' own).
    */
   readonly unavailable: boolean;
   constructor(

@@ -10,7 +10,7 @@
  *
  * This module is the worker's public face; its parts are the claim loop (`_worker_loop.ts`),
  * one attempt at an event (`_worker_run.ts`), the retry or dead-letter decision
- * (`_worker_decide.ts`), the pause of new runs after endpoint failures (`_worker_pause.ts`),
+ * (`_worker_decide.ts`), the pause of new runs after the agent failed (`_worker_pause.ts`),
  * the outcomes held while the store refuses them (`_worker_outcomes.ts`) and clock steps
  * (`_worker_clock.ts`), sharing one {@link WorkerCore} (`_worker_core.ts`).
  *
@@ -98,7 +98,7 @@ export interface EventWorker {
   stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
   /**
    * Resolves when nothing is in progress and nothing due now can start: none is due, the due
-   * ones wait for an agent run the worker holds back after the LLM endpoint failed, or the
+   * ones wait for an agent run the worker holds back after the agent failed, or the
    * worker leaves a store that refused a write alone for now (outcomes may then still be held,
    * their events `running` in the store). For tests.
    */

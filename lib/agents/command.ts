@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { join, resolve } from "node:path";
 import { errorMessage } from "../_error_text.ts";
 import { settledWithin } from "../wait.ts";
 import { AgentError, ConfigError } from "../errors.ts";
@@ -41,8 +42,9 @@ export const WITHHELD_VARIABLES: ReadonlySet<string> = new Set([
  * @param deps `env`: the program's environment, less {@link WITHHELD_VARIABLES} (nothing else
  *   is inherited)
  * @returns the runner. A run fails with a retryable AgentError on a non-zero exit (with the end
- *   of stderr), an empty stdout, or a timeout (the program and its children are killed);
- *   with a permanent one when the program cannot be found. The run ends when the program
+ *   of stderr), an empty stdout, or a timeout (the program and its children are killed), the
+ *   first two `unavailable` (the program's own failure, not only this prompt's: see
+ *   {@link answerOf}); with a permanent one when the program cannot be found. The run ends when the program
  *   exits: children still holding its stdout or stderr {@link PIPE_GRACE_AFTER_EXIT_MS} later
  *   are killed, and an exit 0 with output is an answer
  * @throws ConfigError when `command` is missing or empty
@@ -63,21 +65,16 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     const input = systemPrompt ? `${systemPrompt}\n\n${prompt}` : prompt;
     let child: Deno.ChildProcess;
     try {
-      child = new Deno.Command(program, {
-        args,
-        stdin: "piped",
-        stdout: "piped",
-        stderr: "piped",
-        env: { ...env, AGENT_EVENT_ID: eventId },
-        clearEnv: true,
-        // Its own process group, so a timeout also kills what the program started.
-        detached: true,
-      }).spawn();
+      // Its own session and process group, so a timeout also kills what the program started.
+      child = spawnInOwnSession(program, args, { ...env, AGENT_EVENT_ID: eventId });
     } catch (error) {
       const permanent = error instanceof Deno.errors.NotFound ||
         error instanceof Deno.errors.PermissionDenied;
+      // Not found or not allowed will not change by itself; the rest (too many processes or
+      // open files) holds for every run now, as a failed exit does.
       throw new AgentError(`Cannot start the agent command "${program}": ${errorMessage(error)}`, {
         permanent,
+        unavailable: !permanent,
         cause: error,
       });
     }
@@ -198,6 +195,87 @@ async function readUpTo(
   }
 }
 
+/** The `setsid` program (util-linux, busybox), or undefined where there is none (macOS). */
+const SETSID = ["/usr/bin/setsid", "/bin/setsid"].find((path) => {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+});
+
+/**
+ * Starts `program` with its three standard streams piped, in a session (and process group) of
+ * its own whose id is the child's pid, as Deno's `detached` does. But `detached` forks the
+ * whole gateway to do it, and copying its page tables stalls the event loop: 14 ms a run (34 at
+ * most) for a 200 MB process on the 2-core machine, against 1.1 ms for a plain spawn
+ * (`deno task bench:spawn`), which under load took every request waiting meanwhile past 50 ms.
+ * So where there is a `setsid` program, that is spawned plainly, and it makes the session, then
+ * runs the program under the same pid; elsewhere, `detached`.
+ * @param program a name looked up on `env.PATH` (as the spawn would), or a path with a slash
+ * @param args its arguments
+ * @param env its whole environment
+ * @returns the running child
+ * @throws Deno.errors.NotFound when `program` is not found, PermissionDenied when it is not
+ *   executable, and what `Deno.Command.spawn` throws
+ */
+export function spawnInOwnSession(
+  program: string,
+  args: string[],
+  env: Record<string, string>,
+): Deno.ChildProcess {
+  const options = {
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+    env,
+    clearEnv: true,
+  } as const;
+  if (SETSID === undefined) {
+    return new Deno.Command(program, { ...options, args, detached: true }).spawn();
+  }
+  const path = programPath(program, env.PATH ?? Deno.env.get("PATH") ?? "/usr/bin:/bin");
+  return new Deno.Command(SETSID, { ...options, args: ["--", path, ...args] }).spawn();
+}
+
+/**
+ * Where `program` is, found as `execvp` finds it: a name with a slash is a path, any other is
+ * looked for in each folder of `searchPath` (an empty entry is the working folder).
+ * @returns its absolute path
+ * @throws Deno.errors.NotFound when there is no such file; PermissionDenied when the files
+ *   found are not executable
+ */
+function programPath(program: string, searchPath: string): string {
+  const candidates = program.includes("/")
+    ? [program]
+    : searchPath.split(":").map((folder) => join(folder || ".", program));
+  let notExecutable: string | undefined;
+  for (const candidate of candidates) {
+    let info: Deno.FileInfo;
+    try {
+      info = Deno.statSync(candidate);
+    } catch {
+      continue;
+    }
+    if (!info.isFile) continue;
+    if (info.mode !== null && (info.mode & 0o111) === 0) {
+      notExecutable ??= candidate;
+      continue;
+    }
+    return resolve(candidate);
+  }
+  if (notExecutable) throw new Deno.errors.PermissionDenied(`${notExecutable} is not executable`);
+  throw new Deno.errors.NotFound(program.includes("/") ? "no such file" : "not found on PATH");
+}
+
+/**
+ * The answer of a program that exited by itself: its stdout, trimmed.
+ * @throws AgentError retryable and `unavailable` for a failed exit (with the end of stderr) or
+ *   an empty stdout: the program's own failure, which the runs of other events are likely to
+ *   meet too, so that the worker pauses new runs once two events in a row failed that way (see
+ *   `lib/_worker_pause.ts`). A broken program tried for every event of a burst at once had cut
+ *   agent-mode ingest from about 10,000 to 486 req/s: each spawn stalls the event loop
+ */
 function answerOf(
   program: string,
   output: Deno.CommandStatus & { stdout: Uint8Array; stderr: Uint8Array },
@@ -208,10 +286,14 @@ function answerOf(
   const said = stderr ? `: ${stderr}` : "";
   if (!output.success) {
     const how = output.signal ? `was killed by ${output.signal}` : `exited with ${output.code}`;
-    throw new AgentError(`The agent command "${program}" ${how}${said}`);
+    throw new AgentError(`The agent command "${program}" ${how}${said}`, { unavailable: true });
   }
   const answer = decoder.decode(output.stdout).trim();
-  if (!answer) throw new AgentError(`The agent command "${program}" printed nothing${said}`);
+  if (!answer) {
+    throw new AgentError(`The agent command "${program}" printed nothing${said}`, {
+      unavailable: true,
+    });
+  }
   return answer;
 }
 

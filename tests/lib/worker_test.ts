@@ -9,6 +9,8 @@ import {
   type WorkerDeps,
 } from "../../lib/worker.ts";
 import { newEvent } from "./state/_fixtures.ts";
+import { type AgentSettings, createAgentRunner } from "../../lib/agents/mod.ts";
+import { eventually } from "../_helpers.ts";
 
 const T0 = 1_700_000_000_000;
 
@@ -248,6 +250,39 @@ Deno.test("after the LLM endpoint fails two runs in a row, new agent runs wait; 
         "delivered",
         "delivered",
       ]);
+    },
+  );
+});
+
+Deno.test("a command agent that exits 1 for two events in a row pauses new runs, as an endpoint down does", async () => {
+  // The real runner and a real program: each start of a broken agent costs a process, which
+  // under a burst of events had cut ingest to a twentieth.
+  const settings: AgentSettings = {
+    provider: "command",
+    model: "",
+    command: ["false"],
+    timeoutSeconds: 30,
+  };
+  const runAgent = createAgentRunner(settings, { fetch, env: { PATH: Deno.env.get("PATH") } });
+  let calls = 0;
+  const counted: typeof runAgent = (request) => {
+    calls += 1;
+    return runAgent(request);
+  };
+  await withWorker(
+    { runAgent: counted, maxConcurrency: 1, retry: { initialDelayMs: 10_000 } },
+    async (h) => {
+      const ids: string[] = [];
+      for (const n of [1, 2, 3, 4]) ids.push(await accept(h.store, { deliveryId: `d-${n}` }));
+      h.worker.start();
+      await eventually(() => h.logs.filter((l) => l.message === "retry scheduled").length === 2);
+      await h.worker.idle();
+      assert.equal(calls, 2, "the others wait for the pause (1 s), their attempts unspent");
+      assert.deepEqual(ids.map((id) => h.store.getEvent(id)!.attempts), [1, 1, 0, 0]);
+      h.time.advance(1_000);
+      await eventually(() => calls === 3);
+      await h.worker.idle();
+      assert.equal(calls, 3, "one try a pause while the program fails");
     },
   );
 });

@@ -1,13 +1,22 @@
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { ConfigError } from "../../../lib/errors.ts";
-import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+import {
+  type AgentProcessNotes,
+  type AgentSettings,
+  createAgentRunner,
+} from "../../../lib/agents/mod.ts";
 import { PIPE_GRACE_AFTER_EXIT_MS } from "../../../lib/agents/command.ts";
 import { processExited } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
 
 function runner(
   command: string[],
-  options: { timeoutSeconds?: number; env?: Record<string, string> } = {},
+  options: {
+    timeoutSeconds?: number;
+    env?: Record<string, string>;
+    processNotes?: AgentProcessNotes;
+  } = {},
 ) {
   const settings: AgentSettings = {
     provider: "command",
@@ -18,6 +27,7 @@ function runner(
   return createAgentRunner(settings, {
     fetch,
     env: { PATH: Deno.env.get("PATH"), ...options.env },
+    processNotes: options.processNotes,
   });
 }
 
@@ -61,6 +71,7 @@ Deno.test("command runner reports a non-zero exit as retryable with the end of s
     runner([Deno.execPath(), "eval", script])({ prompt: "p", eventId: "e" }),
   );
   assert.equal(error.permanent, false);
+  assert.equal(error.unavailable, true, "the program's own failure: the worker may pause runs");
   assert.match(error.message, /exited with 3: x+rate limited$/);
   assert.ok(error.message.length < 700, "only a short tail of stderr");
 });
@@ -89,6 +100,7 @@ Deno.test("command runner reports a program that fails without reading stdin", a
 Deno.test("command runner reports empty output as retryable", async () => {
   const error = await agentError(runner(["true"])({ prompt: "p", eventId: "e" }));
   assert.equal(error.permanent, false);
+  assert.equal(error.unavailable, true);
   assert.match(error.message, /printed nothing/);
 });
 
@@ -108,6 +120,7 @@ Deno.test("command runner kills a program that runs past the timeout, children i
     }),
   );
   assert.equal(error.permanent, false);
+  assert.equal(error.unavailable, false, "a timeout may be the prompt's own (a long answer)");
   assert.match(error.message, /did not finish within 0.2 s/);
   assert.ok(performance.now() - started < 5_000, "the run ends soon after the timeout");
 });
@@ -239,6 +252,57 @@ Deno.test("command runner reports a missing program as permanent", async () => {
   );
   assert.equal(error.permanent, true);
   assert.match(error.message, /Cannot start the agent command/);
+});
+
+Deno.test("command runner reports a missing program named without a slash as permanent", async () => {
+  const error = await agentError(
+    runner(["no-such-agent-program-here"])({ prompt: "p", eventId: "e" }),
+  );
+  assert.equal(error.permanent, true);
+  assert.match(error.message, /"no-such-agent-program-here": not found on PATH/);
+});
+
+Deno.test("command runner reports a program that is not executable as permanent", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = join(dir, "agent.sh");
+    await Deno.writeTextFile(script, "#!/bin/sh\necho hi\n", { mode: 0o644 });
+    await Deno.chmod(script, 0o644);
+    const error = await agentError(runner([script])({ prompt: "p", eventId: "e" }));
+    assert.equal(error.permanent, true);
+    assert.match(error.message, /is not executable/);
+    await Deno.chmod(script, 0o755);
+    assert.equal(await runner([script])({ prompt: "p", eventId: "e" }), "hi");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("command runner finds a program on the given PATH, not the gateway's", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(join(dir, "my-agent"), "#!/bin/sh\necho from $0\n", { mode: 0o755 });
+    await Deno.chmod(join(dir, "my-agent"), 0o755);
+    const answer = await runner(["my-agent"], { env: { PATH: `/nonexistent:${dir}:/bin` } })({
+      prompt: "p",
+      eventId: "e",
+    });
+    assert.equal(answer, `from ${join(dir, "my-agent")}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("command runner starts the program as the leader of a session of its own, under the noted pid", async () => {
+  const noted: number[] = [];
+  const notes: AgentProcessNotes = { started: (pid) => noted.push(pid), ended: () => {} };
+  // Field 6 of /proc/<pid>/stat is the session id; the shell is the program, $$ its pid.
+  const program = ["sh", "-c", "echo $$ $(cut -d' ' -f6 /proc/$$/stat)"];
+  const answer = await runner(program, { processNotes: notes })({ prompt: "", eventId: "e" });
+  const [pid, session] = answer.split(" ").map(Number);
+  assert.deepEqual(noted, [pid], "the pid a stop or the next start kills the group of");
+  assert.equal(session, pid, "its own session, which a timeout and the cleanup kill");
+  assert.notEqual(session, Number(Deno.readTextFileSync("/proc/self/stat").split(" ")[5]));
 });
 
 Deno.test("createAgentRunner() refuses provider command without a command", () => {
