@@ -10,22 +10,60 @@
  * It prints each case's median and largest synchronous spawn time in ms, and the ratio s/d of
  * the medians.
  *
- * Usage: deno task bench:spawn [--runs 40] [--heap-mib 200]
+ * Then (unless `--ingest-seconds 0`) it drives the real gateway in agent mode with wrk, as
+ * `deno task bench` does (a 2 KB body signed as GitHub signs, 32 connections), while its agent
+ * (h) is an LLM endpoint that never answers (the load benchmark's case c), (f) a `command` agent
+ * that exits 1 (`false`), (t) a `command` agent that answers at once (`cat`); and prints each
+ * case's req/s, p99 and agent runs started per second. `--baseline <checkout>` runs the same
+ * cases on another checkout's `main.ts` too, alternating, to compare with the code before a
+ * change.
+ *
+ * Usage: deno task bench:spawn [--runs 40] [--heap-mib 200] [--ingest-seconds 5]
+ *   [--baseline <checkout>]
  *
  * @module
  */
+import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { DatabaseSync } from "node:sqlite";
 import { spawnInOwnSession } from "../lib/agents/command.ts";
 import { median } from "./_median.ts";
+import {
+  cleanUp,
+  ensureDebianPackage,
+  GATEWAY_LISTENING,
+  HANG,
+  luaScript,
+  payload,
+  spawn,
+  writeGatewayHome,
+  wrk,
+} from "./_shared.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
   options: {
     runs: { type: "string", default: "40" },
     "heap-mib": { type: "string", default: "200" },
+    "ingest-seconds": { type: "string", default: "5" },
+    baseline: { type: "string" },
   },
 });
+const INGEST_SECONDS = Number(flags["ingest-seconds"]);
 const RUNS = Number(flags.runs);
+const hasSetsid = ["/usr/bin/setsid", "/bin/setsid"].some((path) => {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+});
+if (!hasSetsid) {
+  console.log(
+    "No setsid program here (macOS?): the runner uses detached, so there is nothing to compare.",
+  );
+  Deno.exit(0);
+}
 const HEAP_MIB = Number(flags["heap-mib"]);
 
 /** Memory the process holds, written to so that its pages are really there. */
@@ -70,3 +108,103 @@ for (
   );
 }
 console.log(`\nratio of the medians, s/d: ${(median(times.s) / median(times.d)).toFixed(3)}`);
+
+held.length = 0;
+
+/** The agent a case gives the gateway: a `command` argv, or none (the LLM that never answers). */
+const AGENTS: Record<"h" | "f" | "t", string[] | undefined> = {
+  h: undefined,
+  f: ["false"],
+  t: ["cat"],
+};
+const AGENT_LABELS = {
+  h: "(h) LLM that never answers",
+  f: "(f) command agent that exits 1",
+  t: "(t) command agent that answers (cat)",
+};
+
+/**
+ * One case: a new gateway home with `agent` as its agent, the gateway of `root` started on it,
+ * `INGEST_SECONDS` of wrk, then the agent runs it started.
+ * @returns req/s, p99 in ms and agent runs started per second
+ */
+async function ingestCase(
+  root: string,
+  agent: readonly string[] | undefined,
+  llmPort: string,
+): Promise<{ rps: number; p99Ms: number; runsPerSecond: number }> {
+  const home = await Deno.makeTempDir({ prefix: "agent-bench-spawn-" });
+  const children: Deno.ChildProcess[] = [];
+  try {
+    await writeGatewayHome(home);
+    if (agent) {
+      const config = join(home, "config.yaml");
+      const text = await Deno.readTextFile(config);
+      await Deno.writeTextFile(
+        config,
+        text.replace(
+          "agent:\n",
+          `agent:\n  provider: command\n  command: ${JSON.stringify(agent)}\n`,
+        ),
+      );
+    }
+    const script = join(home, "post.lua");
+    await Deno.writeTextFile(script, luaScript(payload()));
+    const gateway = await spawn([
+      "run",
+      "--allow-all",
+      join(root, "main.ts"),
+      "gateway",
+      "run",
+      "--quiet",
+    ], {
+      ...Deno.env.toObject(),
+      AGENT_HOME: home,
+      OPENAI_BASE_URL: `http://127.0.0.1:${llmPort}/v1`,
+      OPENAI_API_KEY: "bench",
+    }, GATEWAY_LISTENING);
+    children.push(gateway.child);
+    const url = `http://127.0.0.1:${gateway.match[1]}/webhooks/agent`;
+    const result = await wrk(url, script, INGEST_SECONDS, 32);
+    const db = new DatabaseSync(join(home, "state", "gateway.db"), { readOnly: true });
+    const { runs } = db.prepare("SELECT count(*) AS runs FROM events WHERE attempts > 0").get() as {
+      runs: number;
+    };
+    db.close();
+    return { rps: result.rps, p99Ms: result.p99Ms, runsPerSecond: Number(runs) / INGEST_SECONDS };
+  } finally {
+    await cleanUp(children, home);
+  }
+}
+
+if (INGEST_SECONDS > 0) {
+  ensureDebianPackage("wrk", ["wrk"]);
+  const roots: [string, string][] = [["this", new URL("..", import.meta.url).pathname]];
+  if (flags.baseline) roots.push(["baseline", flags.baseline]);
+  const llm = await spawn(["eval", HANG], {}, /listening on (\d+)/);
+  try {
+    console.log(
+      `\nagent-mode ingest, wrk ${INGEST_SECONDS} s, 32 connections, a new gateway per case`,
+    );
+    console.log(
+      `${"case".padEnd(40)} ${"code".padEnd(9)} ${"req/s".padStart(8)} ${"p99 ms".padStart(8)} ${
+        "runs/s".padStart(8)
+      }`,
+    );
+    for (
+      const [key, agent] of Object.entries(AGENTS) as [keyof typeof AGENTS, string[] | undefined][]
+    ) {
+      for (const [name, root] of roots) {
+        const { rps, p99Ms, runsPerSecond } = await ingestCase(root, agent, llm.match[1]);
+        console.log(
+          `${AGENT_LABELS[key].padEnd(40)} ${name.padEnd(9)} ${rps.toFixed(0).padStart(8)} ${
+            p99Ms.toFixed(1).padStart(8)
+          } ${runsPerSecond.toFixed(0).padStart(8)}`,
+        );
+      }
+    }
+  } finally {
+    llm.child.kill("SIGKILL");
+    await llm.child.status;
+  }
+}

@@ -32,7 +32,7 @@ export interface WorkerCore {
   readonly running: Map<string, Promise<void>>;
   /** Aborted when `stop()` gives up waiting: ends the agent runs in progress. */
   readonly stopRuns: AbortController;
-  /** The pause of new agent runs after the LLM endpoint failed. */
+  /** The pause of new agent runs after the agent failed runs whatever their prompt. */
   readonly pause: RunPause;
   /** Outcomes the store refused, and whether it rests. */
   readonly outcomes: HeldOutcomes;

@@ -42,11 +42,12 @@ export const WITHHELD_VARIABLES: ReadonlySet<string> = new Set([
  * @param deps `env`: the program's environment, less {@link WITHHELD_VARIABLES} (nothing else
  *   is inherited)
  * @returns the runner. A run fails with a retryable AgentError on a non-zero exit (with the end
- *   of stderr), an empty stdout, or a timeout (the program and its children are killed), the
- *   first two `unavailable` (the program's own failure, not only this prompt's: see
- *   {@link answerOf}); with a permanent one when the program cannot be found. The run ends when the program
- *   exits: children still holding its stdout or stderr {@link PIPE_GRACE_AFTER_EXIT_MS} later
- *   are killed, and an exit 0 with output is an answer
+ *   of stderr), an empty stdout, a death by a signal, or a timeout (the program and its
+ *   children are killed), the first two `unavailable` (the program's own failure, not only
+ *   this prompt's: see {@link answerOf}); with a permanent one when the program cannot be
+ *   started (not found, not executable, not a program). The run ends when the program exits:
+ *   children still holding its stdout or stderr {@link PIPE_GRACE_AFTER_EXIT_MS} later are
+ *   killed, and an exit 0 with output is an answer
  * @throws ConfigError when `command` is missing or empty
  */
 export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
@@ -196,7 +197,7 @@ async function readUpTo(
 }
 
 /** The `setsid` program (util-linux, busybox), or undefined where there is none (macOS). */
-const SETSID = ["/usr/bin/setsid", "/bin/setsid"].find((path) => {
+const SETSID: string | undefined = ["/usr/bin/setsid", "/bin/setsid"].find((path) => {
   try {
     return Deno.statSync(path).isFile;
   } catch {
@@ -207,22 +208,28 @@ const SETSID = ["/usr/bin/setsid", "/bin/setsid"].find((path) => {
 /**
  * Starts `program` with its three standard streams piped, in a session (and process group) of
  * its own whose id is the child's pid, as Deno's `detached` does. But `detached` forks the
- * whole gateway to do it, and copying its page tables stalls the event loop: 14 ms a run (34 at
- * most) for a 200 MB process on the 2-core machine, against 1.1 ms for a plain spawn
- * (`deno task bench:spawn`), which under load took every request waiting meanwhile past 50 ms.
- * So where there is a `setsid` program, that is spawned plainly, and it makes the session, then
- * runs the program under the same pid; elsewhere, `detached`.
- * @param program a name looked up on `env.PATH` (as the spawn would), or a path with a slash
+ * whole gateway to do it, and copying its page tables holds the event loop: 12.9 ms a start
+ * (20.3 at most) in a process of 258 MiB on the 2-core machine, 20.1 ms in one of 600, against
+ * 2.0 and 1.8 ms through `setsid` (`deno task bench:spawn`). So where there is a `setsid`
+ * program, that is spawned without a fork, and it makes the session, then executes the program
+ * under the same pid; elsewhere (macOS), `detached`. Through `setsid`, a program that cannot be
+ * executed after all (a script whose interpreter is missing, a file this user may not run)
+ * shows as `setsid`'s exit 126 or 127: see {@link startFailure}.
+ * @param program a name looked up on `env.PATH` (on the gateway's own PATH when `env` has
+ *   none, then on `/usr/bin:/bin`), or a path with a slash
  * @param args its arguments
  * @param env its whole environment
+ * @param options `setsid`: the `setsid` program, or null to use `detached` (@default the one
+ *   found in `/usr/bin` or `/bin`)
  * @returns the running child
- * @throws Deno.errors.NotFound when `program` is not found, PermissionDenied when it is not
- *   executable, and what `Deno.Command.spawn` throws
+ * @throws Deno.errors.NotFound when `program` is not found or not a file, PermissionDenied when
+ *   it is not executable, and what `Deno.Command.spawn` throws
  */
 export function spawnInOwnSession(
   program: string,
   args: string[],
   env: Record<string, string>,
+  { setsid = SETSID }: { setsid?: string | null } = {},
 ): Deno.ChildProcess {
   const options = {
     stdin: "piped",
@@ -231,11 +238,9 @@ export function spawnInOwnSession(
     env,
     clearEnv: true,
   } as const;
-  if (SETSID === undefined) {
-    return new Deno.Command(program, { ...options, args, detached: true }).spawn();
-  }
+  if (!setsid) return new Deno.Command(program, { ...options, args, detached: true }).spawn();
   const path = programPath(program, env.PATH ?? Deno.env.get("PATH") ?? "/usr/bin:/bin");
-  return new Deno.Command(SETSID, { ...options, args: ["--", path, ...args] }).spawn();
+  return new Deno.Command(setsid, { ...options, args: ["--", path, ...args] }).spawn();
 }
 
 /**
@@ -250,6 +255,7 @@ function programPath(program: string, searchPath: string): string {
     ? [program]
     : searchPath.split(":").map((folder) => join(folder || ".", program));
   let notExecutable: string | undefined;
+  let notFile: string | undefined;
   for (const candidate of candidates) {
     let info: Deno.FileInfo;
     try {
@@ -257,7 +263,10 @@ function programPath(program: string, searchPath: string): string {
     } catch {
       continue;
     }
-    if (!info.isFile) continue;
+    if (!info.isFile) {
+      notFile ??= candidate;
+      continue;
+    }
     if (info.mode !== null && (info.mode & 0o111) === 0) {
       notExecutable ??= candidate;
       continue;
@@ -265,7 +274,10 @@ function programPath(program: string, searchPath: string): string {
     return resolve(candidate);
   }
   if (notExecutable) throw new Deno.errors.PermissionDenied(`${notExecutable} is not executable`);
-  throw new Deno.errors.NotFound(program.includes("/") ? "no such file" : "not found on PATH");
+  if (program.includes("/")) {
+    throw new Deno.errors.NotFound(notFile ? `${notFile} is not a file` : "no such file");
+  }
+  throw new Deno.errors.NotFound("not found on PATH");
 }
 
 /**
@@ -274,19 +286,26 @@ function programPath(program: string, searchPath: string): string {
  *   an empty stdout: the program's own failure, which the runs of other events are likely to
  *   meet too, so that the worker pauses new runs once two events in a row failed that way (see
  *   `lib/_worker_pause.ts`). A broken program tried for every event of a burst at once had cut
- *   agent-mode ingest from about 10,000 to 486 req/s: each spawn stalls the event loop
+ *   agent-mode ingest from about 10,000 to 486 req/s, each start holding the event loop. A death
+ *   by a signal (the kernel's out-of-memory killer, say) may be the prompt's own, and is only
+ *   retryable. What {@link startFailure} finds is thrown as that says
  */
 function answerOf(
   program: string,
   output: Deno.CommandStatus & { stdout: Uint8Array; stderr: Uint8Array },
 ): string {
   const decoder = new TextDecoder();
+  const wholeStderr = decoder.decode(output.stderr).trim();
+  const notStarted = startFailure(program, output, wholeStderr);
+  if (notStarted) throw notStarted;
   // Its last words say why, as often after an exit 0 with nothing printed as after a failure.
-  const stderr = decoder.decode(output.stderr).trim().slice(-STDERR_TAIL_CHARS);
+  const stderr = wholeStderr.slice(-STDERR_TAIL_CHARS);
   const said = stderr ? `: ${stderr}` : "";
   if (!output.success) {
     const how = output.signal ? `was killed by ${output.signal}` : `exited with ${output.code}`;
-    throw new AgentError(`The agent command "${program}" ${how}${said}`, { unavailable: true });
+    throw new AgentError(`The agent command "${program}" ${how}${said}`, {
+      unavailable: !output.signal,
+    });
   }
   const answer = decoder.decode(output.stdout).trim();
   if (!answer) {
@@ -295,6 +314,31 @@ function answerOf(
     });
   }
   return answer;
+}
+
+/**
+ * `setsid`'s own report that it could not execute the program (util-linux: exit 127 for a
+ * missing file, 126 for the other errors, "setsid: failed to execute <path>: <reason>"; busybox:
+ * "setsid: can't execute '<path>': <reason>"), which Deno's spawn would have thrown: a script
+ * whose interpreter is missing, a file this user may not execute, one that is not a program.
+ * @returns the AgentError to throw: permanent, as a program that cannot be found is, unless the
+ *   reason may pass (a file being written, memory, a process limit), then retryable and
+ *   `unavailable`; or undefined when the program did run
+ */
+function startFailure(
+  program: string,
+  output: Deno.CommandStatus,
+  stderr: string,
+): AgentError | undefined {
+  if (output.code !== 126 && output.code !== 127) return undefined;
+  const report = stderr.split("\n", 1)[0];
+  if (!/^setsid: (?:failed to execute|can't execute) /.test(report)) return undefined;
+  const passing = /Text file busy|Cannot allocate memory|Resource temporarily unavailable/i
+    .test(report);
+  return new AgentError(`Cannot start the agent command "${program}": ${report}`, {
+    permanent: !passing,
+    unavailable: passing,
+  });
 }
 
 /** Writes the prompt and closes stdin; a program that exits without reading is not an error. */
@@ -308,6 +352,11 @@ async function writeInput(child: Deno.ChildProcess, input: string): Promise<void
   }
 }
 
+/**
+ * Kills the program's process group, or the program alone when there is no group yet: just
+ * after the spawn, `setsid` may not have made it, and killing `setsid` then means the program
+ * never starts.
+ */
 function killGroup(child: Deno.ChildProcess): void {
   try {
     Deno.kill(-child.pid, "SIGKILL");

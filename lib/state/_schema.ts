@@ -27,7 +27,7 @@ export const SCHEMA_VERSION = 9;
  * every dead letter to find that subscription's (40 ms against 0.4 ms among 200,000 dead
  * letters, warm). Version 7 adds `events_due_delivery`: the queued events whose next step is a
  * delivery (a direct message, or an agent's answer already saved), which the worker still
- * starts while the LLM endpoint is down; it holds no agent-mode event waiting for its run, so
+ * starts while the agent fails every run; it holds no agent-mode event waiting for its run, so
  * the ingest path does not write to it. Version 8 adds `replayed_at`: when the current series
  * of attempts was queued by a replay (null for the first series), so `webhook events` can tell
  * how long the replay took rather than how long ago the event first came in. Version 9 replaces

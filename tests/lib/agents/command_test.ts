@@ -6,7 +6,7 @@ import {
   type AgentSettings,
   createAgentRunner,
 } from "../../../lib/agents/mod.ts";
-import { PIPE_GRACE_AFTER_EXIT_MS } from "../../../lib/agents/command.ts";
+import { PIPE_GRACE_AFTER_EXIT_MS, spawnInOwnSession } from "../../../lib/agents/command.ts";
 import { processExited } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
 
@@ -239,11 +239,20 @@ Deno.test("command runner kills the program and its children when the run is abo
   }
 });
 
-Deno.test("command runner stops at once a run whose signal is already aborted", async () => {
+Deno.test("command runner stops at once a run whose signal is already aborted, leaving no process", async () => {
+  // Killed just after the spawn, before setsid has made the group: the program never runs.
+  const noted: number[] = [];
+  const notes: AgentProcessNotes = { started: (pid) => noted.push(pid), ended: () => {} };
   const error = await agentError(
-    runner(["sh", "-c", "sleep 30"])({ prompt: "", eventId: "e", signal: AbortSignal.abort() }),
+    runner(["sh", "-c", "sleep 30"], { processNotes: notes })({
+      prompt: "",
+      eventId: "e",
+      signal: AbortSignal.abort(),
+    }),
   );
   assert.match(error.message, /was stopped/);
+  assert.equal(noted.length, 1);
+  assert.ok(await processExited(noted[0]), "nothing of the run is left");
 });
 
 Deno.test("command runner reports a missing program as permanent", async () => {
@@ -293,16 +302,87 @@ Deno.test("command runner finds a program on the given PATH, not the gateway's",
   }
 });
 
-Deno.test("command runner starts the program as the leader of a session of its own, under the noted pid", async () => {
-  const noted: number[] = [];
-  const notes: AgentProcessNotes = { started: (pid) => noted.push(pid), ended: () => {} };
-  // Field 6 of /proc/<pid>/stat is the session id; the shell is the program, $$ its pid.
-  const program = ["sh", "-c", "echo $$ $(cut -d' ' -f6 /proc/$$/stat)"];
-  const answer = await runner(program, { processNotes: notes })({ prompt: "", eventId: "e" });
-  const [pid, session] = answer.split(" ").map(Number);
-  assert.deepEqual(noted, [pid], "the pid a stop or the next start kills the group of");
-  assert.equal(session, pid, "its own session, which a timeout and the cleanup kill");
-  assert.notEqual(session, Number(Deno.readTextFileSync("/proc/self/stat").split(" ")[5]));
+Deno.test("command runner reports a script whose interpreter is missing as permanent", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = join(dir, "agent");
+    await Deno.writeTextFile(script, "#!/nonexistent/interpreter\necho hi\n", { mode: 0o755 });
+    await Deno.chmod(script, 0o755);
+    const error = await agentError(runner([script])({ prompt: "p", eventId: "e" }));
+    assert.equal(error.permanent, true, "no retry can help: fix agent.command, then replay");
+    assert.equal(error.unavailable, false);
+    assert.match(error.message, /Cannot start the agent command ".*agent": /);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("command runner reports a program given as a folder as permanent", async () => {
+  const error = await agentError(runner(["/tmp"])({ prompt: "p", eventId: "e" }));
+  assert.equal(error.permanent, true);
+  assert.match(error.message, /Cannot start the agent command "\/tmp": \/tmp is not a file/);
+});
+
+Deno.test("command runner reports a program killed by a signal as retryable, not as the agent down", async () => {
+  // The kernel's out-of-memory killer may have picked it for this prompt's sake.
+  const error = await agentError(runner(["sh", "-c", "kill -9 $$"])({ prompt: "p", eventId: "e" }));
+  assert.equal(error.permanent, false);
+  assert.equal(error.unavailable, false);
+  assert.match(error.message, /was killed by SIGKILL/);
+});
+
+/** The session id of a process: field 6 of `/proc/<pid>/stat` (Linux). */
+function sessionOf(pid: number | "self"): number {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
+}
+
+Deno.test({
+  name: "spawnInOwnSession() makes the program a session leader, through setsid or detached",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    for (const setsid of [undefined, null]) {
+      const child = spawnInOwnSession("sh", ["-c", "read line; echo $$"], {
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      }, { setsid });
+      // It waits for a line meanwhile, so it is still there to be looked at.
+      const session = await eventuallySession(child.pid);
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode("go\n"));
+      await writer.close();
+      const output = await child.output();
+      assert.equal(new TextDecoder().decode(output.stdout).trim(), String(child.pid), `${setsid}`);
+      assert.equal(session, child.pid, `its own session (setsid: ${setsid})`);
+      assert.notEqual(session, sessionOf("self"));
+    }
+  },
+});
+
+/** The session of `pid` once it has left the test's session (setsid runs just after spawn). */
+async function eventuallySession(pid: number): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const session = sessionOf(pid);
+    if (session !== sessionOf("self")) return session;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return sessionOf(pid);
+}
+
+Deno.test({
+  name:
+    "command runner starts the program as the leader of a session of its own, under the noted pid",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    const noted: number[] = [];
+    const notes: AgentProcessNotes = { started: (pid) => noted.push(pid), ended: () => {} };
+    // Field 6 of /proc/<pid>/stat is the session id; the shell is the program, $$ its pid.
+    const program = ["sh", "-c", "echo $$ $(cut -d' ' -f6 /proc/$$/stat)"];
+    const answer = await runner(program, { processNotes: notes })({ prompt: "", eventId: "e" });
+    const [pid, session] = answer.split(" ").map(Number);
+    assert.deepEqual(noted, [pid], "the pid a stop or the next start kills the group of");
+    assert.equal(session, pid, "its own session, which a timeout and the cleanup kill");
+    assert.notEqual(session, sessionOf("self"));
+  },
 });
 
 Deno.test("createAgentRunner() refuses provider command without a command", () => {
