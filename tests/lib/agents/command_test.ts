@@ -271,50 +271,57 @@ Deno.test("command runner reports a missing program named without a slash as per
   assert.match(error.message, /"no-such-agent-program-here": not found on PATH/);
 });
 
-Deno.test("command runner reports a program that is not executable as permanent", async () => {
+/**
+ * Runs `test` with a script `name` holding `text`, with `mode`, in a new folder removed after.
+ * @returns what `test` returns
+ */
+async function withScript<T>(
+  script: { name: string; text: string; mode: number },
+  test: (path: string, dir: string) => Promise<T>,
+): Promise<T> {
   const dir = await Deno.makeTempDir();
   try {
-    const script = join(dir, "agent.sh");
-    await Deno.writeTextFile(script, "#!/bin/sh\necho hi\n", { mode: 0o644 });
-    await Deno.chmod(script, 0o644);
-    const error = await agentError(runner([script])({ prompt: "p", eventId: "e" }));
-    assert.equal(error.permanent, true);
-    assert.match(error.message, /is not executable/);
-    await Deno.chmod(script, 0o755);
-    assert.equal(await runner([script])({ prompt: "p", eventId: "e" }), "hi");
+    const path = join(dir, script.name);
+    await Deno.writeTextFile(path, script.text);
+    await Deno.chmod(path, script.mode); // whatever the umask
+    return await test(path, dir);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("command runner reports a program that is not executable as permanent", async () => {
+  await withScript(
+    { name: "agent.sh", text: "#!/bin/sh\necho hi\n", mode: 0o644 },
+    async (path) => {
+      const error = await agentError(runner([path])({ prompt: "p", eventId: "e" }));
+      assert.equal(error.permanent, true);
+      assert.match(error.message, /is not executable/);
+      await Deno.chmod(path, 0o755);
+      assert.equal(await runner([path])({ prompt: "p", eventId: "e" }), "hi");
+    },
+  );
 });
 
 Deno.test("command runner finds a program on the given PATH, not the gateway's", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    await Deno.writeTextFile(join(dir, "my-agent"), "#!/bin/sh\necho from $0\n", { mode: 0o755 });
-    await Deno.chmod(join(dir, "my-agent"), 0o755);
+  const script = { name: "my-agent", text: "#!/bin/sh\necho from $0\n", mode: 0o755 };
+  await withScript(script, async (path, dir) => {
     const answer = await runner(["my-agent"], { env: { PATH: `/nonexistent:${dir}:/bin` } })({
       prompt: "p",
       eventId: "e",
     });
-    assert.equal(answer, `from ${join(dir, "my-agent")}`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    assert.equal(answer, `from ${path}`);
+  });
 });
 
 Deno.test("command runner reports a script whose interpreter is missing as permanent", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const script = join(dir, "agent");
-    await Deno.writeTextFile(script, "#!/nonexistent/interpreter\necho hi\n", { mode: 0o755 });
-    await Deno.chmod(script, 0o755);
-    const error = await agentError(runner([script])({ prompt: "p", eventId: "e" }));
+  const script = { name: "agent", text: "#!/nonexistent/interpreter\necho hi\n", mode: 0o755 };
+  await withScript(script, async (path) => {
+    const error = await agentError(runner([path])({ prompt: "p", eventId: "e" }));
     assert.equal(error.permanent, true, "no retry can help: fix agent.command, then replay");
     assert.equal(error.unavailable, false);
     assert.match(error.message, /Cannot start the agent command ".*agent": /);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("command runner reports a program given as a folder as permanent", async () => {
