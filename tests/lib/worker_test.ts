@@ -275,7 +275,7 @@ Deno.test("a command agent that exits 1 for two events in a row pauses new runs,
       const ids: string[] = [];
       for (const n of [1, 2, 3, 4]) ids.push(await accept(h.store, { deliveryId: `d-${n}` }));
       h.worker.start();
-      await eventually(() => h.logs.filter((l) => l.message === "retry scheduled").length === 2);
+      await eventually(() => h.logs.filter((l) => l.message === "retry scheduled").length >= 2);
       await h.worker.idle();
       assert.equal(calls, 2, "the others wait for the pause (1 s), their attempts unspent");
       assert.deepEqual(ids.map((id) => h.store.getEvent(id)!.attempts), [1, 1, 0, 0]);
