@@ -196,14 +196,17 @@ async function readUpTo(
   }
 }
 
-/** The `setsid` program (util-linux, busybox), or undefined where there is none (macOS). */
-const SETSID: string | undefined = ["/usr/bin/setsid", "/bin/setsid"].find((path) => {
+/**
+ * The `setsid` program (util-linux, busybox), in `/usr/bin` or `/bin` or else on the gateway's
+ * PATH (NixOS has neither folder); undefined where there is none (macOS).
+ */
+const SETSID: string | undefined = (() => {
   try {
-    return Deno.statSync(path).isFile;
+    return programPath("setsid", `/usr/bin:/bin:${Deno.env.get("PATH") ?? ""}`);
   } catch {
-    return false;
+    return undefined;
   }
-});
+})();
 
 /**
  * Starts `program` with its three standard streams piped, in a session (and process group) of
@@ -220,7 +223,7 @@ const SETSID: string | undefined = ["/usr/bin/setsid", "/bin/setsid"].find((path
  * @param args its arguments
  * @param env its whole environment
  * @param options `setsid`: the `setsid` program, or null to use `detached` (@default the one
- *   found in `/usr/bin` or `/bin`)
+ *   found in `/usr/bin`, `/bin` or on the gateway's PATH)
  * @returns the running child
  * @throws Deno.errors.NotFound when `program` is not found or not a file, PermissionDenied when
  *   it is not executable, and what `Deno.Command.spawn` throws
