@@ -128,6 +128,36 @@ export async function writeGatewayHome(home: string): Promise<void> {
 export const GATEWAY_LISTENING = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
 
 /**
+ * Starts `gateway run --quiet` of a checkout on a home folder and waits until it listens.
+ * @param options `root`: the checkout whose `main.ts` runs; `home`: its `AGENT_HOME`, e.g. from
+ *   {@link writeGatewayHome}; `env`: variables added to this process's environment (the LLM
+ *   endpoint, target URLs); `denoFlags`: flags for `deno run` besides `--allow-all`
+ * @returns the child and its base URL, `http://127.0.0.1:<port>`
+ * @throws Error when it exits or has not listened within 30 s (see {@link spawn})
+ */
+export async function spawnGateway(options: {
+  root: string;
+  home: string;
+  env: Record<string, string>;
+  denoFlags?: string[];
+}): Promise<{ child: Deno.ChildProcess; url: string }> {
+  const { child, match } = await spawn(
+    [
+      "run",
+      "--allow-all",
+      ...(options.denoFlags ?? []),
+      join(options.root, "main.ts"),
+      "gateway",
+      "run",
+      "--quiet",
+    ],
+    { ...Deno.env.toObject(), AGENT_HOME: options.home, ...options.env },
+    GATEWAY_LISTENING,
+  );
+  return { child, url: `http://127.0.0.1:${match[1]}` };
+}
+
+/**
  * Starts a child process and waits for `pattern` on its output (standard output or error).
  * @param args the arguments of `deno` (or of `options.command`)
  * @param env the child's environment; `NO_COLOR` and `RUST_BACKTRACE=0` are added

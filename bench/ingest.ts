@@ -32,13 +32,13 @@ import {
   cleanUp,
   cpuTimeUs,
   ensureDebianPackage,
-  GATEWAY_LISTENING,
   HANG,
   luaScript,
   MINIMAL,
   payload,
   SINK,
   spawn,
+  spawnGateway,
   writeGatewayHome,
   wrk,
   type WrkResult,
@@ -106,24 +106,19 @@ async function main() {
     children.push(sink.child);
     const llm = await spawn(["eval", HANG], {}, /listening on (\d+)/);
     children.push(llm.child);
-    const gateway = await spawn([
-      "run",
-      "--allow-all",
-      ...(Deno.env.get("BENCH_GATEWAY_FLAGS")?.split(" ").filter(Boolean) ?? []),
-      join(ROOT, "main.ts"),
-      "gateway",
-      "run",
-      "--quiet",
-    ], {
-      ...Deno.env.toObject(),
-      AGENT_HOME: home,
-      TELEGRAM_API_URL: `http://127.0.0.1:${sink.match[1]}`,
-      TELEGRAM_BOT_TOKEN: "1:bench",
-      OPENAI_BASE_URL: `http://127.0.0.1:${llm.match[1]}/v1`,
-      OPENAI_API_KEY: "bench",
-    }, GATEWAY_LISTENING);
+    const gateway = await spawnGateway({
+      root: ROOT,
+      home,
+      env: {
+        TELEGRAM_API_URL: `http://127.0.0.1:${sink.match[1]}`,
+        TELEGRAM_BOT_TOKEN: "1:bench",
+        OPENAI_BASE_URL: `http://127.0.0.1:${llm.match[1]}/v1`,
+        OPENAI_API_KEY: "bench",
+      },
+      denoFlags: Deno.env.get("BENCH_GATEWAY_FLAGS")?.split(" ").filter(Boolean),
+    });
     children.push(gateway.child);
-    const gatewayUrl = `http://127.0.0.1:${gateway.match[1]}`;
+    const gatewayUrl = gateway.url;
 
     console.log(
       `wrk: ${CONNECTIONS} connections, ${SECONDS} s per case, ${body.length}-byte signed body\n`,

@@ -26,16 +26,16 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { DatabaseSync } from "node:sqlite";
-import { spawnInOwnSession } from "../lib/agents/command.ts";
+import { SETSID, spawnInOwnSession } from "../lib/agents/command.ts";
 import { median } from "./_median.ts";
 import {
   cleanUp,
   ensureDebianPackage,
-  GATEWAY_LISTENING,
   HANG,
   luaScript,
   payload,
   spawn,
+  spawnGateway,
   writeGatewayHome,
   wrk,
 } from "./_shared.ts";
@@ -51,14 +51,7 @@ const { values: flags } = parseArgs({
 });
 const INGEST_SECONDS = Number(flags["ingest-seconds"]);
 const RUNS = Number(flags.runs);
-const hasSetsid = ["/usr/bin/setsid", "/bin/setsid"].some((path) => {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
-});
-if (!hasSetsid) {
+if (SETSID === undefined) {
   console.log(
     "No setsid program here (macOS?): the runner uses detached, so there is nothing to compare.",
   );
@@ -150,22 +143,13 @@ async function ingestCase(
     }
     const script = join(home, "post.lua");
     await Deno.writeTextFile(script, luaScript(payload()));
-    const gateway = await spawn([
-      "run",
-      "--allow-all",
-      join(root, "main.ts"),
-      "gateway",
-      "run",
-      "--quiet",
-    ], {
-      ...Deno.env.toObject(),
-      AGENT_HOME: home,
-      OPENAI_BASE_URL: `http://127.0.0.1:${llmPort}/v1`,
-      OPENAI_API_KEY: "bench",
-    }, GATEWAY_LISTENING);
+    const gateway = await spawnGateway({
+      root,
+      home,
+      env: { OPENAI_BASE_URL: `http://127.0.0.1:${llmPort}/v1`, OPENAI_API_KEY: "bench" },
+    });
     children.push(gateway.child);
-    const url = `http://127.0.0.1:${gateway.match[1]}/webhooks/agent`;
-    const result = await wrk(url, script, INGEST_SECONDS, 32);
+    const result = await wrk(`${gateway.url}/webhooks/agent`, script, INGEST_SECONDS, 32);
     const db = new DatabaseSync(join(home, "state", "gateway.db"), { readOnly: true });
     const { runs } = db.prepare("SELECT count(*) AS runs FROM events WHERE attempts > 0").get() as {
       runs: number;

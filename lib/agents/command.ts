@@ -198,9 +198,10 @@ async function readUpTo(
 
 /**
  * The `setsid` program (util-linux, busybox), in `/usr/bin` or `/bin` or else on the gateway's
- * PATH (NixOS has neither folder); undefined where there is none (macOS).
+ * PATH (NixOS has neither folder); undefined where there is none (macOS), and
+ * {@link spawnInOwnSession} then uses Deno's `detached`.
  */
-const SETSID: string | undefined = (() => {
+export const SETSID: string | undefined = (() => {
   try {
     return programPath("setsid", `/usr/bin:/bin:${Deno.env.get("PATH") ?? ""}`);
   } catch {
