@@ -290,9 +290,9 @@ function programPath(program: string, searchPath: string): string {
  *   an empty stdout: the program's own failure, which the runs of other events are likely to
  *   meet too, so that the worker pauses new runs once two events in a row failed that way (see
  *   `lib/_worker_pause.ts`). A broken program tried for every event of a burst at once had cut
- *   agent-mode ingest from about 10,000 to 486 req/s, each start holding the event loop. A death
- *   by a signal (the kernel's out-of-memory killer, say) may be the prompt's own, and is only
- *   retryable. What {@link startFailure} finds is thrown as that says
+ *   agent-mode ingest to 449 req/s, against 7,689 with the pause (`deno task bench:spawn`). A
+ *   death by a signal (the kernel's out-of-memory killer, say) may be the prompt's own, and is
+ *   only retryable. What {@link startFailure} finds is thrown as that says
  */
 function answerOf(
   program: string,
