@@ -65,8 +65,9 @@ export function createRunPause(now: () => number, retry: { initialDelayMs: numbe
    * with a hanging LLM (`deno task bench:spawn`), each spawn stalling the event loop. Events
    * wait in the queue meanwhile, their attempts unspent, and a run that succeeds ends the pause.
    * It lasts 1 s, or what the endpoint's `Retry-After` asks, and at most {@link MAX_PAUSE_MS} or
-   * half the first retry delay (so no event's own retry waits for it beyond its jitter). Failures that may be the prompt's own (a 429 for a request
-   * too large, say) pause nothing while other runs succeed between them.
+   * half the first retry delay (so no event's own retry waits for it beyond its jitter).
+   * Failures that may be the prompt's own (a 429 for a request too large, say) pause nothing
+   * while other runs succeed between them.
    */
   function pauseNewRuns(retryAfterSeconds: number | undefined): void {
     const pauseMs = Math.min(
