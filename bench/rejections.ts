@@ -21,7 +21,7 @@ import examples from "@octokit/webhooks-examples" with { type: "json" };
 import { sign } from "@octokit/webhooks-methods";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { loadConfig } from "../lib/config.ts";
+import { loadConfig } from "../lib/config/mod.ts";
 import { startLogging, stopLogging } from "../lib/log.ts";
 import { startGateway } from "../server/gateway.ts";
 import { median } from "./_median.ts";

@@ -13,7 +13,7 @@
 
 import { signRequest } from "../lib/signatures/mod.ts";
 import { median } from "./_median.ts";
-import { createSignatureVerifier, type VerifyRequest } from "../server/signatures/mod.ts";
+import { createSignatureVerifier, type VerifyRequest } from "../lib/signatures/verify.ts";
 
 /** Wall-clock time spent on each case in each round, in milliseconds. */
 const CASE_MILLISECONDS = 300;

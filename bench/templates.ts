@@ -10,7 +10,7 @@
  */
 
 import examples from "@octokit/webhooks-examples" with { type: "json" };
-import { renderTemplate, type TemplateContext } from "../lib/templates.ts";
+import { renderTemplate, type TemplateContext } from "../lib/subscriptions/templates.ts";
 
 const definitions = examples as unknown as { name: string; examples: Record<string, unknown>[] }[];
 const payload = definitions.find((definition) => definition.name === "issues")!.examples

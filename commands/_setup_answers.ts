@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { isListenHost, LISTEN_HOST_RULE } from "../lib/config.ts";
-import type { ConfigEdit } from "../lib/config_file.ts";
+import { isListenHost, LISTEN_HOST_RULE } from "../lib/config/mod.ts";
+import type { ConfigEdit } from "../lib/config/config_file.ts";
 import { UsageError } from "../lib/errors.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
 import { generateSecret, wholeNumber } from "./_shared.ts";

@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { type Config, loadConfig } from "../lib/config.ts";
+import { type Config, loadConfig } from "../lib/config/mod.ts";
 import { ConfigError } from "../lib/errors.ts";
-import { runningGatewayUrl } from "../lib/gateway_lock.ts";
-import { installedUnit } from "../lib/systemd_unit.ts";
+import { runningGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { installedUnit } from "./_systemd_unit.ts";
 import type { CommandContext } from "./_command.ts";
 
 /**

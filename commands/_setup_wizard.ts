@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isListenHost, LISTEN_HOST_RULE } from "../lib/config.ts";
+import { isListenHost, LISTEN_HOST_RULE } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
 import type { CommandContext } from "./_command.ts";
 import { type Answers, parsePort } from "./_setup_answers.ts";

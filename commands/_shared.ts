@@ -5,10 +5,10 @@
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { type Config, loadConfig, platformDisabledMessage } from "../lib/config.ts";
+import { type Config, loadConfig, platformDisabledMessage } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
-import { gatewayRunning, runningGatewayUrl } from "../lib/gateway_lock.ts";
-import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscription_store.ts";
+import { gatewayRunning, runningGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscriptions/file_store.ts";
 import type { CommandContext } from "./_command.ts";
 
 /**

@@ -5,7 +5,7 @@
  * @module
  */
 import { UsageError } from "../lib/errors.ts";
-import { findSkill, listSkills } from "../lib/skills.ts";
+import { findSkill, listSkills } from "../lib/agents/skills.ts";
 
 /**
  * The schemes whose senders send the secret itself as a header value (`X-Gitlab-Token`,

@@ -5,7 +5,7 @@
  * @module
  */
 import { UsageError } from "../lib/errors.ts";
-import type { Subscription } from "../lib/subscription.ts";
+import type { Subscription } from "../lib/subscriptions/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../lib/signatures/mod.ts";
 import { TARGET_NAMES } from "../lib/targets/mod.ts";
 import { commaList, wholeNumber } from "./_shared.ts";

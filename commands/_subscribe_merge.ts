@@ -4,10 +4,10 @@
  *
  * @module
  */
-import type { Config } from "../lib/config.ts";
+import type { Config } from "../lib/config/mod.ts";
 import { ConfigError } from "../lib/errors.ts";
-import { checkRecord, type Subscription } from "../lib/subscription.ts";
-import { wrongFieldType } from "../lib/subscription_store.ts";
+import { checkRecord, type Subscription } from "../lib/subscriptions/mod.ts";
+import { wrongFieldType } from "../lib/subscriptions/file_store.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
 import { checkSecretForScheme } from "./_subscribe_checks.ts";
 import { generateSecret } from "./_shared.ts";

@@ -5,9 +5,9 @@
  * @module
  */
 import type { SchemeName } from "../lib/signatures/mod.ts";
-import type { Route } from "../lib/subscription.ts";
-import { renderTemplate } from "../lib/templates.ts";
-import type { SentEvent } from "./_test_event.ts";
+import type { Route } from "../lib/subscriptions/mod.ts";
+import { renderTemplate } from "../lib/subscriptions/templates.ts";
+import type { SentEvent } from "./_test_payload.ts";
 
 /**
  * Notes on the placeholders of the route's prompt and chat id that the payload cannot fill.

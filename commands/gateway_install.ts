@@ -9,11 +9,11 @@
  * @module
  */
 import { dirname, resolve } from "node:path";
-import { type Config, loadConfig, platformDisabledMessage } from "../lib/config.ts";
-import { writeFileAtomic } from "../lib/fs.ts";
+import { type Config, loadConfig, platformDisabledMessage } from "../lib/config/mod.ts";
+import { writeFileAtomic } from "../lib/config/fs.ts";
 import { UsageError } from "../lib/errors.ts";
-import { gatewayRunning, runningGatewayUrl } from "../lib/gateway_lock.ts";
-import { homePaths } from "../lib/home.ts";
+import { gatewayRunning, runningGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { homePaths } from "../lib/config/home.ts";
 import {
   CARRIED_PATHS,
   CARRIED_VARIABLES,
@@ -22,7 +22,7 @@ import {
   systemdUnit,
   UNIT_NAME,
   unitPath,
-} from "../lib/systemd_unit.ts";
+} from "./_systemd_unit.ts";
 import type { Command } from "./_command.ts";
 import { parseFlags } from "./_shared.ts";
 

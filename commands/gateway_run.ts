@@ -3,10 +3,10 @@
  *
  * @module
  */
-import { loadConfig, platformDisabledMessage } from "../lib/config.ts";
-import { createDefaultConfig } from "../lib/config_file.ts";
+import { loadConfig, platformDisabledMessage } from "../lib/config/mod.ts";
+import { createDefaultConfig } from "../lib/config/config_file.ts";
 import { ConflictError, UsageError } from "../lib/errors.ts";
-import { hostAndPort } from "../lib/address.ts";
+import { hostAndPort } from "../lib/config/address.ts";
 import { getLogger } from "@logtape/logtape";
 import { startLogging, stopLogging } from "../lib/log.ts";
 import { startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";

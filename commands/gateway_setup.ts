@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { hostAndPort } from "../lib/address.ts";
-import { type Config, loadConfig } from "../lib/config.ts";
-import { editConfigFile } from "../lib/config_file.ts";
-import { setEnvValues } from "../lib/env_file.ts";
+import { hostAndPort } from "../lib/config/address.ts";
+import { type Config, loadConfig } from "../lib/config/mod.ts";
+import { editConfigFile } from "../lib/config/config_file.ts";
+import { setEnvValues } from "../lib/config/env_file.ts";
 import { UsageError } from "../lib/errors.ts";
 import type { Command } from "./_command.ts";
 import {

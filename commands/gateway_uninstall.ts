@@ -7,7 +7,7 @@
  * @module
  */
 import { UsageError } from "../lib/errors.ts";
-import { systemctl, UNIT_NAME, unitPath } from "../lib/systemd_unit.ts";
+import { systemctl, UNIT_NAME, unitPath } from "./_systemd_unit.ts";
 import type { Command } from "./_command.ts";
 import { parseFlags } from "./_shared.ts";
 

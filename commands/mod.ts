@@ -16,7 +16,7 @@ import { webhookRemove } from "./webhook_remove.ts";
 import { webhookReplay } from "./webhook_replay.ts";
 import { webhookRotateSecret } from "./webhook_rotate_secret.ts";
 import { webhookSubscribe } from "./webhook_subscribe.ts";
-import { webhookTest } from "./webhook_test.ts";
+import { webhookTest } from "./webhook_test_event.ts";
 
 export type { Command, CommandContext } from "./_command.ts";
 

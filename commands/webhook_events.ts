@@ -4,17 +4,17 @@
  *
  * @module
  */
-import type { Config } from "../lib/config.ts";
+import type { Config } from "../lib/config/mod.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import { oneTerminalLine } from "../lib/log.ts";
-import { findRoute } from "../lib/routes.ts";
+import { findRoute } from "../lib/subscriptions/routes.ts";
 import {
   type Attempt,
   type EventStatus,
   openStateStore,
   type StoredEvent,
 } from "../lib/state/mod.ts";
-import { readSubscriptionsOrError } from "../lib/subscription_store.ts";
+import { readSubscriptionsOrError } from "../lib/subscriptions/file_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags, wholeNumber } from "./_shared.ts";
 

@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { type Config, webhookUrl } from "../lib/config.ts";
+import { type Config, webhookUrl } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
-import { routesAndHidden } from "../lib/routes.ts";
-import { findSkill, listSkills } from "../lib/skills.ts";
-import { currentSecret, type Route } from "../lib/subscription.ts";
+import { routesAndHidden } from "../lib/subscriptions/routes.ts";
+import { findSkill, listSkills } from "../lib/agents/skills.ts";
+import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
 import type { Command } from "./_command.ts";
 import { advertisedWebhook, loadEnabledConfig, parseFlags } from "./_shared.ts";
 

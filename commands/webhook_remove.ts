@@ -4,8 +4,8 @@
  * @module
  */
 import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { checkName, refuseStatic } from "../lib/routes.ts";
-import { updateSubscriptions } from "../lib/subscription_store.ts";
+import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
+import { updateSubscriptions } from "../lib/subscriptions/file_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags, untilGatewaySeesChange } from "./_shared.ts";
 

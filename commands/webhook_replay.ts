@@ -6,10 +6,13 @@
  * @module
  */
 import { ConfigError, UsageError } from "../lib/errors.ts";
-import { gatewayRunning } from "../lib/gateway_lock.ts";
-import { dispatchFor, findRoute } from "../lib/routes.ts";
+import { gatewayRunning } from "../lib/state/gateway_lock.ts";
+import { dispatchFor, findRoute } from "../lib/subscriptions/routes.ts";
 import { openStateStore, type StoredEvent } from "../lib/state/mod.ts";
-import { readSubscriptionsOrError, unusableSubscriptions } from "../lib/subscription_store.ts";
+import {
+  readSubscriptionsOrError,
+  unusableSubscriptions,
+} from "../lib/subscriptions/file_store.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig, parseFlags } from "./_shared.ts";
 

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { webhookUrl } from "../lib/config.ts";
+import { webhookUrl } from "../lib/config/mod.ts";
 import { ConfigError, NotFoundError, UsageError } from "../lib/errors.ts";
-import type { Subscription } from "../lib/subscription.ts";
-import { updateSubscriptions, wrongFieldType } from "../lib/subscription_store.ts";
-import { checkName, refuseStatic } from "../lib/routes.ts";
+import type { Subscription } from "../lib/subscriptions/mod.ts";
+import { updateSubscriptions, wrongFieldType } from "../lib/subscriptions/file_store.ts";
+import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
 import type { Command } from "./_command.ts";
 import { checkSecretForScheme } from "./_subscribe_checks.ts";
 import {

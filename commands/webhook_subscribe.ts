@@ -3,11 +3,11 @@
  *
  * @module
  */
-import { webhookUrl } from "../lib/config.ts";
+import { webhookUrl } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
-import { checkName, refuseStatic } from "../lib/routes.ts";
-import { NAME_PATTERN, type Subscription } from "../lib/subscription.ts";
-import { updateSubscriptions } from "../lib/subscription_store.ts";
+import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
+import { NAME_PATTERN, type Subscription } from "../lib/subscriptions/mod.ts";
+import { updateSubscriptions } from "../lib/subscriptions/file_store.ts";
 import { SCHEME_NAMES } from "../lib/signatures/mod.ts";
 import { homeChannelOf } from "../lib/targets/mod.ts";
 import type { Command } from "./_command.ts";

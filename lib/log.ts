@@ -21,7 +21,7 @@ import {
   type TextFormatter,
 } from "@logtape/logtape";
 import { dirname } from "node:path";
-import { writeAll } from "./fs.ts";
+import { writeAll } from "./config/fs.ts";
 import { ConfigError } from "./errors.ts";
 
 /** Size at which the log rotates, in bytes. */

@@ -6,16 +6,16 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { Config } from "../lib/config.ts";
-import { createMemoryRateLimiter } from "../lib/rate_limit.ts";
-import { findRoute } from "../lib/routes.ts";
+import type { Config } from "../lib/config/mod.ts";
+import { createMemoryRateLimiter } from "../lib/subscriptions/rate_limit.ts";
+import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { StateStore } from "../lib/state/mod.ts";
-import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscription_store.ts";
+import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscriptions/file_store.ts";
 import { deliver } from "../lib/targets/mod.ts";
-import type { IngestDeps } from "./ingest.ts";
-import type { RefusalLog } from "./_refusal_log.ts";
+import type { IngestDeps } from "./ingest/mod.ts";
+import type { RefusalLog } from "./ingest/_refusal_log.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
-import { createSignatureVerifier } from "./signatures/mod.ts";
+import { createSignatureVerifier } from "../lib/signatures/verify.ts";
 
 const subscriptionLog = getLogger(["agent", "subscriptions"]);
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type FileIdentity, fileIdentity, sameFile } from "../lib/fs.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../lib/config/fs.ts";
 
 /** What {@link watchStateFile} returns. */
 export interface StateFileWatch {

@@ -8,13 +8,13 @@
 import { getLogger } from "@logtape/logtape";
 import { dirname, join } from "node:path";
 import { agentProcessNotes, createAgentRunner } from "../lib/agents/mod.ts";
-import type { Config } from "../lib/config.ts";
-import { systemPromptFor } from "../lib/skills.ts";
+import type { Config } from "../lib/config/mod.ts";
+import { systemPromptFor } from "../lib/agents/skills.ts";
 import type { StateStore } from "../lib/state/mod.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
-import { createWorker, type EventWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker.ts";
-import { deliveryKey } from "./_direct.ts";
-import { createHeldDirectRecords, type HeldDirectRecords } from "./_held_direct.ts";
+import { createWorker, type EventWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker/mod.ts";
+import { deliveryKey } from "./ingest/_direct.ts";
+import { createHeldDirectRecords, type HeldDirectRecords } from "./ingest/_held_direct.ts";
 
 const workerLog = getLogger(["agent", "worker"]);
 const targetLog = getLogger(["agent", "target"]);

@@ -6,11 +6,11 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
-import { createWebhookHandler, type IngestDeps, withRefusalLog } from "./ingest.ts";
-import type { RefusalLog } from "./_refusal_log.ts";
-import { internalErrorAnswer } from "./_respond.ts";
+import { createWebhookHandler, type IngestDeps, withRefusalLog } from "./ingest/mod.ts";
+import type { RefusalLog } from "./ingest/_refusal_log.ts";
+import { internalErrorAnswer } from "./ingest/_respond.ts";
 
-export type { IngestDeps } from "./ingest.ts";
+export type { IngestDeps } from "./ingest/mod.ts";
 
 const log = getLogger(["agent", "http"]);
 

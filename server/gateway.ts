@@ -7,17 +7,17 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { bracketed } from "../lib/address.ts";
+import { bracketed } from "../lib/config/address.ts";
 import { killLeftoverAgents } from "../lib/agents/mod.ts";
-import type { Config } from "../lib/config.ts";
-import { lockGatewayState, recordGatewayUrl } from "../lib/gateway_lock.ts";
+import type { Config } from "../lib/config/mod.ts";
+import { lockGatewayState, recordGatewayUrl } from "../lib/state/gateway_lock.ts";
 import { corruptionAdvice, openStateStore, type StateStore } from "../lib/state/mod.ts";
 import { createApp } from "./app.ts";
-import { createIngestRefusalLog } from "./ingest.ts";
+import { createIngestRefusalLog } from "./ingest/mod.ts";
 import { ingestDeps, routeFinder } from "./_app_deps.ts";
 import { startPruning } from "./_prune.ts";
-import type { RefusalLogLimits } from "./_refusal_log.ts";
-import { internalErrorAnswer } from "./_respond.ts";
+import type { RefusalLogLimits } from "./ingest/_refusal_log.ts";
+import { internalErrorAnswer } from "./ingest/_respond.ts";
 import { type Running, stopGateway } from "./_stop.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { setUpWorker, type WorkerSetup } from "./_worker_setup.ts";

@@ -15,8 +15,8 @@
  *
  * @module
  */
-import { cutText } from "../_error_text.ts";
-import { asRecord } from "../_json_record.ts";
+import { cutText } from "../errors.ts";
+import { asRecord } from "../subscriptions/templates.ts";
 import { AgentError } from "../errors.ts";
 
 /** Characters of an unexpected body or of a refusal quoted in an error message. */

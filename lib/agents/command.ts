@@ -12,8 +12,8 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { errorMessage } from "../_error_text.ts";
-import { settledWithin } from "../wait.ts";
+import { errorMessage } from "../errors.ts";
+import { settledWithin } from "../worker/wait.ts";
 import { AgentError, ConfigError } from "../errors.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
@@ -289,7 +289,7 @@ function programPath(program: string, searchPath: string): string {
  * @throws AgentError retryable and `unavailable` for a failed exit (with the end of stderr) or
  *   an empty stdout: the program's own failure, which the runs of other events are likely to
  *   meet too, so that the worker pauses new runs once two events in a row failed that way (see
- *   `lib/_worker_pause.ts`). A broken program tried for every event of a burst at once had cut
+ *   `lib/worker/_pause.ts`). A broken program tried for every event of a burst at once had cut
  *   agent-mode ingest to 449 req/s, against 7,689 with the pause (`deno task bench:spawn`). A
  *   death by a signal (the kernel's out-of-memory killer, say) may be the prompt's own, and is
  *   only retryable. What {@link startFailure} finds is thrown as that says

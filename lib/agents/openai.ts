@@ -9,9 +9,9 @@
  * @module
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
-import { readBoundedText } from "../_bounded_body.ts";
-import { cutText, errorChainText, redact } from "../_error_text.ts";
-import { parseRetryAfterSeconds } from "../_retry.ts";
+import { readBoundedText } from "../targets/bounded_body.ts";
+import { cutText, errorChainText, redact } from "../errors.ts";
+import { parseRetryAfterSeconds } from "../worker/retry.ts";
 import { AgentError } from "../errors.ts";
 import {
   type CompletionBody,

@@ -14,14 +14,14 @@
  *
  * @module
  */
-import type { EventSource } from "../event_info.ts";
+import type { EventSource } from "../subscriptions/event_info.ts";
 
 export type { EventSource };
-export { openStateStore } from "./_sqlite_store.ts";
-export { needsAgentRun, storableText } from "./_schema.ts";
-export { corruptionAdvice } from "./_database.ts";
-export type { SqliteStateStore, StateStoreOptions } from "./_sqlite_store.ts";
-export type { GroupCommitStats } from "./_group_commit.ts";
+export { openStateStore } from "./sqlite/mod.ts";
+export { needsAgentRun, storableText } from "./sqlite/_schema.ts";
+export { corruptionAdvice } from "./sqlite/_database.ts";
+export type { SqliteStateStore, StateStoreOptions } from "./sqlite/mod.ts";
+export type { GroupCommitStats } from "./sqlite/_group_commit.ts";
 
 /** Where an event is in its life: `queued → running → delivered | failed`. */
 export type EventStatus = "queued" | "running" | "delivered" | "failed";
@@ -65,7 +65,7 @@ export interface NewEvent {
 
 /**
  * How a route handles one event: its mode, the rendered prompt (or direct message) and the
- * route snapshot. Rendered at ingest, and again by a replay (`dispatchFor` in `lib/routes.ts`).
+ * route snapshot. Rendered at ingest, and again by a replay (`dispatchFor` in `lib/subscriptions/routes.ts`).
  */
 export type EventDispatch = Pick<NewEvent, "mode" | "prompt" | "route">;
 

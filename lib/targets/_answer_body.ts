@@ -2,7 +2,7 @@
  * How much of a platform's answer is read: a bound that every real answer fits in, so a
  * misbehaving server or proxy answering hundreds of megabytes costs the gateway that bound, not
  * the whole body (a 700 MB answer took the gateway from 85 to 786 MB). Read with
- * `readBoundedText` (`lib/_bounded_body.ts`).
+ * `readBoundedText` (`bounded_body.ts`).
  *
  * @module
  */

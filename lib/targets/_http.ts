@@ -30,11 +30,11 @@
  * @module
  */
 
-import { cutText, errorChainText, redact } from "../_error_text.ts";
-import { asRecord } from "../_json_record.ts";
-import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../_retry.ts";
+import { cutText, errorChainText, redact } from "../errors.ts";
+import { asRecord } from "../subscriptions/templates.ts";
+import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../worker/retry.ts";
 import { TargetError } from "../errors.ts";
-import { type BoundedText, readBoundedText } from "../_bounded_body.ts";
+import { type BoundedText, readBoundedText } from "./bounded_body.ts";
 import { answerLimitBytes } from "./_answer_body.ts";
 import type { SendContext } from "./_target.ts";
 

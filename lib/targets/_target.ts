@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { EventSource } from "../event_info.ts";
+import type { EventSource } from "../subscriptions/event_info.ts";
 
 export type { EventSource };
 

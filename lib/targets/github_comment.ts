@@ -10,7 +10,7 @@ import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { createdWithId, postJson } from "./_http.ts";
 import type { Target } from "./_target.ts";
-import { valueAt } from "../templates.ts";
+import { valueAt } from "../subscriptions/templates.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** An issue or pull request: `owner/repo` and its number. */

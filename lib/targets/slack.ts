@@ -13,7 +13,7 @@
  */
 
 import { TargetError } from "../errors.ts";
-import { asRecord } from "../_json_record.ts";
+import { asRecord } from "../subscriptions/templates.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { type Failure, notThePlatformsAnswer, postJson } from "./_http.ts";
 import type { Target } from "./_target.ts";

@@ -7,7 +7,7 @@
  */
 
 import { TargetError } from "../errors.ts";
-import { asRecord } from "../_json_record.ts";
+import { asRecord } from "../subscriptions/templates.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import {
   describeError,

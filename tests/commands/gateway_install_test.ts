@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { systemdUnit } from "../../lib/systemd_unit.ts";
+import { systemdUnit } from "../../commands/_systemd_unit.ts";
 import { cleanEnv, enabledConfig, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
 
 /** A bin folder holding a fake `systemctl` that logs each call; `FAIL` makes a call fail. */

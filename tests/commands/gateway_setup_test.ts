@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseEnv } from "node:util";
 import { runCommand } from "../../commands/mod.ts";
-import { loadConfig } from "../../lib/config.ts";
+import { loadConfig } from "../../lib/config/mod.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { cleanEnv, eventually, fakeContext, MAIN, tempHome } from "../_helpers.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runCommand } from "../../commands/mod.ts";
 import { ConfigError, UsageError } from "../../lib/errors.ts";
-import { readSubscriptions } from "../../lib/subscription_store.ts";
+import { readSubscriptions } from "../../lib/subscriptions/file_store.ts";
 import { enabledConfig, fakeContext, runCli, tempHome } from "../_helpers.ts";
 
 const TRIAGE = "---\nname: triage\ndescription: Label and prioritise issues\n---\nLabel it.\n";

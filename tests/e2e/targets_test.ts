@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import { loadConfig } from "../../lib/config.ts";
+import { loadConfig } from "../../lib/config/mod.ts";
 import type { StoredEvent } from "../../lib/state/mod.ts";
-import type { Subscription } from "../../lib/subscription.ts";
+import type { Subscription } from "../../lib/subscriptions/mod.ts";
 import { OWN_COMMENT_MARKER } from "../../lib/targets/own_comments.ts";
 import { startGateway } from "../../server/gateway.ts";
 import { enabledConfig, eventually, tempHome } from "../_helpers.ts";

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { TargetError } from "../../lib/errors.ts";
-import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
+import { createMemoryRateLimiter } from "../../lib/subscriptions/rate_limit.ts";
 import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
-import type { Route } from "../../lib/subscription.ts";
+import type { Route } from "../../lib/subscriptions/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createApp, type IngestDeps, webhookName } from "../../server/app.ts";
 import { signedGitHubBody } from "../_helpers.ts";
-import { createSignatureVerifier } from "../../server/signatures/mod.ts";
+import { createSignatureVerifier } from "../../lib/signatures/verify.ts";
 
 const SECRET = "test-secret-0123456789";
 const NOW = Date.parse("2026-11-21T12:00:00Z");

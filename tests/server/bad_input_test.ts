@@ -9,7 +9,7 @@ import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import type { LogRecord } from "@logtape/logtape";
 import { sign } from "@octokit/webhooks-methods";
-import { loadConfig } from "../../lib/config.ts";
+import { loadConfig } from "../../lib/config/mod.ts";
 import { startLogging, stopLogging } from "../../lib/log.ts";
 import { type GatewayOptions, type RunningGateway, startGateway } from "../../server/gateway.ts";
 import { enabledConfig, startGatewayProcess, tempHome } from "../_helpers.ts";

@@ -10,11 +10,11 @@ import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import Stripe from "stripe";
 import { Webhook as StandardWebhook } from "standardwebhooks";
-import { createMemoryRateLimiter } from "../../lib/rate_limit.ts";
+import { createMemoryRateLimiter } from "../../lib/subscriptions/rate_limit.ts";
 import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
-import type { Route } from "../../lib/subscription.ts";
+import type { Route } from "../../lib/subscriptions/mod.ts";
 import { createApp } from "../../server/app.ts";
-import { createSignatureVerifier } from "../../server/signatures/mod.ts";
+import { createSignatureVerifier } from "../../lib/signatures/verify.ts";
 
 const SECRET = "open-secret-123";
 /** SECRET as Standard Webhooks libraries take it: `whsec_` and the key's base64. */

@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { LogRecord } from "@logtape/logtape";
-import { loadConfig } from "../../lib/config.ts";
+import { loadConfig } from "../../lib/config/mod.ts";
 import { startLogging, stopLogging } from "../../lib/log.ts";
-import { updateSubscriptions } from "../../lib/subscription_store.ts";
+import { updateSubscriptions } from "../../lib/subscriptions/file_store.ts";
 import { startGateway } from "../../server/gateway.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
 import { enabledConfig, eventually, signedIssue, tempHome } from "../_helpers.ts";

@@ -3,7 +3,7 @@ import { verify as octokitVerify } from "@octokit/webhooks-methods";
 import Stripe from "stripe";
 import { Webhook as StandardWebhook } from "standardwebhooks";
 import { SCHEME_NAMES, type SchemeName, signRequest } from "../../../lib/signatures/mod.ts";
-import { createSignatureVerifier } from "../../../server/signatures/mod.ts";
+import { createSignatureVerifier } from "../../../lib/signatures/verify.ts";
 import { BODY, bytes, NOW, OTHER_SECRET, SECRET } from "../../fakes/senders.ts";
 
 const OPTIONS = { deliveryId: "test-1", nowSeconds: NOW };

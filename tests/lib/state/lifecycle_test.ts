@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { ConflictError, NotFoundError } from "../../../lib/errors.ts";
 import { openStateStore, type StateStore } from "../../../lib/state/mod.ts";
-import { SCHEMA_VERSION } from "../../../lib/state/_schema.ts";
+import { SCHEMA_VERSION } from "../../../lib/state/sqlite/_schema.ts";
 import { newEvent, tempHome, withStore } from "./_fixtures.ts";
 
 const T0 = 1_700_000_000_000;

@@ -3,9 +3,9 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { StoreUnavailableError } from "../../../lib/errors.ts";
 import { openStateStore } from "../../../lib/state/mod.ts";
-import { STATEMENTS } from "../../../lib/state/_database.ts";
+import { STATEMENTS } from "../../../lib/state/sqlite/_database.ts";
 import { newEvent, tempHome, withStore } from "./_fixtures.ts";
-import { listingQuery } from "../../../lib/state/_maintenance.ts";
+import { listingQuery } from "../../../lib/state/sqlite/_maintenance.ts";
 
 Deno.test("accept() persists an event that is still there after close and reopen", async () => {
   const home = await tempHome();

@@ -5,7 +5,7 @@
  * loopback server scripted to answer one way.
  */
 import assert from "node:assert/strict";
-import { retryDelayMs } from "../../../lib/_retry.ts";
+import { retryDelayMs } from "../../../lib/worker/retry.ts";
 import { deliver } from "../../../lib/targets/mod.ts";
 import { startFakeSlack } from "../../fakes/chat_servers.ts";
 import { job, recordingContext, scripted, targetError } from "./_context.ts";

@@ -1,0 +1,131 @@
+/**
+ * `agent webhook test <name>`: sends a signed test event to the running gateway and explains
+ * the answer (CONTRACT §10).
+ *
+ * @module
+ */
+import type { Config } from "../lib/config/mod.ts";
+import { NotFoundError, UsageError } from "../lib/errors.ts";
+import { localUrl } from "../lib/config/address.ts";
+import { eventInfo, eventLabel } from "../lib/subscriptions/event_info.ts";
+import { runningGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { routesAndHidden } from "../lib/subscriptions/routes.ts";
+import { type SchemeName, signRequest } from "../lib/signatures/mod.ts";
+import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
+import type { Command, CommandContext } from "./_command.ts";
+import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { checkEvent, parseTestPayload, placeEvent, type SentEvent } from "./_test_payload.ts";
+import { answerHints, missingPathNotes, noSigningKeyMessage } from "./_test_hints.ts";
+
+const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE]
+
+Signs a test event with the subscription's secret, as GitHub does (X-Hub-Signature-256), or as
+the scheme the subscription is pinned to with --auth does, and posts it to the running gateway.
+--payload is a JSON object. --event (default: test) goes where the scheme's senders put the
+event type: X-GitHub-Event, X-Gitlab-Event (a payload's object_kind comes first), X-Shopify-Topic,
+or for the other schemes the payload's "type", unless the payload names its type itself ("type",
+"event_type" or "event"). A Linear payload gets the current webhookTimestamp.`;
+
+const options = { payload: { type: "string" }, event: { type: "string" } } as const;
+
+/** How long `test` waits for the gateway's answer, in milliseconds. */
+const TEST_TIMEOUT_MS = 30_000;
+
+/** `agent webhook test`. */
+export const webhookTest: Command = {
+  path: ["webhook", "test"],
+  summary: "Send a signed test event to a subscription",
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseFlags(argv, options, usage);
+    if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
+    const payload = parseTestPayload(values.payload);
+    const config = await loadEnabledConfig(ctx);
+    if (!config) return 1;
+    const name = positionals[0];
+    const { routes, unusable } = await routesAndHidden(config);
+    const problem = unusable.get(name);
+    if (problem !== undefined) {
+      ctx.stderr(`${problem}; so the gateway refuses its requests: fix it first.`);
+      return 1;
+    }
+    const route = routes.find((r) => r.name === name);
+    if (!route) {
+      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+    }
+    const secret = currentSecret(route, config.webhook.secret);
+    if (!secret) {
+      ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
+      return 1;
+    }
+    // A static route's `auth` is checked with config.yaml, a subscription's just above.
+    const scheme = (route.auth ?? "github") as SchemeName;
+    const sent = placeEvent(payload, {
+      scheme,
+      event: checkEvent(scheme, values.event ?? "test"),
+      nowMs: ctx.now(),
+    });
+    // What the gateway will read from these headers and this payload, for the notes and hints.
+    const label = eventLabel(eventInfo(new Headers(sent.headers), payload, () => "", scheme));
+    for (const note of missingPathNotes(route, { payload, event: label })) ctx.stderr(note);
+    return await send({ route, scheme, payload, sent, label, secret, config, ctx });
+  },
+};
+
+/**
+ * Signs the test event, posts it where the gateway listens and prints the answer, with what it
+ * means.
+ * @returns the exit code: 0 for a 2xx answer, 1 otherwise or when it cannot be sent
+ */
+async function send(
+  options: {
+    route: Route;
+    scheme: SchemeName;
+    payload: unknown;
+    sent: SentEvent;
+    label: string;
+    secret: string;
+    config: Config;
+    ctx: CommandContext;
+  },
+): Promise<number> {
+  const { route, scheme, sent, label, secret, config, ctx } = options;
+  const body = JSON.stringify(options.payload);
+  // The running gateway says where it listens (it may have been started with --port).
+  const running = await runningGatewayUrl(config.paths.stateDb);
+  const base = running ?? localUrl(config.webhook.host, config.webhook.port);
+  const url = `${base}/webhooks/${route.name}`;
+  const auth = signRequest(scheme, secret, body, {
+    deliveryId: sent.deliveryId,
+    nowSeconds: Math.floor(ctx.now() / 1000),
+  });
+  if (!auth) {
+    ctx.stderr(noSigningKeyMessage(route, scheme));
+    return 1;
+  }
+  let response: Response;
+  try {
+    response = await ctx.fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "agent-webhook-test",
+        ...sent.headers,
+        ...auth,
+      },
+      body,
+      signal: AbortSignal.timeout(TEST_TIMEOUT_MS),
+    });
+  } catch (error) {
+    ctx.stderr(
+      `Cannot reach the gateway at ${url} (${(error as Error).message}).\n` +
+        "Is the gateway running? Start it with: agent gateway run",
+    );
+    return 1;
+  }
+  const text = await response.text();
+  ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
+  const answer = { status: response.status, text };
+  for (const hint of answerHints(answer, { route, scheme, sent, label })) ctx.stdout(hint);
+  return response.ok ? 0 : 1;
+}

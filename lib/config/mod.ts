@@ -1,0 +1,137 @@
+/**
+ * Configuration: `config.yaml`, `.env` and the process environment, merged key by key with
+ * the precedence process env > `.env` > `config.yaml` > defaults (CONTRACT §2).
+ *
+ * A malformed value is a `ConfigError` that names the key and the file; nothing falls
+ * back to a default silently.
+ *
+ * @module
+ */
+import type { AgentSettings } from "../agents/mod.ts";
+import type { RetryPolicy } from "../worker/retry.ts";
+import { agentSettings, agentWarnings } from "./_agent.ts";
+import { narrowMode, readEnvFile, readYamlFile } from "./_read.ts";
+import { objectAt } from "./_values.ts";
+import { webhookSettings, webhookWarnings } from "./_webhook.ts";
+import { type HomePaths, homePaths } from "./home.ts";
+import type { Route } from "../subscriptions/mod.ts";
+
+export { MAX_RETRY_DELAY_SECONDS, MAX_TIMEOUT_SECONDS } from "./_agent.ts";
+export { MAX_IDEMPOTENCY_TTL_SECONDS } from "./_webhook.ts";
+export { isListenHost, LISTEN_HOST_RULE, webhookBaseUrl, webhookUrl } from "./address.ts";
+
+/** The `platforms.webhook` section, after merging (CONTRACT §2). */
+export interface WebhookSettings {
+  /** `platforms.webhook.enabled` / `WEBHOOK_ENABLED`. @default {false} */
+  enabled: boolean;
+  /**
+   * Where `enabled` came from: `file` is `config.yaml`, `.env` or "the process environment",
+   * `key` the YAML key or variable. @default {config.yaml, platforms.webhook.enabled}
+   */
+  enabledBy?: { file: string; key: string };
+  /** Listen address. @default {"127.0.0.1"} */
+  host: string;
+  /** Listen port; 0 picks a free one. @default {8644} */
+  port: number;
+  /** Global HMAC secret used by static routes without their own. */
+  secret?: string;
+  /** Base of the URLs that `subscribe` prints, e.g. `https://hooks.example.com`. */
+  publicUrl?: string;
+  /** Requests per minute per subscription. @default {60} */
+  rateLimitPerMinute: number;
+  /** Largest accepted body, in bytes. @default {1048576} */
+  maxBodyBytes: number;
+  /** How long a delivery id is remembered, in seconds. @default {86400} */
+  idempotencyTtlSeconds: number;
+  /** How long accepted events and their payloads are kept, in days. @default {7} */
+  retentionDays: number;
+  /** Fallback target for `deliver: origin`, e.g. `telegram:123456`. */
+  homeTarget?: string;
+  /** Static routes from `config.yaml`, keyed by name; read-only for the CLI. */
+  routes: Map<string, Route>;
+}
+
+/** Everything a command or the gateway needs to know, read once per command. */
+export interface Config {
+  paths: HomePaths;
+  /** True when `config.yaml` exists (the gateway creates one on first run otherwise). */
+  configFileExists: boolean;
+  webhook: WebhookSettings;
+  agent: AgentSettings & { maxConcurrency: number; retry: RetryPolicy };
+  /** Process env merged over `.env`: tokens, home channels and API URLs for the targets. */
+  env: Record<string, string | undefined>;
+  /**
+   * What is wrong in `config.yaml` without stopping anything: keys of the webhook platform's
+   * sections that no version reads (a misspelt `prot:` would leave the port at its default
+   * unsaid), one sentence each. Commands print them on standard error; the gateway logs them.
+   */
+  warnings: string[];
+}
+
+/**
+ * Reads the home folder's `config.yaml` and `.env` and merges them with the process env.
+ * `.env` and the subscription file are narrowed to mode 0600 when broader (they hold secrets).
+ * @param processEnv the process environment (wins over `.env`); empty values count as unset
+ * @param options.fileOnly read `config.yaml` alone, without `.env` and environment overrides
+ *   (what `gateway setup` shows and edits)
+ * @returns the merged configuration
+ * @throws ConfigError for unreadable or malformed files and values, naming key and file
+ */
+export async function loadConfig(
+  processEnv: Record<string, string | undefined>,
+  options: { fileOnly?: boolean } = {},
+): Promise<Config> {
+  const paths = homePaths(processEnv);
+  await Promise.all([narrowMode(paths.envFile), narrowMode(paths.subscriptions)]);
+  const dotEnv = options.fileOnly ? {} : await readEnvFile(paths.envFile);
+  // An empty variable counts as unset: `TELEGRAM_BOT_TOKEN= agent ...` must not hide `.env`'s.
+  const setInProcess = Object.fromEntries(
+    Object.entries(processEnv).filter(([, value]) => value !== undefined && value !== ""),
+  );
+  const env = { ...dotEnv, ...setInProcess };
+  const yaml = await readYamlFile(paths.config);
+  const webhookYaml = objectAt(yaml.data, ["platforms", "webhook"], paths.config);
+  const extra = objectAt(webhookYaml, ["extra"], paths.config, ["platforms", "webhook"]);
+  const agentYaml = objectAt(yaml.data, ["agent"], paths.config);
+  const sections = { webhook: webhookYaml, extra };
+  return {
+    paths,
+    configFileExists: yaml.exists,
+    webhook: webhookSettings(sections, { processEnv, dotEnv, paths, fileOnly: options.fileOnly }),
+    agent: agentSettings(agentYaml, env, paths.config),
+    env,
+    warnings: [
+      ...webhookWarnings(sections, paths.config),
+      ...agentWarnings(agentYaml, paths.config),
+    ],
+  };
+}
+
+/**
+ * The answer to every webhook command when the platform is disabled (CONTRACT §10): the three
+ * ways to enable it, and, when `WEBHOOK_ENABLED` is what turns it off, that variable and where
+ * it is set (it wins over the wizard and `config.yaml`).
+ * @param paths the home's files
+ * @param enabledBy where the `enabled` value came from (`WebhookSettings.enabledBy`)
+ */
+export function platformDisabledMessage(
+  paths: HomePaths,
+  enabledBy?: { file: string; key: string },
+): string {
+  const variable = enabledBy?.key === "WEBHOOK_ENABLED" ? enabledBy : undefined;
+  return [
+    "Webhook platform is not enabled. Enable it in one of three ways:",
+    "  1. run the setup wizard:   agent gateway setup",
+    `  2. in ${paths.config}:`,
+    "       platforms:",
+    "         webhook:",
+    "           enabled: true",
+    `  3. in ${paths.envFile}:   WEBHOOK_ENABLED=true`,
+    ...(variable
+      ? [
+        `Now WEBHOOK_ENABLED in ${variable.file} turns it off, whatever config.yaml says: ` +
+        (variable.file === paths.envFile ? "set it to true or remove that line." : "unset it."),
+      ]
+      : []),
+  ].join("\n");
+}

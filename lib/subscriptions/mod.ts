@@ -1,0 +1,199 @@
+/**
+ * The subscription record: one route from `POST /webhooks/<name>` to a target. The same shape
+ * is used for dynamic subscriptions (`webhook_subscriptions.json`) and static routes
+ * (`platforms.webhook.extra.routes` in `config.yaml`). See CONTRACT §3.
+ *
+ * @module
+ */
+import { ConfigError } from "../errors.ts";
+import { TARGET_NAMES } from "../targets/mod.ts";
+import { isSchemeName, SCHEME_NAMES } from "../signatures/mod.ts";
+
+/** Where a subscription comes from: the CLI-managed file, or `config.yaml` (read-only). */
+export type RouteOrigin = "dynamic" | "static";
+
+/** One subscription as stored on disk (CONTRACT §3). Timestamps are ISO 8601 UTC. */
+export interface Subscription {
+  /** Free text shown by `list`. */
+  description?: string;
+  /** Event-type filter; empty or absent accepts every event. */
+  events?: string[];
+  /** Current HMAC secret (or shared token for GitLab/Bearer). */
+  secret?: string;
+  /** Previous secrets still accepted until `expires_at` (secret rotation). */
+  previous_secrets?: { secret: string; expires_at: string }[];
+  /** Only this signature scheme is accepted when set (`subscribe --auth`). */
+  auth?: string;
+  /** Prompt template with `{dot.path}` placeholders; absent dumps the payload. */
+  prompt?: string;
+  /** Skill names added to the system prompt, in order. */
+  skills?: string[];
+  /** Target name: `log`, `telegram`, `discord`, `slack`, `github_comment`, `gitlab_comment`, `origin`. */
+  deliver?: string;
+  /** Target options; string values are rendered as templates. */
+  deliver_extra?: { chat_id?: string };
+  /** Direct delivery: the rendered template is the message, no agent run. */
+  deliver_only?: boolean;
+  /** Requests per minute for this subscription, overriding `extra.rate_limit`. */
+  rate_limit?: number;
+  created_at?: string;
+  updated_at?: string;
+}
+
+/** A subscription with its name and origin, as the gateway and `list` see it. */
+export interface Route extends Subscription {
+  name: string;
+  origin: RouteOrigin;
+}
+
+/**
+ * The secret a sender must use now: the route's own, else the global one for a static route
+ * (CONTRACT §2: `extra.secret` serves static routes that have none). An empty secret counts
+ * as none, as an empty setting does elsewhere.
+ * @param route the route
+ * @param globalSecret `extra.secret` / `WEBHOOK_SECRET`, if set
+ * @returns the secret, or undefined when requests to the route are refused (403)
+ */
+export function currentSecret(route: Route, globalSecret: string | undefined): string | undefined {
+  return route.secret || (route.origin === "static" ? globalSecret || undefined : undefined);
+}
+
+/**
+ * Every secret a request may be signed with at `nowMs`: the current one, then the previous
+ * ones still within their rotation grace period.
+ * @param nowMs the clock, in milliseconds since the epoch
+ */
+export function acceptedSecrets(
+  route: Route,
+  globalSecret: string | undefined,
+  nowMs: number,
+): string[] {
+  const current = currentSecret(route, globalSecret);
+  const previous = (route.previous_secrets ?? [])
+    .filter((entry) => Date.parse(entry.expires_at) > nowMs)
+    .map((entry) => entry.secret);
+  return current === undefined ? previous : [current, ...previous];
+}
+
+/** Names allowed for subscriptions (CONTRACT §3). */
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const TEXT_FIELDS = [
+  "description",
+  "secret",
+  "prompt",
+  "deliver",
+  "auth",
+  "created_at",
+  "updated_at",
+];
+
+/** Every field of a {@link Subscription} record: what `checkRecord` reads, and nothing else. */
+export const RECORD_FIELDS: readonly string[] = [
+  ...TEXT_FIELDS,
+  "events",
+  "skills",
+  "deliver_only",
+  "rate_limit",
+  "deliver_extra",
+  "previous_secrets",
+];
+
+/**
+ * Refuses a `deliver` that names no target and an `auth` that names no signature scheme: the
+ * checks `checkRecord` leaves to its callers, which word where the field is.
+ * @param record a record `checkRecord` passed
+ * @param field names a field for the message, e.g. `routes.ci.deliver in config.yaml`
+ * @param file the file the record is in
+ * @throws ConfigError with the valid names
+ */
+export function checkTargetAndScheme(
+  record: Subscription,
+  field: (name: "deliver" | "auth") => string,
+  file: string,
+): void {
+  if (record.deliver !== undefined && !TARGET_NAMES.includes(record.deliver)) {
+    throw new ConfigError(
+      `${field("deliver")}: unknown target "${record.deliver}"; valid targets: ` +
+        TARGET_NAMES.join(", "),
+      { file },
+    );
+  }
+  if (record.auth !== undefined && !isSchemeName(record.auth)) {
+    throw new ConfigError(
+      `${field("auth")}: unknown signature scheme "${record.auth}"; valid schemes: ` +
+        SCHEME_NAMES.join(", "),
+      { file },
+    );
+  }
+}
+
+/**
+ * Checks the field types of one record read from a file and normalises what people naturally
+ * write by hand: a numeric `deliver_extra.chat_id` (YAML `chat_id: -100123`) becomes a string.
+ * Unknown fields are kept as they are.
+ * @param record the parsed object
+ * @param where names the record in messages, e.g. `subscription "gh" in /home/u/.agent/x.json`
+ * @param file the file it came from
+ * @returns the record with its fields checked
+ * @throws ConfigError naming the field and the file for a value of the wrong type
+ */
+export function checkRecord(
+  record: Record<string, unknown>,
+  where: string,
+  file: string,
+): Subscription {
+  const fail = (field: string, rule: string): never => {
+    throw new ConfigError(`${where}: ${field} ${rule}`, { file });
+  };
+  for (const field of TEXT_FIELDS) {
+    if (record[field] !== undefined && typeof record[field] !== "string") {
+      fail(field, "must be a string");
+    }
+  }
+  for (const field of ["events", "skills"]) {
+    const value = record[field];
+    if (
+      value !== undefined && !(Array.isArray(value) && value.every((v) => typeof v === "string"))
+    ) {
+      fail(field, "must be a list of strings");
+    }
+  }
+  if (record.deliver_only !== undefined && typeof record.deliver_only !== "boolean") {
+    fail("deliver_only", "must be true or false");
+  }
+  const limit = record.rate_limit;
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && (limit as number) >= 1)) {
+    fail("rate_limit", "must be a whole number of requests per minute (≥ 1)");
+  }
+  const checked = { ...record } as Subscription;
+  const extra = record.deliver_extra;
+  if (extra !== undefined) {
+    if (extra === null || typeof extra !== "object" || Array.isArray(extra)) {
+      fail("deliver_extra", "must be a mapping");
+    }
+    const chatId = (extra as Record<string, unknown>).chat_id;
+    if (chatId !== undefined && typeof chatId !== "string" && typeof chatId !== "number") {
+      fail("deliver_extra.chat_id", "must be a string");
+    }
+    checked.deliver_extra = {
+      ...(extra as object),
+      ...(chatId === undefined ? {} : { chat_id: String(chatId) }),
+    };
+  }
+  const previous = record.previous_secrets;
+  if (
+    previous !== undefined &&
+    !(Array.isArray(previous) &&
+      previous.every((p) =>
+        p !== null && typeof p === "object" && typeof p.secret === "string" &&
+        typeof p.expires_at === "string"
+      ))
+  ) {
+    fail("previous_secrets", "must be a list of {secret, expires_at}");
+  }
+  if (record.deliver_only === true && (record.deliver === undefined || record.deliver === "log")) {
+    fail("deliver_only", "needs a real target in deliver (not log)");
+  }
+  return checked;
+}

@@ -1,0 +1,153 @@
+/**
+ * The routes the gateway serves: static routes from `config.yaml` first, then the dynamic
+ * subscriptions, which can never shadow a static route (CONTRACT §3).
+ *
+ * @module
+ */
+import type { Config } from "../config/mod.ts";
+import { UsageError } from "../errors.ts";
+import { type EventDispatch, storableText } from "../state/mod.ts";
+import { NAME_PATTERN, type Route } from "./mod.ts";
+import {
+  readSubscriptions,
+  type SubscriptionRecords,
+  unusableSubscriptions,
+  wrongFieldType,
+} from "./file_store.ts";
+import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
+import { RawJson } from "./_bounded_json.ts";
+
+/**
+ * Renders what `route` does with a payload: at ingest, and again when an event is replayed.
+ * @param route the static route or subscription
+ * @param payload the parsed JSON payload
+ * @param context the event label, route name and delivery id the specials render
+ * @param json the payload's JSON text, to render numbers a double rounds as they were written;
+ *   without it they render rounded
+ * @returns the mode, prompt (the rendered `--prompt`, or the default prompt when the route has
+ *   none; CONTRACT §7) and route snapshot stored with the event
+ */
+export function dispatchFor(
+  route: Route,
+  payload: unknown,
+  context: TemplateContext,
+  json?: string,
+): EventDispatch {
+  let { prompt, chatId } = render(route, payload, context);
+  // An integer JavaScript cannot hold exactly (an id over 2^53) prints rounded,
+  // 12345678901234567891 as 12345678901234567000: then the prompt is rendered again from the
+  // payload's text, with its numbers as written. Only a prompt that shows a long run of digits
+  // or an exponent pays for it.
+  if (json !== undefined && ROUNDED_LOOKING.test(chatId === undefined ? prompt : prompt + chatId)) {
+    ({ prompt, chatId } = render(route, JSON.parse(json, keepExactNumber), context));
+  }
+  return {
+    mode: route.deliver_only ? "direct" : "agent",
+    // As stored: a direct message sent now and its replay later are the same text.
+    prompt: storableText(prompt),
+    route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
+  };
+}
+
+/** The rendered prompt and chat id of a route for one payload. */
+function render(route: Route, payload: unknown, context: TemplateContext) {
+  const prompt = route.prompt
+    ? renderTemplate(route.prompt, payload, context).text
+    : defaultPrompt(payload, context);
+  const chatId = route.deliver_extra?.chat_id
+    ? renderTemplate(route.deliver_extra.chat_id, payload, context).text
+    : undefined;
+  return { prompt, chatId };
+}
+
+/** How a rounded number prints: 16 digits or more, or an exponent (`1.2345678901234568e+21`). */
+const ROUNDED_LOOKING = /\d{16}|\de[+-]\d/;
+
+/**
+ * A `JSON.parse` reviver that keeps, as its JSON text, each integer a double cannot hold as
+ * written (beyond 2^53). A number beyond a double's range (`1e400`) stays infinite, and prints
+ * as `null`, as JSON has no other way to print it.
+ * @param _key the member's key (unused)
+ * @param value the value `JSON.parse` made
+ * @param context the value's JSON text, which V8 gives revivers
+ *   (https://github.com/tc39/proposal-json-parse-with-source)
+ * @returns the value, or for such an integer a `JSON.rawJSON` of its text, which
+ *   `JSON.stringify` and the templates print as written
+ */
+export function keepExactNumber(
+  _key: string,
+  value: unknown,
+  context?: { source?: string },
+): unknown {
+  return typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value) &&
+      context?.source !== undefined
+    ? RawJson.rawJSON(context.source)
+    : value;
+}
+
+/**
+ * The route called `name`: the static one if `config.yaml` defines it, else the subscription.
+ * @param records the dynamic subscriptions
+ * @param staticRoutes the routes of `config.yaml`
+ */
+export function findRoute(
+  name: string,
+  records: SubscriptionRecords,
+  staticRoutes: ReadonlyMap<string, Route>,
+): Route | undefined {
+  const fixed = staticRoutes.get(name);
+  if (fixed) return fixed;
+  return Object.hasOwn(records, name) ? { ...records[name], name, origin: "dynamic" } : undefined;
+}
+
+/**
+ * Every route: static routes, then dynamic subscriptions sorted by name (a dynamic record with
+ * the name of a static route is skipped, as the gateway skips it); and what the gateway will not
+ * serve of them: the subscriptions it skips because a static route has their name (sorted), and
+ * those it refuses because they were edited into a state it cannot serve
+ * (`unusableSubscriptions`).
+ * @param config the loaded configuration: its static routes and its subscription file's path
+ * @returns `routes` without the subscriptions that have a field of the wrong type, which cannot
+ *   be described; `unusable`: the problem of each such subscription, by name; `hidden`: the
+ *   names of the subscriptions skipped for a static route's name
+ * @throws ConfigError when the subscription file is corrupt
+ */
+export async function routesAndHidden(
+  config: Config,
+): Promise<{ routes: Route[]; hidden: string[]; unusable: Map<string, string> }> {
+  const records = await readSubscriptions(config.paths.subscriptions);
+  const names = Object.keys(records).sort();
+  // A record with a field of the wrong type cannot be described: it is only in `unusable`.
+  const dynamic = names
+    .filter((name) => !config.webhook.routes.has(name) && !wrongFieldType(records[name]))
+    .map((name): Route => ({ ...records[name], name, origin: "dynamic" }));
+  return {
+    routes: [...config.webhook.routes.values(), ...dynamic],
+    hidden: names.filter((name) => config.webhook.routes.has(name)),
+    unusable: unusableSubscriptions(records, config.paths.subscriptions, config.webhook.routes),
+  };
+}
+
+/**
+ * Refuses a subscription name that breaks the naming rule (CONTRACT §3), with the rule.
+ * @param action what was asked, for the message: `subscribe`, `remove`, ...
+ * @throws UsageError when `name` does not match {@link NAME_PATTERN}
+ */
+export function checkName(name: string, action: string): void {
+  if (NAME_PATTERN.test(name)) return;
+  throw new UsageError(
+    `Cannot ${action} ${JSON.stringify(name)}: name must match ${NAME_PATTERN.source}`,
+  );
+}
+
+/**
+ * Refuses a CLI change to a route that `config.yaml` defines.
+ * @param action what was asked, for the message: `subscribe`, `remove`, ...
+ * @throws UsageError when `name` is a static route
+ */
+export function refuseStatic(config: Config, name: string, action: string): void {
+  if (!config.webhook.routes.has(name)) return;
+  throw new UsageError(
+    `Cannot ${action} "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,
+  );
+}

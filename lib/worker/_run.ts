@@ -1,0 +1,212 @@
+/**
+ * One attempt at one event. When it has no saved response (agent mode), the agent runs with the
+ * system prompt of the event's skills and its answer is saved at once (or, if the database
+ * refuses it for a moment, with the attempt's outcome), so a delivery retry does not run the
+ * agent again; then the answer (or, for a replayed direct-mode event, the message itself) is
+ * delivered, resuming after the parts already sent.
+ *
+ * @module
+ */
+import { setImmediate } from "node:timers";
+import { TargetError } from "../errors.ts";
+import { needsAgentRun, type StateStore, type StoredEvent } from "../state/mod.ts";
+import type { DeliveryJob } from "../targets/mod.ts";
+import type { Attempt, WorkerCore } from "./_core.ts";
+import { decide, isPermanent } from "./_decide.ts";
+
+/**
+ * Makes one attempt at an event and records its outcome: delivered, retried later, failed, or
+ * back in the queue when `stop()` ended its agent run.
+ * @param worker the worker that claimed the event
+ * @param event the event, claimed (its attempt counted)
+ * @returns once the outcome is recorded or held
+ * @throws whatever the store throws but `StoreUnavailableError`
+ */
+export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<void> {
+  const { store, log } = worker.deps;
+  // A macrotask boundary per event: a backlog of events that fail without I/O (a missing
+  // API key) must not starve the HTTP server or block a graceful stop.
+  await new Promise((resolve) => setImmediate(resolve));
+  if (event.attempts - event.uncountedAttempts > worker.retry.maxAttempts) {
+    return failUsedUp(worker, event);
+  }
+  const attempt = createAttempt(store, event);
+  try {
+    const text = await answerFor(worker, attempt);
+    if (text === null) return;
+    await deliverAnswer(worker, { attempt, text });
+  } catch (error) {
+    // A permanent error (a missing skill) still fails the event, stop or not.
+    if (worker.stopRuns.signal.aborted && attempt.step === "agent" && !isPermanent(error)) {
+      return requeueStopped(worker, attempt);
+    }
+    const progressed = attempt.partsDelivered > event.partsSent;
+    decide(worker, { attempt, error, progressed });
+    return;
+  }
+  const nowMs = worker.deps.now();
+  worker.outcomes.record(event.id, () => {
+    attempt.writeRefused();
+    store.markDelivered(event.id, nowMs);
+  });
+  log("info", "delivered", { ...attempt.context, target: event.route.deliver });
+}
+
+/** A new attempt at `event`, at its delivery step, with nothing refused yet. */
+function createAttempt(store: StateStore, event: StoredEvent): Attempt {
+  const attempt: Attempt = {
+    event,
+    context: { event_id: event.id, subscription: event.subscription, attempt: event.attempts },
+    step: "delivery",
+    partsDelivered: event.partsSent,
+    responseNotRecorded: undefined,
+    partsNotRecorded: undefined,
+    writeRefused() {
+      if (attempt.responseNotRecorded !== undefined) {
+        store.saveResponse(event.id, attempt.responseNotRecorded);
+        attempt.responseNotRecorded = undefined;
+      }
+      if (attempt.partsNotRecorded !== undefined) {
+        store.savePartsSent(event.id, attempt.partsNotRecorded.sent, {
+          sentBefore: event.partsSent,
+          parts: attempt.partsNotRecorded.parts,
+        });
+        attempt.partsNotRecorded = undefined;
+      }
+    },
+  };
+  return attempt;
+}
+
+/**
+ * An event whose attempts are used up, the last one interrupted: a dead letter.
+ */
+function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
+  const { store, log } = worker.deps;
+  // Attempts interrupted by crashes count too: an event that takes the process down every
+  // time it runs ends as a dead letter instead of crashing it for ever.
+  // Earlier attempts may have failed otherwise: their own errors stay on their attempts.
+  const error = `not run again: its ${
+    event.attempts - event.uncountedAttempts - 1
+  } attempts are used up, the last one interrupted (a crash, or a stop it outlived)`;
+  const nowMs = worker.deps.now();
+  worker.outcomes.record(
+    event.id,
+    () => store.markFailed(event.id, { error, step: "agent", nowMs }),
+  );
+  log("error", "failed", { event_id: event.id, subscription: event.subscription, error });
+}
+
+/**
+ * The text to deliver: the saved answer or the message itself, or the agent's answer, run now.
+ * @returns null when `stop()` came before the run began (the event is then back in the queue)
+ */
+async function answerFor(worker: WorkerCore, attempt: Attempt): Promise<string | null> {
+  const { deps } = worker;
+  const { event, context } = attempt;
+  if (!needsAgentRun(event)) {
+    return event.mode === "agent" && event.response !== null ? event.response : event.prompt;
+  }
+  attempt.step = "agent";
+  const startedAt = deps.now();
+  const systemPrompt = await deps.systemPrompt(event.route.skills);
+  if (worker.stopRuns.signal.aborted) {
+    // Stopped before the run began: the next start runs it.
+    requeueStopped(worker, attempt);
+    return null;
+  }
+  const text = await deps.runAgent({
+    prompt: event.prompt,
+    systemPrompt,
+    eventId: event.id,
+    signal: worker.stopRuns.signal,
+  });
+  // The answer is kept even when the store refuses it now: it is delivered, and written
+  // with the outcome, instead of failing the attempt and running the agent again.
+  attempt.responseNotRecorded = text;
+  // Kept for the outcome's write while the store rests, or if it refuses now.
+  worker.outcomes.writeNow(attempt.writeRefused);
+  // The agent answers again.
+  worker.pause.agentAnswered();
+  deps.log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
+  attempt.step = "delivery";
+  return text;
+}
+
+/** Delivers `text`, saving the parts sent as they go out. */
+async function deliverAnswer(
+  worker: WorkerCore,
+  { attempt, text }: { attempt: Attempt; text: string },
+): Promise<void> {
+  const { event } = attempt;
+  let job = jobFor(event, text);
+  if (event.mode === "direct" && event.dedupe) {
+    refuseIfSentMeanwhile(worker, event);
+    // The sender's own retries may have got more parts out since the replay was queued.
+    job = { ...job, partsAlreadySent: worker.deps.store.resumeAfter(event) };
+  }
+  await worker.deps.deliver(job, (partsSent, parts) => {
+    // The part went out: a failing store must not turn that into a failed delivery.
+    attempt.partsDelivered = partsSent;
+    attempt.partsNotRecorded = { sent: partsSent, parts };
+    worker.outcomes.writeNow(attempt.writeRefused);
+  });
+}
+
+/**
+ * A replayed direct message that the sender's own retry is sending right now (tried again
+ * later), or delivered while the replay waited (its delivery id is another event's now: the
+ * replay fails). Sending it too would deliver it twice.
+ * @throws TargetError retryable while the retry is being sent, else permanent, naming the
+ *   event that delivered it
+ */
+function refuseIfSentMeanwhile(worker: WorkerCore, event: StoredEvent): void {
+  const { deps } = worker;
+  if (deps.isBeingSent?.(event.subscription, event.deliveryId)) {
+    throw new TargetError(
+      `not sent yet: a request with delivery id ${event.deliveryId} is being sent now`,
+      { retryAfterSeconds: 5 },
+    );
+  }
+  const holder = deps.store.keyHolder(event.subscription, event.deliveryId, deps.now());
+  if (holder === null || holder === event.id) return;
+  throw new TargetError(
+    `not sent: a request with delivery id ${event.deliveryId} (the original or the sender's ` +
+      `retry) was delivered meanwhile, as event ${holder}; agent webhook replay ${holder} ` +
+      "sends it again",
+    { permanent: true },
+  );
+}
+
+/**
+ * An agent run that stop() ended: the event goes back to the queue, due now, with the attempt
+ * closed as interrupted (it does not count: the stop was not the event's doing, and a
+ * restart must not use up the attempts of events it caught), so the next start runs it and, until
+ * then, `events` shows it queued and `replay` accepts it. A write the store refuses is held
+ * like an outcome and tried once more before the stop ends; if that fails too, the event
+ * stays `running` and the next start resumes it all the same.
+ */
+function requeueStopped(worker: WorkerCore, { event, context }: Attempt): void {
+  const { deps } = worker;
+  deps.log("warn", "agent run stopped by shutdown", context);
+  worker.outcomes.record(event.id, () => deps.store.recoverInterrupted(deps.now(), event.id));
+}
+
+function jobFor(event: StoredEvent, text: string): DeliveryJob {
+  let payload: unknown = event.payload;
+  try {
+    payload = JSON.parse(event.payload);
+  } catch { /* stored as received: deliver the text */ }
+  return {
+    target: event.route.deliver,
+    chatId: event.route.chatId,
+    text,
+    payload,
+    source: event.source,
+    subscription: event.subscription,
+    eventLabel: event.eventLabel,
+    eventId: event.id,
+    deliveryId: event.deliveryId,
+    partsAlreadySent: event.partsSent,
+  };
+}

@@ -1,0 +1,208 @@
+/**
+ * The worker (CONTRACT §8): claims queued events from the state store, runs the agent, delivers
+ * the answer, and decides what a failure means: retry later with backoff, or dead letter.
+ *
+ * Per event: when it has no saved response (agent mode), the agent runs with the system prompt
+ * of the event's skills and its answer is saved at once (or, if the database refuses it for a
+ * moment, with the attempt's outcome), so a delivery retry does not run the agent again; then
+ * the answer (or, for a replayed direct-mode event, the message itself) is delivered, resuming
+ * after the parts already sent. At most `maxConcurrency` events are in progress at once.
+ *
+ * This module is the worker's public face; its parts are the claim loop (`_loop.ts`),
+ * one attempt at an event (`_run.ts`), the retry or dead-letter decision
+ * (`_decide.ts`), the pause of new runs after the agent failed (`_pause.ts`),
+ * the outcomes held while the store refuses them (`_outcomes.ts`) and clock steps
+ * (`_clock.ts`), sharing one {@link WorkerCore} (`_core.ts`).
+ *
+ * @module
+ */
+import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
+import { realTimer, type SetTimer } from "./timer.ts";
+import type { AgentRunner } from "../agents/mod.ts";
+import type { StateStore } from "../state/mod.ts";
+import type { DeliveryJob } from "../targets/mod.ts";
+import { createClockFollower } from "./_clock.ts";
+import type { WorkerCore } from "./_core.ts";
+import { pump, restStore, waitForRuns } from "./_loop.ts";
+import { createHeldOutcomes } from "./_outcomes.ts";
+import { createRunPause } from "./_pause.ts";
+
+export type { RetryPolicy } from "./retry.ts";
+export type { SetTimer } from "./timer.ts";
+export { AGENT_FAILURE_PAUSE_MS, MAX_PAUSE_MS, UNAVAILABLE_BEFORE_PAUSE } from "./_pause.ts";
+export { STORE_REFUSED_RETRY_MS } from "./_outcomes.ts";
+
+/**
+ * Delivers a message to its target.
+ * @param job what to deliver where
+ * @param onPartSent called after each part is delivered, with the number of parts delivered so
+ *   far (counting `partsAlreadySent`) and the number of parts in all, so a crash in the middle
+ *   does not resend them
+ * @throws TargetError when the delivery fails (`permanent`, `retryAfterSeconds`)
+ */
+export type DeliverFn = (
+  job: DeliveryJob,
+  onPartSent: (partsSent: number, parts: number) => void,
+) => Promise<unknown>;
+
+/** What the worker needs. */
+export interface WorkerDeps {
+  store: StateStore;
+  runAgent: AgentRunner;
+  deliver: DeliverFn;
+  /** Builds the system prompt for a list of skills (`systemPromptFor` bound to the folder). */
+  systemPrompt: (skills: string[]) => Promise<string>;
+  /** Clock, in ms since the epoch. */
+  now: () => number;
+  /**
+   * A clock that is never set, in ms, against which the worker sees when `now` was set back:
+   * `performance.now` for the system clock. @default {`now` itself: no step is ever seen, as
+   * suits a fake clock}
+   */
+  monotonicNow?: () => number;
+  /** A value in [0, 1), for the backoff jitter. */
+  random: () => number;
+  setTimer?: SetTimer;
+  /** Events in progress at once. @default {2} */
+  maxConcurrency?: number;
+  /** How failures are retried. @default {@link DEFAULT_RETRY}, field by field */
+  retry?: Partial<RetryPolicy>;
+  /** How often the queue is checked for events queued by another process (a CLI replay), ms. @default {1000} */
+  pollIntervalMs?: number;
+  /** One line per decision. */
+  log: (level: "info" | "warn" | "error", message: string, props: Record<string, unknown>) => void;
+  /**
+   * Whether the sender's retry of a direct message is being sent by the HTTP side right now:
+   * a replay of it then waits, rather than send it a second time. @default {never}
+   */
+  isBeingSent?: (subscription: string, deliveryId: string) => boolean;
+}
+
+/** A running worker. */
+export interface EventWorker {
+  /** Requeues events a previous run left `running`, then starts claiming. */
+  start(): void;
+  /** Tells the worker an event was just accepted, so it need not wait for its timer. */
+  notify(): void;
+  /**
+   * Stops claiming, then waits for the events in progress. Agent runs still going after the
+   * wait are stopped (a `command` program is killed), and the worker waits up to
+   * {@link ABORT_GRACE_MS} more for the events in progress to end (deliveries are not stopped).
+   * An event whose agent run the stop ended goes back to `queued`, its interrupted attempt not
+   * counting; one whose run or delivery has not ended stays `running`, and the next start
+   * requeues it as after a crash. The next start runs both.
+   * @param options `deadlineMs`: the longest wait for the events in progress, in milliseconds;
+   *   `hurry`: ends that wait as soon as it aborts (a second Ctrl-C)
+   * @returns once the worker has stopped; never throws
+   */
+  stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
+  /**
+   * Resolves when nothing is in progress and nothing due now can start: none is due, the due
+   * ones wait for an agent run the worker holds back after the agent failed, or the
+   * worker leaves a store that refused a write alone for now (outcomes may then still be held,
+   * their events `running` in the store). For tests.
+   */
+  idle(): Promise<void>;
+}
+
+/** How long `stop()` waits for aborted agent runs to end, in ms. */
+export const ABORT_GRACE_MS = 2000;
+
+/**
+ * Creates the worker; nothing happens until `start()`.
+ * @param deps store, agent runner, delivery, clock, timers, limits and log
+ * @returns the worker
+ */
+export function createWorker(deps: WorkerDeps): EventWorker {
+  const worker = coreFor(deps);
+  return {
+    start() {
+      if (worker.started) return;
+      worker.started = true;
+      worker.stopping = false;
+      pump(worker);
+    },
+    notify() {
+      if (worker.stopping || worker.pumpQueued) return;
+      if (!worker.started || worker.running.size >= worker.maxConcurrency) return;
+      if (worker.pause.leftMs() > 0) return; // a new event needs the agent; the timer ends the pause
+      worker.pumpQueued = true;
+      queueMicrotask(() => {
+        worker.pumpQueued = false;
+        pump(worker);
+      });
+    },
+    stop: (options) => stop(worker, options),
+    idle: () => idle(worker),
+  };
+}
+
+/** The worker's shared state, its settings' defaults filled in, nothing started. */
+function coreFor(deps: WorkerDeps): WorkerCore {
+  const retry: RetryPolicy = {
+    maxAttempts: deps.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts,
+    initialDelayMs: deps.retry?.initialDelayMs ?? DEFAULT_RETRY.initialDelayMs,
+    maxDelayMs: deps.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
+  };
+  const worker: WorkerCore = {
+    deps,
+    setTimer: deps.setTimer ?? realTimer,
+    maxConcurrency: Math.max(1, deps.maxConcurrency ?? 2),
+    pollIntervalMs: deps.pollIntervalMs ?? 1000,
+    retry,
+    running: new Map(),
+    stopRuns: new AbortController(),
+    pause: createRunPause(() => deps.now(), retry),
+    outcomes: createHeldOutcomes(deps.log, () => restStore(worker)),
+    followClockSteps: createClockFollower(deps),
+    started: false,
+    stopping: false,
+    pumpQueued: false,
+    interruptedResumed: false,
+    cancelTimer: undefined,
+  };
+  return worker;
+}
+
+/** {@link EventWorker.stop} */
+async function stop(
+  worker: WorkerCore,
+  { deadlineMs, hurry }: { deadlineMs: number; hurry?: AbortSignal },
+): Promise<void> {
+  const { running, deps: { log } } = worker;
+  worker.stopping = true;
+  worker.cancelTimer?.();
+  worker.cancelTimer = undefined;
+  if (running.size > 0) await waitForRuns(worker, { timeoutMs: deadlineMs, hurry });
+  if (running.size > 0) {
+    worker.stopRuns.abort();
+    await waitForRuns(worker, { timeoutMs: ABORT_GRACE_MS });
+  }
+  worker.outcomes.recordHeld();
+  const held = worker.outcomes.heldIds();
+  if (held.length > 0) {
+    log(
+      "error",
+      "worker stopped with outcomes it could not record; they run again at the next start",
+      { event_ids: held },
+    );
+  }
+  if (running.size > 0) {
+    log("warn", "worker stopped with events in progress", { running: [...running.keys()] });
+  }
+}
+
+/** {@link EventWorker.idle} */
+async function idle(worker: WorkerCore): Promise<void> {
+  const { running, deps } = worker;
+  while (true) {
+    if (running.size > 0) {
+      await Promise.allSettled([...running.values()]);
+      continue;
+    }
+    const due = deps.store.nextDueAtMs();
+    if (!worker.started || worker.stopping || due === null || due > deps.now()) return;
+    pump(worker);
+    if (running.size === 0) return;
+  }
+}

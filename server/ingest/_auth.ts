@@ -1,0 +1,173 @@
+/**
+ * The "auth" step of `POST /webhooks/<name>` (CONTRACT §4, §5): the signature is verified on the
+ * raw bytes with the route's secrets, before anything is parsed, and the checks that tie a body
+ * to the scheme that signed it: which form bodies that scheme's senders send, and Linear's
+ * timestamp, which is inside the signed body.
+ *
+ * @module
+ */
+import { writeLine } from "../../lib/log.ts";
+import { acceptedSecrets, type Route } from "../../lib/subscriptions/mod.ts";
+import type { IngestDeps } from "./mod.ts";
+import { answer, log, logRefusal, reject, REJECTED } from "./_respond.ts";
+import type { RefusalLog } from "./_refusal_log.ts";
+import { DEFAULT_TOLERANCE_SECONDS, type SchemeName } from "../../lib/signatures/verify.ts";
+
+/** A request to authenticate: its raw body, and the route its name found. */
+export interface Unverified {
+  request: Request;
+  /** The subscription name of the URL. */
+  name: string;
+  /** The route found for `name`, maybe from a copy of the subscription file up to 100 ms old. */
+  route: Route;
+  /** The raw body, as received. */
+  body: Uint8Array;
+  /** The request's time, in milliseconds since the epoch. */
+  nowMs: number;
+}
+
+/**
+ * The "auth" step: verifies the signature with the route's secrets. When it fails in a way a
+ * newer subscription file could change (no secret, a signature that does not match), the
+ * route is looked up afresh and, if its secrets or scheme changed, verified once more.
+ * @param deps the pipeline's collaborators: `verifier`, `findRoute`, `globalSecret`, `refusals`
+ * @param unverified the request, its raw body, its name and the route found for it
+ * @returns the route the request is authentic for and the scheme that said so, or the refusal
+ *   to answer with: 403 (no secret), 401 (missing or invalid signature), 404 (the subscription
+ *   was just removed)
+ */
+export async function authenticate(
+  deps: IngestDeps,
+  { request, name, route, body, nowMs }: Unverified,
+): Promise<{ route: Route; scheme: SchemeName } | Response> {
+  const verify = (candidate: Route, secrets: string[]) =>
+    secrets.length === 0 ? undefined : deps.verifier.verify({
+      headers: request.headers,
+      body,
+      secrets,
+      nowSeconds: Math.floor(nowMs / 1000),
+      only: candidate.auth as SchemeName | undefined,
+    });
+  let secrets = acceptedSecrets(route, deps.globalSecret, nowMs);
+  let verdict = await verify(route, secrets);
+  if (!verdict || (!verdict.ok && verdict.reason !== "missing")) {
+    const fresh = deps.findRoute(name, { fresh: true });
+    if (!fresh) {
+      return reject(deps.refusals, { name, status: 404, error: `unknown subscription: ${name}` });
+    }
+    const freshSecrets = acceptedSecrets(fresh, deps.globalSecret, nowMs);
+    if (freshSecrets.join("\n") !== secrets.join("\n") || fresh.auth !== route.auth) {
+      [route, secrets] = [fresh, freshSecrets];
+      verdict = await verify(route, secrets);
+    }
+  }
+  if (!verdict) {
+    const error = "no secret configured for this subscription";
+    return reject(deps.refusals, { name, status: 403, error });
+  }
+  if (verdict.ok) return { route, scheme: verdict.scheme };
+  return refuseSignature(deps.refusals, { name, scheme: verdict.scheme, detail: verdict.reason });
+}
+
+/** The 401 for a signature that is missing, wrong or too old, and its log line. */
+function refuseSignature(
+  refusals: RefusalLog | undefined,
+  { name, scheme, detail }: { name: string; scheme: SchemeName | null; detail: string },
+): Response {
+  const error = detail === "missing" ? "missing signature" : "invalid signature";
+  logRefusal(refusals, name, 401, () => {
+    writeLine(log, "warning", REJECTED, {
+      subscription: name,
+      status: 401,
+      reason: error,
+      scheme,
+      detail,
+    });
+  });
+  return answer(401, { error });
+}
+
+/**
+ * Which form bodies a scheme's senders send, and so which the gateway takes from it. Every
+ * scheme of an unpinned subscription is keyed by the same secret, so one scheme's signed text
+ * must not pass as another's body: a Slack request captured hours ago, its `v0:<ts>:` prefix
+ * moved into the body, carries a valid GitHub signature and no timestamp. No such prefix
+ * followed by a body is valid JSON, nor a form whose one field is `payload`.
+ * - `any`: Slack (slash commands), the generic V2 scheme, and the token schemes (GitLab, bearer),
+ *   which sign nothing;
+ * - `payload`: GitHub, whose form mode sends the JSON in a `payload` field;
+ * - `none`: the others (Standard Webhooks, Stripe, Shopify, Linear, legacy generic), whose
+ *   senders send JSON.
+ * @param scheme the scheme that verified the request
+ * @param headers the request's headers (the generic scheme's V2 header)
+ * @returns the forms `parsePayload` may take
+ */
+export function formsSignedBy(scheme: SchemeName, headers: Headers): "any" | "payload" | "none" {
+  switch (scheme) {
+    case "slack":
+    case "gitlab":
+    case "bearer":
+      return "any";
+    case "generic":
+      return headers.has("x-webhook-signature-v2") ? "any" : "none";
+    case "github":
+      return "payload";
+    default:
+      return "none";
+  }
+}
+
+/**
+ * The replay check of a body that carries Linear's timestamp, made once the body is parsed
+ * (see {@link carriesLinearTimestamp}).
+ * @param refusals the gateway's refusal log, if any
+ * @param parsed the subscription name of the URL, the scheme that verified the request, the
+ *   parsed payload and the request's time in milliseconds since the epoch
+ * @returns the 401 to answer with when the timestamp is missing or out of the window, else
+ *   `undefined`
+ */
+export function refuseStaleLinear(
+  refusals: RefusalLog | undefined,
+  { name, scheme, payload, nowMs }: {
+    name: string;
+    scheme: SchemeName;
+    payload: unknown;
+    nowMs: number;
+  },
+): Response | undefined {
+  if (!carriesLinearTimestamp(scheme, payload) || linearTimestampFresh(payload, nowMs)) {
+    return undefined;
+  }
+  return refuseSignature(refusals, { name, scheme, detail: "stale" });
+}
+
+/**
+ * Whether a request's freshness is Linear's `webhookTimestamp`: Linear's own requests, and a
+ * body carrying that field verified by a scheme that signs the body alone as Linear does
+ * (GitHub's hex, Shopify's base64 of the same HMAC, the generic ones). On a subscription not
+ * pinned to Linear, a Linear request captured hours ago, its signature moved into
+ * `X-Hub-Signature-256`, passes GitHub's check, which has no timestamp: this keeps it to
+ * Linear's window. No sender of those schemes puts a `webhookTimestamp` in its payloads.
+ */
+function carriesLinearTimestamp(scheme: SchemeName, payload: unknown): boolean {
+  if (scheme === "linear") return true;
+  if (!BODY_ONLY_SCHEMES.has(scheme) || typeof payload !== "object" || payload === null) {
+    return false;
+  }
+  return Object.hasOwn(payload, "webhookTimestamp");
+}
+
+/** Schemes whose HMAC covers the body and nothing else, as Linear's does. */
+const BODY_ONLY_SCHEMES = new Set<SchemeName>(["github", "shopify", "generic"]);
+
+/**
+ * Linear puts its timestamp in the signed body (`webhookTimestamp`, milliseconds) and asks
+ * receivers to refuse one more than a minute old; the gateway's replay window, 5 minutes either
+ * way, applies as to the other timestamped schemes. A payload without it is refused.
+ * Source: https://linear.app/developers/webhooks#securing-webhooks
+ */
+function linearTimestampFresh(payload: unknown, nowMs: number): boolean {
+  const sent = (payload as { webhookTimestamp?: unknown } | null)?.webhookTimestamp;
+  return typeof sent === "number" && Number.isFinite(sent) &&
+    Math.abs(nowMs - sent) <= DEFAULT_TOLERANCE_SECONDS * 1000;
+}

@@ -1,0 +1,188 @@
+/**
+ * The last steps of `POST /webhooks/<name>` (CONTRACT §4), once the request is authentic and
+ * parsed: GitHub's `ping` and Slack's URL check, the event filter, then dedupe and dispatch:
+ * the event is persisted for the worker (202), or delivered while the sender waits (direct
+ * mode, `_direct.ts`). A state database that cannot take the event answers 503.
+ *
+ * @module
+ */
+import { StoreUnavailableError } from "../../lib/errors.ts";
+import { lineTemplate, writeLine } from "../../lib/log.ts";
+import {
+  type EventInfo,
+  eventInfo,
+  eventLabel,
+  matchesEvents,
+} from "../../lib/subscriptions/event_info.ts";
+import { dispatchFor } from "../../lib/subscriptions/routes.ts";
+import type { NewEvent } from "../../lib/state/mod.ts";
+import type { Route } from "../../lib/subscriptions/mod.ts";
+import { isOwnComment, postsComments } from "../../lib/targets/own_comments.ts";
+import type { IngestDeps } from "./mod.ts";
+import { deliverNow } from "./_direct.ts";
+import { answer, duplicate, log, STORE_RETRY_AFTER_SECONDS } from "./_respond.ts";
+import type { SchemeName } from "../../lib/signatures/verify.ts";
+
+/** The lines written on every request they answer, read once (see `writeLine`). */
+const ACCEPTED = lineTemplate("accepted {subscription} {event}");
+const IGNORED = lineTemplate("ignored {subscription}: event {event} not in filter");
+const OWN_COMMENT = lineTemplate("ignored {subscription}: event {event} is about its own comment");
+
+/** A request that passed the auth, rate and parse steps. */
+export interface Authentic {
+  /** The route the request is authentic for. */
+  route: Route;
+  /** The scheme that verified it. */
+  scheme: SchemeName;
+  headers: Headers;
+  /** The parsed body, and its JSON text. */
+  payload: { value: unknown; json: string };
+  /** The direct deliveries under way, keyed by `deliveryKey`. */
+  directInFlight: Set<string>;
+}
+
+/** What the steps after parsing know of the event. */
+interface Received {
+  route: Route;
+  info: EventInfo;
+  /** The event's label (`eventLabel(info)`, e.g. `issues.opened`). */
+  event: string;
+  payload: unknown;
+}
+
+/**
+ * The ping, filter, dedupe and dispatch steps, once the request is authentic and parsed.
+ * @param deps the pipeline's collaborators
+ * @param authentic the route, scheme, headers and parsed payload, and the direct deliveries
+ *   under way
+ * @returns 200 `pong`, a Slack challenge, `ignored` or `duplicate`; 202 `accepted`; direct
+ *   mode's 200, 409 or 502; 503 with `Retry-After` when the store is unavailable
+ * @throws what the store throws besides `StoreUnavailableError` (the app answers 500)
+ */
+export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<Response> {
+  const { route, scheme, headers, payload: { value: payload, json }, directInFlight } = authentic;
+  const info = eventInfo(headers, payload, deps.newId, senderScheme(scheme, payload));
+  const received: Received = { route, info, event: eventLabel(info), payload };
+  const answered = answerWithoutEvent(received, scheme) ?? filter(received);
+  if (answered) return answered;
+  const newEvent = buildEvent(received, { json, receivedAtMs: deps.now() });
+  const { subscription, eventLabel: event, deliveryId } = newEvent;
+  let result;
+  try {
+    // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
+    // how many parts went out already): a store it cannot read is a 503 there too.
+    if (route.deliver_only) return await deliverNow(newEvent, payload, deps, directInFlight);
+    result = await deps.store.accept(newEvent);
+  } catch (error) {
+    if (!(error instanceof StoreUnavailableError)) throw error;
+    return storeUnavailable(subscription, error);
+  }
+  if (result.status === "duplicate") return duplicate(subscription, event, deliveryId);
+  deps.onAccepted();
+  writeLine(log, "info", ACCEPTED, {
+    subscription,
+    event,
+    delivery_id: deliveryId,
+    event_id: result.eventId,
+  });
+  return answer(202, {
+    status: "accepted",
+    subscription,
+    event,
+    delivery_id: deliveryId,
+    event_id: result.eventId,
+  });
+}
+
+/** The "store down" step: 503 with `Retry-After`, never 202 without persistence. */
+function storeUnavailable(subscription: string, error: StoreUnavailableError): Response {
+  log.error("store unavailable for {subscription}: {reason}", {
+    subscription,
+    status: 503,
+    reason: error.message,
+  });
+  return answer(503, { error: "event store unavailable, retry later" }, {
+    "retry-after": `${STORE_RETRY_AFTER_SECONDS}`,
+  });
+}
+
+/** GitHub's `ping` and Slack's URL check: answered, never dispatched; `undefined` for events. */
+function answerWithoutEvent(
+  { route, info, payload }: Received,
+  scheme: SchemeName,
+): Response | undefined {
+  const subscription = route.name;
+  if (info.source === "github" && info.type === "ping") {
+    log.info("ping {subscription}", { subscription, delivery_id: info.deliveryId });
+    return answer(200, { status: "pong" });
+  }
+  const fields = payload as { type?: unknown; challenge?: unknown } | null;
+  const challenge = scheme === "slack" && typeof fields === "object" && fields !== null &&
+      fields.type === "url_verification"
+    ? fields.challenge
+    : undefined;
+  if (typeof challenge === "string") {
+    // Slack's Events API checks the URL with a signed challenge to echo back, not an event.
+    // https://api.slack.com/events/url_verification
+    log.info("url_verification {subscription}", { subscription });
+    return answer(200, { challenge });
+  }
+  return undefined;
+}
+
+/** The "filter" step: `ignored` for an event not in the route's filter or about its own comment. */
+function filter({ route, info, event, payload }: Received): Response | undefined {
+  const subscription = route.name;
+  if (!matchesEvents(route.events, info)) {
+    writeLine(log, "info", IGNORED, {
+      subscription,
+      event,
+      events: route.events?.join(","),
+    });
+    return answer(200, { status: "ignored", event });
+  }
+  if (postsComments(route.deliver ?? "log") && isOwnComment(payload)) {
+    writeLine(log, "info", OWN_COMMENT, { subscription, event });
+    return answer(200, { status: "ignored", event, reason: "the gateway's own comment" });
+  }
+  return undefined;
+}
+
+/**
+ * The scheme whose rules give an event's id, type and source. Generic V2 signs `<ts>.<body>`,
+ * exactly what Stripe signs: on a subscription not pinned to Stripe, a Stripe request re-sent
+ * as generic V2 (with a new `Idempotency-Key`, or an `X-GitHub-Event` that renames it) passes.
+ * A Stripe event (`"object": "event"`, an `evt_` id) that generic V2 verified is read as
+ * Stripe's, from its signed payload, so such a copy is a duplicate of the original.
+ */
+function senderScheme(scheme: SchemeName, payload: unknown): SchemeName {
+  if (scheme !== "generic" || typeof payload !== "object" || payload === null) return scheme;
+  const { object, id } = payload as { object?: unknown; id?: unknown };
+  return object === "event" && typeof id === "string" && id.startsWith("evt_") ? "stripe" : scheme;
+}
+
+/**
+ * The event to store: the request's facts and what the route does with it.
+ * @param received the route, the event's facts and label, and the parsed payload
+ * @param stored the payload's JSON text, and when the request was received (ms since the epoch)
+ */
+function buildEvent(
+  { route, info, event, payload }: Received,
+  { json, receivedAtMs }: { json: string; receivedAtMs: number },
+): NewEvent {
+  const handling = dispatchFor(route, payload, {
+    event,
+    subscription: route.name,
+    deliveryId: info.deliveryId,
+  }, json);
+  return {
+    subscription: route.name,
+    eventLabel: event,
+    deliveryId: info.deliveryId,
+    dedupe: !info.generatedDeliveryId,
+    source: info.source,
+    payload: json,
+    receivedAtMs,
+    ...handling,
+  };
+}

@@ -1,0 +1,234 @@
+/**
+ * The ingest pipeline of `POST /webhooks/<name>`: the steps of CONTRACT §4 in order, the first
+ * failing step answers. Authentication runs on the raw bytes before anything is parsed, and
+ * requests that fail it never touch the state database. The steps after parsing are in
+ * `_dispatch.ts`, authentication in `_auth.ts`.
+ *
+ * @module
+ */
+import type { RateLimiter } from "../../lib/subscriptions/rate_limit.ts";
+import type { StateStore } from "../../lib/state/mod.ts";
+import { NAME_PATTERN, type Route } from "../../lib/subscriptions/mod.ts";
+import type { DeliveryJob, DeliveryReceipt } from "../../lib/targets/mod.ts";
+import {
+  BodyBudget,
+  BodyDeadlines,
+  BodyError,
+  declaredLength,
+  parsePayload,
+  readBody,
+} from "./body.ts";
+import type { HeldDirectRecords } from "./_held_direct.ts";
+import { authenticate, formsSignedBy, refuseStaleLinear } from "./_auth.ts";
+import { dispatch } from "./_dispatch.ts";
+import { log, type Refusal, reject, STORE_RETRY_AFTER_SECONDS } from "./_respond.ts";
+import { createRefusalLog, type RefusalLog, type RefusalLogLimits } from "./_refusal_log.ts";
+import {
+  detectScheme,
+  type SchemeName,
+  type SignatureVerifier,
+} from "../../lib/signatures/verify.ts";
+
+/** What the ingest pipeline needs; `gateway run` builds the real ones, tests pass fakes. */
+export interface IngestDeps {
+  /**
+   * Finds a route by name: static routes first, then dynamic subscriptions. The subscriptions
+   * may be a copy up to 100 ms old; `fresh` asks for the file as it is now, which the handler
+   * does before it answers 404 for a name, and 403 or 401 for a request a newer secret could
+   * pass.
+   */
+  findRoute(name: string, options?: { fresh?: boolean }): Route | undefined;
+  /** Largest accepted body, in bytes. */
+  maxBodyBytes: number;
+  /** Time allowed to receive a whole body, in milliseconds. @default {30000} */
+  bodyTimeoutMs?: number;
+  /**
+   * Bytes of bodies received at once (see `BodyBudget`).
+   * @default {four times `maxBodyBytes`, at least 32 MiB}
+   */
+  bodyBudgetBytes?: number;
+  /** Default requests per minute per subscription. */
+  rateLimitPerMinute: number;
+  /** Global secret (`extra.secret`): used by static routes without a secret of their own. */
+  globalSecret?: string;
+  /** Checks a request's signature under a route's scheme and secrets. */
+  verifier: SignatureVerifier;
+  /** Takes one request from the subscription's allowance (`rate` step). */
+  rateLimiter: RateLimiter;
+  /** Where agent-mode events and direct-delivery records are made durable. */
+  store: StateStore;
+  /** Called after an agent-mode event is persisted, to wake the worker. */
+  onAccepted(): void;
+  /**
+   * Sends a direct-delivery message, from part `job.partsAlreadySent`; throws `TargetError` on
+   * failure. `onPartSent` is called after each part with the parts delivered so far and the
+   * parts in all, and awaited before the next part goes out.
+   */
+  deliverDirect(
+    job: DeliveryJob,
+    onPartSent?: (partsSent: number, parts: number) => void | Promise<void>,
+  ): Promise<DeliveryReceipt>;
+  /** Clock, in milliseconds since the epoch. */
+  now(): number;
+  /** Generates delivery ids for requests that carry none. */
+  newId(): string;
+  /**
+   * The direct deliveries under way, keyed by {@link deliveryKey}; shared with the worker, so
+   * that a replay does not send a message the sender's retry is sending. @default {a new set}
+   */
+  directInFlight?: Set<string>;
+  /**
+   * Direct deliveries whose record the store refused, written later; a retry of one that was
+   * delivered is a duplicate meanwhile. @default {none: such a record is only logged}
+   */
+  heldDirect?: HeldDirectRecords;
+  /**
+   * Which refusals are written to the log (see `_refusal_log.ts`); the gateway's start makes
+   * it and writes the count of those left out. `createApp` makes one with the default limits
+   * when none is given; without one, every refusal is written.
+   */
+  refusals?: RefusalLog;
+}
+
+/**
+ * Gives `deps` the refusal log the app shares with the pipeline: one with the default limits,
+ * when none is given.
+ * @param deps as given
+ * @returns the same collaborators, with a refusal log
+ */
+export function withRefusalLog(deps: IngestDeps): IngestDeps {
+  return deps.refusals !== undefined ? deps : { ...deps, refusals: createIngestRefusalLog() };
+}
+
+/**
+ * A refusal log whose own lines (a pool no longer logged, the count left out) go to the ingest
+ * pipeline's log, as its refusals do.
+ * @param limits lines per pool and window (@default {100 per 10 s})
+ * @returns the refusal log
+ */
+export function createIngestRefusalLog(limits?: RefusalLogLimits): RefusalLog {
+  return createRefusalLog((line) => log.warn(line), { limits });
+}
+
+/** The pipeline's collaborators and what it keeps between requests. */
+interface Pipeline {
+  deps: IngestDeps;
+  /** The direct deliveries under way, keyed by `deliveryKey`. */
+  directInFlight: Set<string>;
+  deadlines: BodyDeadlines;
+  budget: BodyBudget;
+}
+
+const NO_BODY = new Uint8Array();
+
+/** Handles one request to `/webhooks/<name>`; see {@link createWebhookHandler}. */
+export type WebhookHandler = (request: Request, name: string) => Promise<Response>;
+
+/**
+ * Builds the handler of `/webhooks/<name>`. It keeps the set of direct deliveries under way.
+ * @param deps the pipeline's collaborators
+ * @returns a handler answering with the first failing step, or with dispatch (CONTRACT §4);
+ *   bad input never throws; an unexpected error rejects the handler's promise, which the app
+ *   answers with 500 and logs
+ */
+export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
+  const pipeline: Pipeline = {
+    deps,
+    directInFlight: deps.directInFlight ?? new Set<string>(),
+    deadlines: new BodyDeadlines(deps.bodyTimeoutMs),
+    budget: new BodyBudget(deps.maxBodyBytes, deps.bodyBudgetBytes),
+  };
+  return (request, name) => handleWebhook(pipeline, { request, name });
+}
+
+/** The steps of CONTRACT §4, in order: the first that fails answers. */
+async function handleWebhook(
+  pipeline: Pipeline,
+  { request, name }: { request: Request; name: string },
+): Promise<Response> {
+  const { deps } = pipeline;
+  const refuse = (refusal: Omit<Refusal, "name">) => reject(deps.refusals, { name, ...refusal });
+  // 1. method
+  if (request.method !== "POST") {
+    const error = `method ${request.method} not allowed: use POST`;
+    return refuse({ status: 405, error, headers: { allow: "POST" } });
+  }
+  // 2. route
+  const found = NAME_PATTERN.test(name)
+    ? deps.findRoute(name) ?? deps.findRoute(name, { fresh: true })
+    : undefined;
+  if (!found) return refuse({ status: 404, error: `unknown subscription: ${name}` });
+  // 3. size
+  const body = await receiveBody(request, pipeline);
+  if (body instanceof BodyError) {
+    const retry = body.status === 503
+      ? { "retry-after": `${STORE_RETRY_AFTER_SECONDS}` }
+      : undefined;
+    return refuse({ status: body.status, error: body.message, headers: retry });
+  }
+  // 4. auth
+  const nowMs = deps.now();
+  const verified = await authenticate(deps, { request, name, route: found, body, nowMs });
+  if (verified instanceof Response) return verified;
+  const { route, scheme } = verified;
+  // 5. rate
+  const rate = deps.rateLimiter.take(name, route.rate_limit ?? deps.rateLimitPerMinute, nowMs);
+  if (!rate.allowed) {
+    const headers = { "retry-after": `${rate.retryAfterSeconds}` };
+    return refuse({ status: 429, error: "rate limit exceeded", headers });
+  }
+  // 6. parse (and Linear's timestamp, which is in the body)
+  const payload = parseBody(request, { body, scheme });
+  if (payload instanceof BodyError) {
+    return refuse({ status: payload.status, error: payload.message });
+  }
+  const stale = refuseStaleLinear(deps.refusals, { name, scheme, payload: payload.value, nowMs });
+  if (stale) return stale;
+  // 7. ping, filter, dedupe, dispatch, store down
+  const { directInFlight } = pipeline;
+  return dispatch(deps, { route, scheme, headers: request.headers, payload, directInFlight });
+}
+
+/**
+ * The "size" step: the body, read within `maxBodyBytes`, the time allowed and the budget of
+ * bodies received at once.
+ * @returns the body, or the `BodyError` to answer with (413, 408, 400; 503 past the budget)
+ * @throws what reading throws besides `BodyError`
+ */
+async function receiveBody(
+  request: Request,
+  { deps, deadlines, budget }: Pipeline,
+): Promise<Uint8Array | BodyError> {
+  try {
+    // A request without any signature header is refused (401, or 403 without a secret) before
+    // its body is read: it cannot make the gateway receive and hold a body. Only once its size
+    // is known to be within the limit (Content-Length), as the size step comes first; a
+    // chunked one is read, and counted, first. A signed request (nearly all) skips this check
+    // of its Content-Length: readBody makes it.
+    const unsigned = detectScheme(request.headers) === null &&
+      declaredLength(request, deps.maxBodyBytes) !== null;
+    return unsigned ? NO_BODY : await readBody(request, deps.maxBodyBytes, { deadlines, budget });
+  } catch (error) {
+    if (!(error instanceof BodyError)) throw error;
+    return error;
+  }
+}
+
+/**
+ * The "parse" step: JSON, or the forms the scheme's senders send (see `formsSignedBy`).
+ * @returns the payload and its JSON text, or the `BodyError` to answer with (400)
+ * @throws what parsing throws besides `BodyError`
+ */
+function parseBody(
+  request: Request,
+  { body, scheme }: { body: Uint8Array; scheme: SchemeName },
+): { value: unknown; json: string } | BodyError {
+  try {
+    return parsePayload(body, request.headers.get("content-type"), {
+      forms: formsSignedBy(scheme, request.headers),
+    });
+  } catch (error) {
+    if (!(error instanceof BodyError)) throw error;
+    return error;
+  }
+}

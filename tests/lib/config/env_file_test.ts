@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parseEnv } from "node:util";
+import { setEnvValues } from "../../../lib/config/env_file.ts";
+import { tempHome } from "../../_helpers.ts";
+
+Deno.test("setEnvValues() replaces keys in place, appends new ones and keeps the rest", async () => {
+  await using h = await tempHome({ env: "# comment\nA=1\nexport B=2\nC=3\n" });
+  const path = join(h.home, ".env");
+  await setEnvValues(path, { B: "two", D: "x y#z" });
+  const text = await Deno.readTextFile(path);
+  assert.equal(text, "# comment\nA=1\nB=two\nC=3\nD='x y#z'\n");
+  assert.deepEqual({ ...parseEnv(text) }, { A: "1", B: "two", C: "3", D: "x y#z" });
+});
+
+Deno.test("setEnvValues() quotes values so parseEnv reads them back unchanged", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, ".env");
+  const values = { T1: "123:AB-c_d", T2: `it's`, T3: `say "hi" it's` };
+  await setEnvValues(path, values);
+  assert.deepEqual({ ...parseEnv(await Deno.readTextFile(path)) }, values);
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+});
+
+Deno.test("setEnvValues() refuses bad names and multi-line values without writing", async () => {
+  await using h = await tempHome({ env: "A=1\n" });
+  const path = join(h.home, ".env");
+  await assert.rejects(() => setEnvValues(path, { "BAD-NAME": "x" }), /Not a valid variable name/);
+  await assert.rejects(() => setEnvValues(path, { A: "two\nlines" }), /must be on one line/);
+  assert.equal(await Deno.readTextFile(path), "A=1\n");
+});
+
+Deno.test("setEnvValues() run ten times at once keeps every value (setup runs in parallel)", async () => {
+  await using h = await tempHome({ env: "# tokens\n" });
+  const path = join(h.home, ".env");
+  const values = Array.from({ length: 10 }, (_, i) => ({ [`TOKEN_${i}`]: `value-${i}` }));
+  await Promise.all(values.map((value) => setEnvValues(path, value)));
+  assert.deepEqual({ ...parseEnv(await Deno.readTextFile(path)) }, Object.assign({}, ...values));
+});
