@@ -26,7 +26,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { DatabaseSync } from "node:sqlite";
-import { SETSID, spawnInOwnSession } from "../lib/agents/command.ts";
+import { SETSID, spawnInOwnSession } from "../lib/agents/own_session.ts";
 import { median } from "./_median.ts";
 import {
   cleanUp,

@@ -1,8 +1,7 @@
 /**
  * `command` agents left running by a gateway that died (kill -9, out of memory). A `command`
- * agent runs in a session of its own (see `spawnInOwnSession` in `command.ts`), so that a
- * timeout or a stop can kill what it started; that session outlives a gateway that dies without
- * stopping it. The next start runs the event again, and the old program would work on it at
+ * agent runs in a session of its own (`own_session.ts`), so that a timeout or a stop can kill
+ * what it started; that session outlives a gateway that dies without stopping it. The next start runs the event again, and the old program would work on it at
  * the same time (two comments, two commits). So while an agent runs, it is noted in
  * `state/agents/<pid>`, and the next start kills what is left of the noted runs.
  *

@@ -1,50 +1,29 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { ConfigError } from "../../../lib/errors.ts";
-import {
-  type AgentProcessNotes,
-  type AgentSettings,
-  createAgentRunner,
-} from "../../../lib/agents/mod.ts";
-import { PIPE_GRACE_AFTER_EXIT_MS, spawnInOwnSession } from "../../../lib/agents/command.ts";
+import type { AgentProcessNotes } from "../../../lib/agents/mod.ts";
+import { PIPE_GRACE_AFTER_EXIT_MS } from "../../../lib/agents/command.ts";
 import { processExited } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
-
-function runner(
-  command: string[],
-  options: {
-    timeoutSeconds?: number;
-    env?: Record<string, string>;
-    processNotes?: AgentProcessNotes;
-  } = {},
-) {
-  const settings: AgentSettings = {
-    provider: "command",
-    model: "",
-    command,
-    timeoutSeconds: options.timeoutSeconds ?? 30,
-  };
-  return createAgentRunner(settings, {
-    fetch,
-    env: { PATH: Deno.env.get("PATH"), ...options.env },
-    processNotes: options.processNotes,
-  });
-}
+import { commandRunner } from "./_command_runner.ts";
 
 Deno.test("command runner writes the prompt on stdin and returns stdout trimmed", async () => {
-  const answer = await runner(["cat"])({ prompt: "hello agent\n", eventId: "evt_1" });
+  const answer = await commandRunner(["cat"])({ prompt: "hello agent\n", eventId: "evt_1" });
   assert.equal(answer, "hello agent");
 });
 
 Deno.test("command runner puts the system prompt before the prompt on stdin", async () => {
-  const answer = await runner(["cat"])({ prompt: "event", systemPrompt: "skills", eventId: "e" });
+  const answer = await commandRunner(["cat"])({
+    prompt: "event",
+    systemPrompt: "skills",
+    eventId: "e",
+  });
   assert.equal(answer, "skills\n\nevent");
 });
 
 Deno.test("command runner passes the given environment and AGENT_EVENT_ID, nothing else", async () => {
   const script = "console.log(Deno.env.get('AGENT_EVENT_ID'), Deno.env.get('ONLY_HERE'), " +
     "Deno.env.get('HOME') ?? 'no-home')";
-  const answer = await runner([Deno.execPath(), "eval", script], {
+  const answer = await commandRunner([Deno.execPath(), "eval", script], {
     env: { ONLY_HERE: "yes", DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test" },
   })({ prompt: "", eventId: "evt_42" });
   assert.equal(answer, "evt_42 yes no-home");
@@ -53,7 +32,7 @@ Deno.test("command runner passes the given environment and AGENT_EVENT_ID, nothi
 Deno.test("command runner withholds the webhook secret and the bot tokens", async () => {
   const script = "console.log(['WEBHOOK_SECRET', 'TELEGRAM_BOT_TOKEN', 'GITHUB_TOKEN', " +
     "'OPENAI_API_KEY'].map((k) => Deno.env.get(k) ?? '-').join(' '))";
-  const answer = await runner([Deno.execPath(), "eval", script], {
+  const answer = await commandRunner([Deno.execPath(), "eval", script], {
     env: {
       WEBHOOK_SECRET: "s",
       TELEGRAM_BOT_TOKEN: "t",
@@ -68,7 +47,7 @@ Deno.test("command runner withholds the webhook secret and the bot tokens", asyn
 Deno.test("command runner reports a non-zero exit as retryable with the end of stderr", async () => {
   const script = "console.error('x'.repeat(2000) + 'rate limited'); Deno.exit(3)";
   const error = await agentError(
-    runner([Deno.execPath(), "eval", script])({ prompt: "p", eventId: "e" }),
+    commandRunner([Deno.execPath(), "eval", script])({ prompt: "p", eventId: "e" }),
   );
   assert.equal(error.permanent, false);
   assert.equal(error.unavailable, true, "the program's own failure: the worker may pause runs");
@@ -78,27 +57,29 @@ Deno.test("command runner reports a non-zero exit as retryable with the end of s
 
 Deno.test("command runner refuses an answer over 1 MiB and stops the program", async () => {
   // An endless stream of output: the runner must stop it rather than collect it all.
-  const error = await agentError(runner(["yes", "answer"])({ prompt: "p", eventId: "e" }));
+  const error = await agentError(commandRunner(["yes", "answer"])({ prompt: "p", eventId: "e" }));
   assert.equal(error.permanent, false);
   assert.match(error.message, /"yes" printed more than 1048576 bytes/);
   const exact = "x".repeat(1_048_576);
   const script = `await Deno.stdout.write(new TextEncoder().encode("${
     "x".repeat(64)
   }".repeat(16384)))`;
-  const answer = await runner([Deno.execPath(), "eval", script], {
+  const answer = await commandRunner([Deno.execPath(), "eval", script], {
     env: { DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test" },
   })({ prompt: "", eventId: "e" });
   assert.equal(answer, exact, "exactly 1 MiB is still an answer");
 });
 
 Deno.test("command runner reports a program that fails without reading stdin", async () => {
-  const error = await agentError(runner(["false"])({ prompt: "x".repeat(1 << 20), eventId: "e" }));
+  const error = await agentError(
+    commandRunner(["false"])({ prompt: "x".repeat(1 << 20), eventId: "e" }),
+  );
   assert.equal(error.permanent, false);
   assert.match(error.message, /"false" exited with 1/);
 });
 
 Deno.test("command runner reports empty output as retryable", async () => {
-  const error = await agentError(runner(["true"])({ prompt: "p", eventId: "e" }));
+  const error = await agentError(commandRunner(["true"])({ prompt: "p", eventId: "e" }));
   assert.equal(error.permanent, false);
   assert.equal(error.unavailable, true);
   assert.match(error.message, /printed nothing/);
@@ -106,7 +87,7 @@ Deno.test("command runner reports empty output as retryable", async () => {
 
 Deno.test("command runner names what a program that exits 0 with no output wrote to stderr", async () => {
   const program = ["sh", "-c", "echo 'error: API key not set' >&2; exit 0"];
-  const error = await agentError(runner(program)({ prompt: "p", eventId: "e" }));
+  const error = await agentError(commandRunner(program)({ prompt: "p", eventId: "e" }));
   assert.equal(error.permanent, false);
   assert.match(error.message, /"sh" printed nothing: error: API key not set$/);
 });
@@ -114,7 +95,7 @@ Deno.test("command runner names what a program that exits 0 with no output wrote
 Deno.test("command runner kills a program that runs past the timeout, children included", async () => {
   const started = performance.now();
   const error = await agentError(
-    runner(["sh", "-c", "sleep 30; echo late"], { timeoutSeconds: 0.2 })({
+    commandRunner(["sh", "-c", "sleep 30; echo late"], { timeoutSeconds: 0.2 })({
       prompt: "",
       eventId: "e",
     }),
@@ -140,7 +121,7 @@ Deno.test("command runner answers once the program exits 0, though a background 
   try {
     const pidFile = `${dir}/child.pid`;
     const started = performance.now();
-    const answer = await runner(
+    const answer = await commandRunner(
       ["sh", "-c", `cat >/dev/null; sleep 30 & echo $! > ${pidFile}; echo answer`],
       { timeoutSeconds: 10 },
     )({ prompt: "p", eventId: "e" });
@@ -162,7 +143,7 @@ Deno.test("command runner reports a non-zero exit with its stderr, though a back
     const pidFile = `${dir}/child.pid`;
     const started = performance.now();
     const error = await agentError(
-      runner(
+      commandRunner(
         ["sh", "-c", `sleep 30 & echo $! > ${pidFile}; echo 'quota exceeded' >&2; exit 3`],
         { timeoutSeconds: 10 },
       )({ prompt: "p", eventId: "e" }),
@@ -184,7 +165,7 @@ Deno.test("command runner answers though a child outside its process group keeps
   const pidFile = `${dir}/child.pid`;
   try {
     const started = performance.now();
-    const answer = await runner(
+    const answer = await commandRunner(
       ["sh", "-c", `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 30' & echo answer`],
       { timeoutSeconds: 10 },
     )({ prompt: "p", eventId: "e" });
@@ -203,7 +184,7 @@ Deno.test("command runner answers though a child outside its process group keeps
 
 Deno.test("command runner still times out a program that closes stdout but keeps running", async () => {
   const error = await agentError(
-    runner(["sh", "-c", "echo answer; exec >&-; sleep 30"], { timeoutSeconds: 0.5 })({
+    commandRunner(["sh", "-c", "echo answer; exec >&-; sleep 30"], { timeoutSeconds: 0.5 })({
       prompt: "",
       eventId: "e",
     }),
@@ -217,7 +198,7 @@ Deno.test("command runner kills the program and its children when the run is abo
   try {
     const pidFile = `${dir}/child.pid`;
     const stop = new AbortController();
-    const run = runner(["sh", "-c", `sleep 30 & echo $! > ${pidFile}; wait`])({
+    const run = commandRunner(["sh", "-c", `sleep 30 & echo $! > ${pidFile}; wait`])({
       prompt: "",
       eventId: "e",
       signal: stop.signal,
@@ -244,7 +225,7 @@ Deno.test("command runner stops at once a run whose signal is already aborted, l
   const noted: number[] = [];
   const notes: AgentProcessNotes = { started: (pid) => noted.push(pid), ended: () => {} };
   const error = await agentError(
-    runner(["sh", "-c", "sleep 30"], { processNotes: notes })({
+    commandRunner(["sh", "-c", "sleep 30"], { processNotes: notes })({
       prompt: "",
       eventId: "e",
       signal: AbortSignal.abort(),
@@ -255,143 +236,16 @@ Deno.test("command runner stops at once a run whose signal is already aborted, l
   assert.ok(await processExited(noted[0]), "nothing of the run is left");
 });
 
-Deno.test("command runner reports a missing program as permanent", async () => {
-  const error = await agentError(
-    runner(["/nonexistent/agent-binary"])({ prompt: "p", eventId: "e" }),
-  );
-  assert.equal(error.permanent, true);
-  assert.match(error.message, /Cannot start the agent command/);
-});
-
-Deno.test("command runner reports a missing program named without a slash as permanent", async () => {
-  const error = await agentError(
-    runner(["no-such-agent-program-here"])({ prompt: "p", eventId: "e" }),
-  );
-  assert.equal(error.permanent, true);
-  assert.match(error.message, /"no-such-agent-program-here": not found on PATH/);
-});
-
-/**
- * Runs `test` with a script `name` holding `text`, with `mode`, in a new folder removed after.
- * @returns what `test` returns
- */
-async function withScript<T>(
-  script: { name: string; text: string; mode: number },
-  test: (path: string, dir: string) => Promise<T>,
-): Promise<T> {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = join(dir, script.name);
-    await Deno.writeTextFile(path, script.text);
-    await Deno.chmod(path, script.mode); // whatever the umask
-    return await test(path, dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
-Deno.test("command runner reports a program that is not executable as permanent", async () => {
-  await withScript(
-    { name: "agent.sh", text: "#!/bin/sh\necho hi\n", mode: 0o644 },
-    async (path) => {
-      const error = await agentError(runner([path])({ prompt: "p", eventId: "e" }));
-      assert.equal(error.permanent, true);
-      assert.match(error.message, /is not executable/);
-      await Deno.chmod(path, 0o755);
-      assert.equal(await runner([path])({ prompt: "p", eventId: "e" }), "hi");
-    },
-  );
-});
-
-Deno.test("command runner finds a program on the given PATH, not the gateway's", async () => {
-  const script = { name: "my-agent", text: "#!/bin/sh\necho from $0\n", mode: 0o755 };
-  await withScript(script, async (path, dir) => {
-    const answer = await runner(["my-agent"], { env: { PATH: `/nonexistent:${dir}:/bin` } })({
-      prompt: "p",
-      eventId: "e",
-    });
-    assert.equal(answer, `from ${path}`);
-  });
-});
-
-Deno.test("command runner reports a script whose interpreter is missing as permanent", async () => {
-  const script = { name: "agent", text: "#!/nonexistent/interpreter\necho hi\n", mode: 0o755 };
-  await withScript(script, async (path) => {
-    const error = await agentError(runner([path])({ prompt: "p", eventId: "e" }));
-    assert.equal(error.permanent, true, "no retry can help: fix agent.command, then replay");
-    assert.equal(error.unavailable, false);
-    assert.match(error.message, /Cannot start the agent command ".*agent": /);
-  });
-});
-
-Deno.test("command runner reports a program given as a folder as permanent", async () => {
-  const error = await agentError(runner(["/tmp"])({ prompt: "p", eventId: "e" }));
-  assert.equal(error.permanent, true);
-  assert.match(error.message, /Cannot start the agent command "\/tmp": \/tmp is not a file/);
-});
-
 Deno.test("command runner reports a program killed by a signal as retryable, not as the agent down", async () => {
   // The kernel's out-of-memory killer may have picked it for this prompt's sake.
-  const error = await agentError(runner(["sh", "-c", "kill -9 $$"])({ prompt: "p", eventId: "e" }));
+  const error = await agentError(
+    commandRunner(["sh", "-c", "kill -9 $$"])({ prompt: "p", eventId: "e" }),
+  );
   assert.equal(error.permanent, false);
   assert.equal(error.unavailable, false);
   assert.match(error.message, /was killed by SIGKILL/);
 });
 
-/** The session id of a process: field 6 of `/proc/<pid>/stat` (Linux). */
-function sessionOf(pid: number | "self"): number {
-  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
-}
-
-Deno.test({
-  name: "spawnInOwnSession() makes the program a session leader, through setsid or detached",
-  ignore: Deno.build.os !== "linux",
-  fn: async () => {
-    for (const setsid of [undefined, null]) {
-      const child = spawnInOwnSession("sh", ["-c", "read line; echo $$"], {
-        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      }, { setsid });
-      // It waits for a line meanwhile, so it is still there to be looked at.
-      const session = await eventuallySession(child.pid);
-      const writer = child.stdin.getWriter();
-      await writer.write(new TextEncoder().encode("go\n"));
-      await writer.close();
-      const output = await child.output();
-      assert.equal(new TextDecoder().decode(output.stdout).trim(), String(child.pid), `${setsid}`);
-      assert.equal(session, child.pid, `its own session (setsid: ${setsid})`);
-      assert.notEqual(session, sessionOf("self"));
-    }
-  },
-});
-
-/** The session of `pid` once it has left the test's session (setsid runs just after spawn). */
-async function eventuallySession(pid: number): Promise<number> {
-  for (let i = 0; i < 100; i++) {
-    const session = sessionOf(pid);
-    if (session !== sessionOf("self")) return session;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return sessionOf(pid);
-}
-
-Deno.test({
-  name:
-    "command runner starts the program as the leader of a session of its own, under the noted pid",
-  ignore: Deno.build.os !== "linux",
-  fn: async () => {
-    const noted: number[] = [];
-    const notes: AgentProcessNotes = { started: (pid) => noted.push(pid), ended: () => {} };
-    // Field 6 of /proc/<pid>/stat is the session id; the shell is the program, $$ its pid.
-    const program = ["sh", "-c", "echo $$ $(cut -d' ' -f6 /proc/$$/stat)"];
-    const answer = await runner(program, { processNotes: notes })({ prompt: "", eventId: "e" });
-    const [pid, session] = answer.split(" ").map(Number);
-    assert.deepEqual(noted, [pid], "the pid a stop or the next start kills the group of");
-    assert.equal(session, pid, "its own session, which a timeout and the cleanup kill");
-    assert.notEqual(session, sessionOf("self"));
-  },
-});
-
 Deno.test("createAgentRunner() refuses provider command without a command", () => {
-  assert.throws(() => runner([]), ConfigError);
+  assert.throws(() => commandRunner([]), ConfigError);
 });
