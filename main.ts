@@ -54,15 +54,13 @@ function realContext(): CommandContext {
  * @param options `echo`: show what is typed (false for secrets: nothing is shown, nor left in
  *   the terminal's scrollback); `typing`: what was typed ahead of this question, and is left
  *   for the next one
+ * @returns the line, without its Enter; null at the end of input
  */
 async function readTyped(
   question: string,
   options: { echo: boolean; typing: TypedAhead },
 ): Promise<string | null> {
   const encoder = new TextEncoder();
-  const typed: number[] = [];
-  let escape: "none" | "start" | "sequence" = "none";
-  const chunk = new Uint8Array(256);
   // Killed while reading, the terminal must not stay raw with echo off.
   const signals = ["SIGTERM", "SIGHUP", "SIGINT"] as const;
   const onSignal = () => {
@@ -75,58 +73,30 @@ async function readTyped(
   // into \n by the terminal's cooked mode.
   Deno.stdin.setRaw(true);
   await Deno.stdout.write(encoder.encode(question));
+  const line = new LineEditor();
   try {
     for (;;) {
-      let bytes = options.typing.bytes;
-      options.typing.bytes = new Uint8Array();
-      if (bytes.length === 0) {
-        const count = await Deno.stdin.read(chunk);
-        if (count === null) return null;
-        bytes = chunk.slice(0, count);
-      }
+      const bytes = await nextBytes(options.typing);
+      if (bytes === null) return null;
       for (let i = 0; i < bytes.length; i++) {
-        const byte = bytes[i];
-        // Arrow and function keys send ESC [ ... or ESC O ..., ending with a byte from @ to ~:
-        // not part of the answer. After a lone Escape, the next key is typed as usual.
-        if (escape === "sequence") {
-          if (byte >= 0x40 && byte <= 0x7e) escape = "none";
-          continue;
-        }
-        if (escape === "start") {
-          escape = byte === 0x5b || byte === 0x4f ? "sequence" : "none";
-          if (escape === "sequence") continue;
-        }
-        if (byte === 27) {
-          escape = "start";
-          continue;
-        }
-        if (byte === 13 || byte === 10) {
+        const key = line.take(bytes[i]);
+        if (key.kind === "end") {
           // What was pasted after this line is the start of the next answer; the \n of a
           // pasted \r\n ends no second one. (Only within what arrived at once: an Enter typed
           // between two questions, in cooked mode, arrives as a lone \n, and is an answer.)
-          const lineFeed = byte === 13 && bytes[i + 1] === 10 ? 1 : 0;
+          const lineFeed = bytes[i] === 13 && bytes[i + 1] === 10 ? 1 : 0;
           options.typing.bytes = bytes.slice(i + 1 + lineFeed);
-          return new TextDecoder().decode(new Uint8Array(typed));
+          return line.text();
         }
-        if (byte === 3) onSignal();
-        if (byte === 4 && typed.length === 0) return null;
-        if (byte === 127 || byte === 8) {
-          if (typed.length === 0) continue;
-          // A whole character: its UTF-8 continuation bytes (10xxxxxx), then its first byte.
-          const character: number[] = [];
-          while (typed.length > 1 && (typed.at(-1)! & 0xc0) === 0x80) {
-            character.unshift(typed.pop()!);
-          }
-          character.unshift(typed.pop()!);
-          const columns = columnsOf(new TextDecoder().decode(new Uint8Array(character)));
-          if (options.echo) {
-            await Deno.stdout.write(
-              encoder.encode("\b".repeat(columns) + " ".repeat(columns) + "\b".repeat(columns)),
-            );
-          }
-        } else if (byte >= 32) {
-          typed.push(byte);
-          if (options.echo) await Deno.stdout.write(new Uint8Array([byte]));
+        if (key.kind === "interrupt") onSignal();
+        if (key.kind === "endOfInput") return null;
+        if (!options.echo) continue;
+        if (key.kind === "echo") await Deno.stdout.write(new Uint8Array([bytes[i]]));
+        if (key.kind === "erase") {
+          const { columns } = key;
+          await Deno.stdout.write(
+            encoder.encode("\b".repeat(columns) + " ".repeat(columns) + "\b".repeat(columns)),
+          );
         }
       }
     }
@@ -137,9 +107,95 @@ async function readTyped(
   }
 }
 
+/**
+ * The next bytes typed: those typed ahead of the question first, else what standard input
+ * gives next.
+ * @param typing what was typed ahead; emptied
+ * @returns the bytes, or null at the end of input
+ */
+async function nextBytes(typing: TypedAhead): Promise<Uint8Array | null> {
+  const ahead = typing.bytes;
+  typing.bytes = new Uint8Array();
+  if (ahead.length > 0) return ahead;
+  const chunk = new Uint8Array(256);
+  const count = await Deno.stdin.read(chunk);
+  return count === null ? null : chunk.slice(0, count);
+}
+
 /** Bytes typed or pasted after the Enter that ended an answer: the start of the next one. */
 interface TypedAhead {
   bytes: Uint8Array;
+}
+
+/**
+ * What a key typed does to the line: nothing, end it (Enter), stop the program (Ctrl-C), end
+ * the input (Ctrl-D on an empty line), show the byte, or erase a character of `columns`.
+ */
+type KeyAction =
+  | { kind: "none" | "end" | "interrupt" | "endOfInput" | "echo" }
+  | { kind: "erase"; columns: number };
+
+/** The line being typed, one byte at a time, in UTF-8. */
+class LineEditor {
+  #typed: number[] = [];
+  /** Where an escape sequence (an arrow or function key) stands. */
+  #escape: "none" | "start" | "sequence" = "none";
+
+  /**
+   * Takes one byte typed.
+   * @param byte a byte from the terminal in raw mode
+   * @returns what it does to the line
+   */
+  take(byte: number): KeyAction {
+    if (this.#inEscape(byte)) return { kind: "none" };
+    if (byte === 13 || byte === 10) return { kind: "end" };
+    if (byte === 3) return { kind: "interrupt" };
+    if (byte === 4 && this.#typed.length === 0) return { kind: "endOfInput" };
+    if (byte === 127 || byte === 8) {
+      const columns = this.#eraseCharacter();
+      return columns === 0 ? { kind: "none" } : { kind: "erase", columns };
+    }
+    if (byte < 32) return { kind: "none" };
+    this.#typed.push(byte);
+    return { kind: "echo" };
+  }
+
+  /** The line typed so far. */
+  text(): string {
+    return new TextDecoder().decode(new Uint8Array(this.#typed));
+  }
+
+  /**
+   * Whether `byte` belongs to an escape sequence. Arrow and function keys send ESC [ ... or
+   * ESC O ..., ending with a byte from @ to ~: not part of the answer. After a lone Escape, the
+   * next key is typed as usual.
+   */
+  #inEscape(byte: number): boolean {
+    if (this.#escape === "sequence") {
+      if (byte >= 0x40 && byte <= 0x7e) this.#escape = "none";
+      return true;
+    }
+    if (this.#escape === "start") {
+      this.#escape = byte === 0x5b || byte === 0x4f ? "sequence" : "none";
+      if (this.#escape === "sequence") return true;
+    }
+    if (byte !== 27) return false;
+    this.#escape = "start";
+    return true;
+  }
+
+  /**
+   * Erases the last character: its UTF-8 continuation bytes (10xxxxxx), then its first byte.
+   * @returns the columns it took on the terminal; 0 when the line is empty
+   */
+  #eraseCharacter(): number {
+    const typed = this.#typed;
+    if (typed.length === 0) return 0;
+    const character: number[] = [];
+    while (typed.length > 1 && (typed.at(-1)! & 0xc0) === 0x80) character.unshift(typed.pop()!);
+    character.unshift(typed.pop()!);
+    return columnsOf(new TextDecoder().decode(new Uint8Array(character)));
+  }
 }
 
 /**

@@ -8,7 +8,8 @@ import { isListenHost, LISTEN_HOST_RULE } from "../lib/config/mod.ts";
 import type { ConfigEdit } from "../lib/config/config_file.ts";
 import { UsageError } from "../lib/errors.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
-import { generateSecret, wholeNumber } from "./_shared.ts";
+import { generateSecret } from "../lib/subscriptions/mod.ts";
+import { wholeNumber } from "./_flags.ts";
 
 /** Setup flags that are written to `.env`, and their variables. */
 export const ENV_FLAGS = {

@@ -8,7 +8,7 @@ import { isListenHost, LISTEN_HOST_RULE } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
 import type { CommandContext } from "./_command.ts";
 import { type Answers, parsePort } from "./_setup_answers.ts";
-import { generateSecret } from "./_shared.ts";
+import { generateSecret } from "../lib/subscriptions/mod.ts";
 
 /** The chat platforms the wizard offers, with their token and home channel variables. */
 const CHAT_PLATFORMS = {

@@ -8,7 +8,7 @@ import { UsageError } from "../lib/errors.ts";
 import type { Subscription } from "../lib/subscriptions/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../lib/signatures/mod.ts";
 import { TARGET_NAMES } from "../lib/targets/mod.ts";
-import { commaList, wholeNumber } from "./_shared.ts";
+import { commaList, wholeNumber } from "./_flags.ts";
 
 /**
  * Turns the given flags into the record fields they replace.

@@ -10,7 +10,7 @@ import { checkRecord, type Subscription } from "../lib/subscriptions/mod.ts";
 import { wrongFieldType } from "../lib/subscriptions/file_store.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
 import { checkSecretForScheme } from "./_subscribe_checks.ts";
-import { generateSecret } from "./_shared.ts";
+import { generateSecret } from "../lib/subscriptions/mod.ts";
 
 /**
  * The record `subscribe` stores: the existing one with the given fields replaced, the default

@@ -1,6 +1,6 @@
 /**
- * The systemd user unit `agent-gateway` (CONTRACT, preamble: "the systemd user unit is
- * `agent-gateway`"): its text, where it lives, and the command it runs.
+ * The systemd user unit `agent-gateway` (docs/running.md): its text, where it lives, and the
+ * command it runs.
  *
  * Source: systemd.service(5), systemd.exec(5), systemd.kill(5), systemd.unit(5) and
  * systemd.syntax(7).
@@ -138,47 +138,5 @@ export async function installedUnit(env: Record<string, string | undefined>): Pr
     return (await Deno.stat(unitPath(env))).isFile;
   } catch {
     return false;
-  }
-}
-
-/** What a `systemctl --user` call did. */
-export interface SystemctlResult {
-  ok: boolean;
-  /** What it printed on standard error, trimmed; or why it could not run. */
-  message: string;
-  /** False when there is no `systemctl` to run. */
-  found: boolean;
-}
-
-/**
- * Runs `systemctl --user <args>` with exactly `env` as its environment (systemctl(1)).
- * @param args the subcommand and its arguments, e.g. `["enable", UNIT_NAME]`
- * @param env the environment to run it with (the user's session bus is found through it)
- * @returns whether it succeeded and what it printed on standard error; `found: false` when
- *   there is no `systemctl` on the PATH
- * @throws Deno errors other than NotFound from starting the program
- */
-export async function systemctl(
-  args: string[],
-  env: Record<string, string | undefined>,
-): Promise<SystemctlResult> {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) clean[key] = value;
-  try {
-    const output = await new Deno.Command("systemctl", {
-      args: ["--user", ...args],
-      env: clean,
-      clearEnv: true,
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    const message = new TextDecoder().decode(output.stderr).trim();
-    return { ok: output.success, message, found: true } satisfies SystemctlResult;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      return { ok: false, message: "systemctl not found", found: false } satisfies SystemctlResult;
-    }
-    throw error;
   }
 }

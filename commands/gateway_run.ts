@@ -1,17 +1,18 @@
 /**
- * `agent gateway run`: starts the gateway in the foreground until SIGINT/SIGTERM (CONTRACT §10).
+ * `agent gateway run`: starts the gateway in the foreground until SIGINT/SIGTERM
+ * (docs/commands.md).
  *
  * @module
  */
-import { loadConfig, platformDisabledMessage } from "../lib/config/mod.ts";
+import { type Config, loadConfig, platformDisabledMessage } from "../lib/config/mod.ts";
 import { createDefaultConfig } from "../lib/config/config_file.ts";
 import { ConflictError, UsageError } from "../lib/errors.ts";
 import { hostAndPort } from "../lib/config/address.ts";
-import { getLogger } from "@logtape/logtape";
+import { getLogger, type Logger } from "@logtape/logtape";
 import { startLogging, stopLogging } from "../lib/log.ts";
-import { startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
-import type { Command } from "./_command.ts";
-import { parseFlags, wholeNumber } from "./_shared.ts";
+import { type RunningGateway, startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
+import type { Command, CommandContext } from "./_command.ts";
+import { parseFlags, wholeNumber } from "./_flags.ts";
 
 const usage = `Usage: agent gateway run [--port N] [--quiet]
 
@@ -37,76 +38,122 @@ export const gatewayRun: Command = {
     // Takes over SIGINT/SIGTERM now: one that arrives while the gateway starts (or just after
     // it says it listens) stops it gracefully instead of killing it.
     const shutdown = ctx.shutdownSignal;
-    if (values.port !== undefined && !(wholeNumber(values.port) <= 65535)) {
-      throw new UsageError(
-        `--port must be a whole number from 0 to 65535 (0: any free port), not ${
-          JSON.stringify(values.port)
-        }`,
-      );
-    }
-    const env = values.port === undefined ? ctx.env : { ...ctx.env, WEBHOOK_PORT: values.port };
-    let config = await loadConfig(env);
-    if (!config.configFileExists && await createDefaultConfig(config.paths.config)) {
-      ctx.stdout(`Created ${config.paths.config} (webhook platform enabled)`);
-      config = await loadConfig(env);
-    }
-    if (!config.webhook.enabled) {
-      ctx.stderr(platformDisabledMessage(config.paths, config.webhook.enabledBy));
-      return 1;
-    }
+    const config = await gatewayConfig(ctx, values.port);
+    if (!config) return 1;
     await startLogging({ file: config.paths.log, console: !values.quiet });
     // Starts, stops and failed starts are in the log file too, which --quiet leaves as the only
     // record (a failed start's message is also printed on standard error).
     const log = getLogger(["agent", "gateway"]);
     for (const warning of config.warnings) log.warn(warning);
     try {
-      const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now }).catch(
-        (error) => {
-          if (error instanceof Deno.errors.AddrInUse) {
-            const { host, port } = config.webhook;
-            error = new ConflictError(
-              `Cannot listen on ${hostAndPort(host, port)}: another program already does; set ` +
-                "another port with --port (or WEBHOOK_PORT, or port: in config.yaml)",
-            );
-          }
-          log.fatal("cannot start: {reason}", { reason: (error as Error).message, pid: Deno.pid });
-          throw error;
-        },
-      );
-      log.info("started on {url}", { url: gateway.url, pid: Deno.pid });
-      ctx.stdout(
-        `Gateway listening on ${gateway.url}\n` +
-          `  health:   ${gateway.url}/health\n` +
-          `  webhooks: ${gateway.url}/webhooks/<name>\n` +
-          `  log:      ${config.paths.log}`,
-      );
-      const failure = await Promise.race([
-        new Promise<undefined>((resolve) => {
-          if (shutdown.aborted) resolve(undefined);
-          shutdown.addEventListener("abort", () => resolve(undefined), { once: true });
-        }),
-        gateway.failed,
-      ]);
+      const gateway = await start(config, { ctx, log });
+      const failure = await Promise.race([aborted(shutdown), gateway.failed]);
       if (failure) {
         log.fatal(failure.message); // on the console too, unless --quiet
         if (values.quiet) ctx.stderr(failure.message);
         await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
         return 1;
       }
-      ctx.stdout(
-        "Stopping: finishing requests in flight, queued events stay queued " +
-          "(Ctrl-C again to stop running work now)",
-      );
-      ctx.hurrySignal?.addEventListener("abort", () => {
-        ctx.stdout("Stopping now: running agent work is stopped and runs again at the next start");
-      }, { once: true });
-      log.info("stopping on a signal");
-      await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
-      log.info("stopped");
-      ctx.stdout("Gateway stopped");
+      await stopOnSignal(gateway, { ctx, log });
       return 0;
     } finally {
       await stopLogging();
     }
   },
 };
+
+/**
+ * The configuration the gateway runs with: `--port` over the environment's, and in a home
+ * without `config.yaml` the default one, created first.
+ * @param ctx the command's environment, and where the creation and a disabled platform are said
+ * @param port the `--port` flag's value, if given
+ * @returns the configuration, or null after saying the platform is disabled
+ * @throws UsageError for a `--port` that is no port; ConfigError for a malformed configuration
+ */
+async function gatewayConfig(
+  ctx: CommandContext,
+  port: string | undefined,
+): Promise<Config | null> {
+  if (port !== undefined && !(wholeNumber(port) <= 65535)) {
+    throw new UsageError(
+      `--port must be a whole number from 0 to 65535 (0: any free port), not ${
+        JSON.stringify(port)
+      }`,
+    );
+  }
+  const env = port === undefined ? ctx.env : { ...ctx.env, WEBHOOK_PORT: port };
+  let config = await loadConfig(env);
+  if (!config.configFileExists && await createDefaultConfig(config.paths.config)) {
+    ctx.stdout(`Created ${config.paths.config} (webhook platform enabled)`);
+    config = await loadConfig(env);
+  }
+  if (config.webhook.enabled) return config;
+  ctx.stderr(platformDisabledMessage(config.paths, config.webhook.enabledBy));
+  return null;
+}
+
+/**
+ * Starts the gateway and says where it listens; a failed start is logged, and a port in use is
+ * said as a ConflictError that names the settings to change.
+ * @param options `ctx`: the command's fetch, clock and standard output; `log`: the gateway's
+ *   logger
+ * @throws ConflictError when the port is taken; whatever else stops the start
+ */
+async function start(
+  config: Config,
+  options: { ctx: CommandContext; log: Logger },
+): Promise<RunningGateway> {
+  const { ctx, log } = options;
+  const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now }).catch(
+    (error) => {
+      if (error instanceof Deno.errors.AddrInUse) {
+        const { host, port } = config.webhook;
+        error = new ConflictError(
+          `Cannot listen on ${hostAndPort(host, port)}: another program already does; set ` +
+            "another port with --port (or WEBHOOK_PORT, or port: in config.yaml)",
+        );
+      }
+      log.fatal("cannot start: {reason}", { reason: (error as Error).message, pid: Deno.pid });
+      throw error;
+    },
+  );
+  log.info("started on {url}", { url: gateway.url, pid: Deno.pid });
+  ctx.stdout(
+    `Gateway listening on ${gateway.url}\n` +
+      `  health:   ${gateway.url}/health\n` +
+      `  webhooks: ${gateway.url}/webhooks/<name>\n` +
+      `  log:      ${config.paths.log}`,
+  );
+  return gateway;
+}
+
+/** Resolves (to undefined) once `signal` is aborted, or at once when it is already. */
+function aborted(signal: AbortSignal): Promise<undefined> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(undefined);
+    signal.addEventListener("abort", () => resolve(undefined), { once: true });
+  });
+}
+
+/**
+ * Stops the gateway after SIGINT/SIGTERM: requests in flight and running work get
+ * {@link STOP_DEADLINE_MS}, or none after a second signal; each stage is said and logged.
+ * @param options `ctx`: the hurry signal and standard output; `log`: the gateway's logger
+ */
+async function stopOnSignal(
+  gateway: RunningGateway,
+  options: { ctx: CommandContext; log: Logger },
+): Promise<void> {
+  const { ctx, log } = options;
+  ctx.stdout(
+    "Stopping: finishing requests in flight, queued events stay queued " +
+      "(Ctrl-C again to stop running work now)",
+  );
+  ctx.hurrySignal?.addEventListener("abort", () => {
+    ctx.stdout("Stopping now: running agent work is stopped and runs again at the next start");
+  }, { once: true });
+  log.info("stopping on a signal");
+  await gateway.stop({ deadlineMs: STOP_DEADLINE_MS, hurry: ctx.hurrySignal });
+  log.info("stopped");
+  ctx.stdout("Gateway stopped");
+}

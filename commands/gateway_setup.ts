@@ -20,7 +20,7 @@ import {
 } from "./_setup_answers.ts";
 import { settingNotes } from "./_setup_notes.ts";
 import { askSetup } from "./_setup_wizard.ts";
-import { parseFlags } from "./_shared.ts";
+import { parseFlags } from "./_flags.ts";
 
 const usage = `Usage: agent gateway setup [options]
 

@@ -7,9 +7,10 @@
  * @module
  */
 import { UsageError } from "../lib/errors.ts";
-import { systemctl, UNIT_NAME, unitPath } from "./_systemd_unit.ts";
+import { systemctl } from "./_systemctl.ts";
+import { UNIT_NAME, unitPath } from "./_systemd_unit.ts";
 import type { Command } from "./_command.ts";
-import { parseFlags } from "./_shared.ts";
+import { parseFlags } from "./_flags.ts";
 
 const uninstallUsage = `Usage: agent gateway uninstall
 

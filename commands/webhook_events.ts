@@ -16,7 +16,8 @@ import {
 } from "../lib/state/mod.ts";
 import { readSubscriptionsOrError } from "../lib/subscriptions/file_store.ts";
 import type { Command } from "./_command.ts";
-import { loadEnabledConfig, parseFlags, wholeNumber } from "./_shared.ts";
+import { loadEnabledConfig } from "./_enabled_config.ts";
+import { parseFlags, wholeNumber } from "./_flags.ts";
 
 const STATUSES: readonly EventStatus[] = ["queued", "running", "delivered", "failed"];
 

@@ -10,7 +10,9 @@ import { routesAndHidden } from "../lib/subscriptions/routes.ts";
 import { findSkill, listSkills } from "../lib/agents/skills.ts";
 import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
 import type { Command } from "./_command.ts";
-import { advertisedWebhook, loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { loadEnabledConfig } from "./_enabled_config.ts";
+import { parseFlags } from "./_flags.ts";
+import { advertisedWebhook } from "./_running_gateway.ts";
 
 const usage = `Usage: agent webhook list [--json]
 

@@ -7,7 +7,9 @@ import { NotFoundError, UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
 import { updateSubscriptions } from "../lib/subscriptions/file_store.ts";
 import type { Command } from "./_command.ts";
-import { loadEnabledConfig, parseFlags, untilGatewaySeesChange } from "./_shared.ts";
+import { loadEnabledConfig } from "./_enabled_config.ts";
+import { parseFlags } from "./_flags.ts";
+import { untilGatewaySeesChange } from "./_running_gateway.ts";
 
 const usage = `Usage: agent webhook remove <name>
 

@@ -14,7 +14,8 @@ import {
   unusableSubscriptions,
 } from "../lib/subscriptions/file_store.ts";
 import type { Command } from "./_command.ts";
-import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { loadEnabledConfig } from "./_enabled_config.ts";
+import { parseFlags } from "./_flags.ts";
 
 const usage = `Usage: agent webhook replay <event-id>
 

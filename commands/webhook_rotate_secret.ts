@@ -7,18 +7,14 @@
  */
 import { webhookUrl } from "../lib/config/mod.ts";
 import { ConfigError, NotFoundError, UsageError } from "../lib/errors.ts";
-import type { Subscription } from "../lib/subscriptions/mod.ts";
+import { generateSecret, type Subscription } from "../lib/subscriptions/mod.ts";
 import { updateSubscriptions, wrongFieldType } from "../lib/subscriptions/file_store.ts";
 import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
 import type { Command } from "./_command.ts";
 import { checkSecretForScheme } from "./_subscribe_checks.ts";
-import {
-  advertisedWebhook,
-  generateSecret,
-  loadEnabledConfig,
-  parseFlags,
-  untilGatewaySeesChange,
-} from "./_shared.ts";
+import { loadEnabledConfig } from "./_enabled_config.ts";
+import { parseFlags } from "./_flags.ts";
+import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
 
 /** Grace period when `--grace` is not given: one day. */
 export const DEFAULT_GRACE = "24h";

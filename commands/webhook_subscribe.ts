@@ -11,12 +11,9 @@ import { updateSubscriptions } from "../lib/subscriptions/file_store.ts";
 import { SCHEME_NAMES } from "../lib/signatures/mod.ts";
 import { homeChannelOf } from "../lib/targets/mod.ts";
 import type { Command } from "./_command.ts";
-import {
-  advertisedWebhook,
-  loadEnabledConfig,
-  parseFlags,
-  untilGatewaySeesChange,
-} from "./_shared.ts";
+import { loadEnabledConfig } from "./_enabled_config.ts";
+import { parseFlags } from "./_flags.ts";
+import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
 import { checkSkills } from "./_subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "./_subscribe_flags.ts";
 import { mergeSubscription } from "./_subscribe_merge.ts";

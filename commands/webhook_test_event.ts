@@ -13,7 +13,8 @@ import { routesAndHidden } from "../lib/subscriptions/routes.ts";
 import { type SchemeName, signRequest } from "../lib/signatures/mod.ts";
 import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
 import type { Command, CommandContext } from "./_command.ts";
-import { loadEnabledConfig, parseFlags } from "./_shared.ts";
+import { loadEnabledConfig } from "./_enabled_config.ts";
+import { parseFlags } from "./_flags.ts";
 import { checkEvent, parseTestPayload, placeEvent, type SentEvent } from "./_test_payload.ts";
 import { answerHints, missingPathNotes, noSigningKeyMessage } from "./_test_hints.ts";
 

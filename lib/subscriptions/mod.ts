@@ -75,6 +75,26 @@ export function acceptedSecrets(
   return current === undefined ? previous : [current, ...previous];
 }
 
+/**
+ * A new secret for a subscription (or the global one): 32 random bytes, base64url without
+ * padding (43 characters). For a subscription pinned to Standard Webhooks, the form its
+ * libraries and senders (Svix) take: `whsec_` and standard base64, whose decoded bytes are the
+ * key (https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md).
+ * @param scheme the subscription's `auth`, if pinned
+ * @returns the secret
+ * @example
+ * ```ts
+ * generateSecret(); // "q3Jd…" (43 characters)
+ * generateSecret("standard"); // "whsec_…"
+ * ```
+ */
+export function generateSecret(scheme?: string): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const base64 = btoa(String.fromCharCode(...bytes));
+  if (scheme === "standard") return `whsec_${base64}`;
+  return base64.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
 /** Names allowed for subscriptions (CONTRACT §3). */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 

@@ -1,60 +1,12 @@
 /**
- * Helpers shared by the command modules: loading the configuration with the enabled check,
- * strict flag parsing with usage errors, and secrets.
+ * The command line flags of every command: `node:util` `parseArgs` in strict mode, with its
+ * errors turned into usage errors that carry the command's usage text, and the readers of the
+ * values flags take (whole numbers, comma-separated lists).
  *
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { type Config, loadConfig, platformDisabledMessage } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
-import { gatewayRunning, runningGatewayUrl } from "../lib/state/gateway_lock.ts";
-import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscriptions/file_store.ts";
-import type { CommandContext } from "./_command.ts";
-
-/**
- * Loads the configuration, prints its warnings (unknown keys) and checks that the webhook
- * platform is enabled.
- * @returns the configuration, or null after printing the "not enabled" message (exit 1)
- * @throws ConfigError for malformed configuration files
- */
-export async function loadEnabledConfig(ctx: CommandContext): Promise<Config | null> {
-  const config = await loadConfig(ctx.env);
-  for (const warning of config.warnings) ctx.stderr(`Warning: ${warning}`);
-  if (config.webhook.enabled) return config;
-  ctx.stderr(platformDisabledMessage(config.paths, config.webhook.enabledBy));
-  return null;
-}
-
-/**
- * Waits, after a subscription change was written, until a gateway running with this home uses
- * it: the gateway trusts its copy of the subscription file for up to
- * {@link SUBSCRIPTION_RECHECK_MS}, so without this wait a removed subscription, a revoked
- * secret or a narrower filter would still pass for that long after the command returned.
- * Returns at once when no gateway runs here.
- * @param config the command's configuration (the state folder, where the gateway's lock is)
- */
-export async function untilGatewaySeesChange(config: Config): Promise<void> {
-  if (!(await gatewayRunning(config.paths.stateDb))) return;
-  await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTION_RECHECK_MS + 20));
-}
-
-/**
- * The webhook settings that URLs printed for senders are made from: the configuration's, but
- * with the port of the gateway running with this home when it listens on another one (started
- * with `gateway run --port`, or `WEBHOOK_PORT` in its own environment), so that the URL printed
- * is one that answers. A `public_url` is printed as configured.
- * @param config the command's configuration
- * @returns the webhook settings, with `port` replaced when a gateway runs on another
- */
-export async function advertisedWebhook(config: Config): Promise<Config["webhook"]> {
-  if (config.webhook.publicUrl) return config.webhook;
-  const running = await runningGatewayUrl(config.paths.stateDb);
-  // `URL.port` is empty for http's own port, 80.
-  const port = running === null ? NaN : Number(new URL(running).port || 80);
-  return Number.isInteger(port) && port > 0 && port !== config.webhook.port
-    ? { ...config.webhook, port }
-    : config.webhook;
-}
 
 /**
  * `node:util` `parseArgs` in strict mode, with its errors turned into {@link UsageError}s
@@ -63,8 +15,16 @@ export async function advertisedWebhook(config: Config): Promise<Config["webhook
  * @param options the flags it takes, as `parseArgs` describes them
  * @param usage the command's usage text, appended to every error
  * @returns `values`: each flag given, by name (`--no-x` as `x: false`); `positionals`: the rest
- * @throws UsageError for an unknown flag, a missing value, a flag given twice (`--x --no-x`
- *   included) or a wrong number of positionals
+ * @throws UsageError for an unknown flag, a missing value, or a flag given twice (`--x --no-x`
+ *   included); the caller checks the number of positionals
+ * @example
+ * ```ts
+ * const { values, positionals } = parseFlags(["gh", "--events", "issues", "--no-deliver-only"], {
+ *   events: { type: "string" },
+ *   "deliver-only": { type: "boolean" },
+ * }, usage);
+ * // values: { events: "issues", "deliver-only": false }; positionals: ["gh"]
+ * ```
  */
 export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   argv: string[],
@@ -177,19 +137,10 @@ function joinNegativeValues(argv: string[], options: ParseArgsConfig["options"])
 }
 
 /**
- * A new subscription secret: 32 random bytes, base64url without padding (43 characters). For a
- * subscription pinned to Standard Webhooks, the form its libraries and senders (Svix) take:
- * `whsec_` and standard base64, whose decoded bytes are the key.
- * @param scheme the subscription's `--auth`, if pinned
+ * Splits a comma-separated option into trimmed, non-empty items.
+ * @param value the flag's value, if given
+ * @returns the items (`"a, b,,"` → `["a", "b"]`), or undefined when the flag was not given
  */
-export function generateSecret(scheme?: string): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const base64 = btoa(String.fromCharCode(...bytes));
-  if (scheme === "standard") return `whsec_${base64}`;
-  return base64.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-/** Splits a comma-separated option into trimmed, non-empty items. */
 export function commaList(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
   return value.split(",").map((item) => item.trim()).filter((item) => item !== "");

@@ -1,0 +1,45 @@
+/**
+ * What the commands that change subscriptions need from a gateway running with the same home:
+ * the port it really listens on (for the URLs printed for senders), and a wait until it uses a
+ * change just written.
+ *
+ * @module
+ */
+import type { Config } from "../lib/config/mod.ts";
+import { gatewayRunning, runningGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscriptions/file_store.ts";
+
+/**
+ * Waits, after a subscription change was written, until a gateway running with this home uses
+ * it: the gateway trusts its copy of the subscription file for up to
+ * {@link SUBSCRIPTION_RECHECK_MS}, so without this wait a removed subscription, a revoked
+ * secret or a narrower filter would still pass for that long after the command returned.
+ * Returns at once when no gateway runs here.
+ * @param config the command's configuration (the state folder, where the gateway's lock is)
+ */
+export async function untilGatewaySeesChange(config: Config): Promise<void> {
+  if (!(await gatewayRunning(config.paths.stateDb))) return;
+  await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTION_RECHECK_MS + 20));
+}
+
+/**
+ * The webhook settings that URLs printed for senders are made from: the configuration's, but
+ * with the port of the gateway running with this home when it listens on another one (started
+ * with `gateway run --port`, or `WEBHOOK_PORT` in its own environment), so that the URL printed
+ * is one that answers. A `public_url` is printed as configured.
+ * @param config the command's configuration
+ * @returns the webhook settings, with `port` replaced when a gateway runs on another
+ * @example
+ * ```ts
+ * const url = webhookUrl(await advertisedWebhook(config), "gh"); // http://localhost:8644/webhooks/gh
+ * ```
+ */
+export async function advertisedWebhook(config: Config): Promise<Config["webhook"]> {
+  if (config.webhook.publicUrl) return config.webhook;
+  const running = await runningGatewayUrl(config.paths.stateDb);
+  // `URL.port` is empty for http's own port, 80.
+  const port = running === null ? NaN : Number(new URL(running).port || 80);
+  return Number.isInteger(port) && port > 0 && port !== config.webhook.port
+    ? { ...config.webhook, port }
+    : config.webhook;
+}
