@@ -1,17 +1,23 @@
 /**
- * The typed errors of the gateway. Each carries what its one handler needs: `main.ts` turns
- * them into exit codes, the worker into retry decisions. The HTTP side throws none of them for
- * a refused request: each step of the ingest pipeline answers its own status (CONTRACT §4), and
- * catches the one it can meet, {@link StoreUnavailableError}, as 503 with `Retry-After`.
- * {@link errorMessage} gives the message of whatever was thrown, and {@link errorChainText} a
- * failure with its causes for the log.
+ * The gateway's typed errors, and the text of a failure for messages.
+ *
+ * Each error carries what its one handler needs: `main.ts` turns one into an exit code
+ * (`exitCode`: 2 for a {@link UsageError}, 1 for the others that have one); the worker turns an
+ * {@link AgentError} or a {@link TargetError} into a retry or a final failure; the webhook
+ * listener answers a {@link StoreUnavailableError} with 503 and `Retry-After` (docs/http.md).
+ *
+ * Text about a failure reaches the log and the state database: {@link errorMessage} is the
+ * message of whatever was thrown, {@link errorChainText} an error with its causes,
+ * {@link redact} takes a secret out of it and {@link cutText} cuts a long one.
  *
  * @module
  */
+
 /** A command was called wrongly (bad flag, bad name). `main.ts` exits with {@link exitCode} 2. */
 export class UsageError extends Error {
   /** Process exit code for this error. @default {2} */
   readonly exitCode = 2;
+  /** @param message what was wrong and how to call it instead */
   constructor(message: string) {
     super(message);
     this.name = "UsageError";
@@ -27,6 +33,10 @@ export class ConfigError extends Error {
   readonly exitCode = 1;
   /** The file that holds the bad value, when there is one. */
   readonly file?: string;
+  /**
+   * @param message what is wrong, naming the key and the file
+   * @param options `file`: the file that holds it; `cause`: the error underneath (a YAML error)
+   */
   constructor(message: string, options: { file?: string; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.name = "ConfigError";
@@ -42,6 +52,7 @@ export class ConfigError extends Error {
 export class ConflictError extends Error {
   /** Process exit code for this error. @default {1} */
   readonly exitCode = 1;
+  /** @param message what stands in the way, and what to do about it */
   constructor(message: string) {
     super(message);
     this.name = "ConflictError";
@@ -55,9 +66,27 @@ export class ConflictError extends Error {
 export class NotFoundError extends Error {
   /** Process exit code for this error. @default {1} */
   readonly exitCode = 1;
+  /** @param message what was not found, and what there is instead */
   constructor(message: string) {
     super(message);
     this.name = "NotFoundError";
+  }
+}
+
+/**
+ * The state database could not persist an event (disk full, locked past its deadline), or
+ * cannot be opened. The receiver answers 503 with `Retry-After`, never 202; a command exits 1.
+ */
+export class StoreUnavailableError extends Error {
+  /** Process exit code for this error. @default {1} */
+  readonly exitCode = 1;
+  /**
+   * @param message what failed, naming the database
+   * @param options `cause`: the SQLite error underneath
+   */
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = "StoreUnavailableError";
   }
 }
 
@@ -74,6 +103,10 @@ export class TargetError extends Error {
   readonly retryAfterSeconds?: number;
   /** HTTP status of the platform's answer, when there was one. */
   readonly status?: number;
+  /**
+   * @param message what failed, naming the platform and the destination, never a token
+   * @param options `permanent` (@default {false}), `retryAfterSeconds`, `status`, `cause`
+   */
   constructor(
     message: string,
     options: { permanent?: boolean; retryAfterSeconds?: number; status?: number; cause?: unknown } =
@@ -104,6 +137,11 @@ export class AgentError extends Error {
    * them says the failures were the prompts' own).
    */
   readonly unavailable: boolean;
+  /**
+   * @param message what failed, never the API key
+   * @param options `permanent` (@default {false}), `retryAfterSeconds`, `unavailable`
+   *   (@default {false}), `cause`
+   */
   constructor(
     message: string,
     options: {
@@ -120,22 +158,6 @@ export class AgentError extends Error {
     this.unavailable = options.unavailable ?? false;
   }
 }
-
-/**
- * The state database could not persist an event (disk full, locked past its deadline), or
- * cannot be opened. The receiver answers 503 with `Retry-After`, never 202; a command exits 1.
- */
-export class StoreUnavailableError extends Error {
-  /** Process exit code for this error. @default {1} */
-  readonly exitCode = 1;
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.name = "StoreUnavailableError";
-  }
-}
-
-// Text about a failure, for messages that reach the log and the state database: an error with
-// its causes, a secret taken out, a long description cut.
 
 /** Causes followed at most, so a cyclic or endless `cause` chain still gives a line. */
 const MAX_CAUSES = 4;
@@ -156,6 +178,11 @@ export function errorMessage(error: unknown): string {
  * pass the result through {@link redact} before showing it.
  * @param error what was thrown (anything; a non-Error is turned into a string)
  * @returns the messages of `error` and of up to three causes
+ * @example
+ * ```ts
+ * const error = new Error("fetch failed", { cause: new Error("dns error") });
+ * errorChainText(error); // "fetch failed: dns error"
+ * ```
  */
 export function errorChainText(error: unknown): string {
   const messages: string[] = [];
@@ -171,6 +198,11 @@ export function errorChainText(error: unknown): string {
  * @param text the message
  * @param secret the token or key; `""` leaves `text` as it is
  * @returns `text` without the secret
+ * @example
+ * ```ts
+ * // Telegram's URL holds the bot token, and fetch errors quote the URL.
+ * const shown = cutText(redact(errorChainText(error), token), 300); // redact, then cut
+ * ```
  */
 export function redact(text: string, secret: string): string {
   if (secret === "") return text;

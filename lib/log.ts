@@ -1,11 +1,11 @@
 /**
  * The gateway log: `logs/gateway.log`, rotating at 5 MiB with 3 files kept, one line per
- * decision (CONTRACT §1), through LogTape.
+ * decision (docs/configuration.md), through LogTape.
  *
  * Secrets never reach the logger: no caller passes a secret, token or signature, and a field
  * whose name says it holds one is written as `[REDACTED]` by the formatter as a second line of
- * defence. (`@logtape/redaction` does the same job but costs about 25 µs per line, a third of
- * the ingest budget per request; measured with bench/ingest.ts.)
+ * defence. (`@logtape/redaction` does the same job, at a cost per line that the ingest path
+ * cannot afford.)
  *
  * @module
  */
@@ -22,7 +22,7 @@ import {
 } from "@logtape/logtape";
 import { dirname } from "node:path";
 import { writeAll } from "./config/fs.ts";
-import { ConfigError } from "./errors.ts";
+import { ConfigError, errorMessage } from "./errors.ts";
 
 /** Size at which the log rotates, in bytes. */
 export const LOG_MAX_BYTES = 5 * 1024 * 1024;
@@ -77,6 +77,7 @@ export function oneTerminalLine(text: string): string {
     ? text.replace(LINE_BREAKS, " ").replace(OTHER_CONTROLS, escape)
     : text;
 }
+
 // Memos of pure functions, shared by every sink in the process: which field names are secret
 // (bounded), and the ISO text of the last timestamp formatted. Neither can change an output.
 const secretFields = new Map<string, boolean>();
@@ -159,16 +160,24 @@ const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/;
 
 /**
  * Writes the same record as `logger[level](template.raw, properties)` (same sinks, filters and
- * line), without LogTape parsing the template and copying the properties on every call: a
- * third of the cost of a line (3 µs against 8.5 µs on the 2-core machine), for the lines
- * written once per request. It hands LogTape the finished record through `Logger.emit`, with
- * the logger's category set, which LogTape (2.4) then dispatches as is. Unlike `logger.info`,
- * it adds no implicit context (`withContext`) and leaves lazy values unresolved; the gateway
- * uses neither.
+ * line), without LogTape parsing the template and copying the properties on every call, which
+ * is most of the cost of a line written once per request. It hands LogTape the finished record
+ * through `Logger.emit`, with the logger's category set, which LogTape (2.4) then dispatches as
+ * is. Unlike `logger.info`, it adds no implicit context (`withContext`) and leaves lazy values
+ * unresolved; the gateway uses neither.
  * @param logger the logger, e.g. `getLogger(["agent", "ingest"])`
  * @param level the level
  * @param template from {@link lineTemplate}
  * @param properties the record's properties; those the placeholders name fill them in
+ * @example
+ * ```ts
+ * const ACCEPTED = lineTemplate("accepted {subscription} {event}"); // once, at module load
+ * writeLine(getLogger(["agent", "ingest"]), "info", ACCEPTED, {
+ *   subscription: "gh",
+ *   event: "issues.opened",
+ *   event_id: "evt_1", // not in the message: written as event_id=evt_1
+ * });
+ * ```
  */
 export function writeLine(
   logger: Logger,
@@ -198,13 +207,21 @@ export const CONSOLE_BUFFER_LINES = 1000;
 
 /**
  * Configures LogTape for one process: the rotating gateway log, plus standard error when
- * `console` is set. Call once; dispose with {@link stopLogging}.
- * @param options.file path of `gateway.log` (its folder is created); omit to skip the file
+ * `console` is set. Call once; dispose with {@link stopLogging}. Records of the `agent`
+ * category at `info` and above are written, and LogTape's own warnings.
+ * @param options.file path of `gateway.log` (its folder is created, mode 0700; the file mode
+ *   0600); omit to skip the file
  * @param options.console also write lines to standard error (or, for tests, to this stream);
  *   lines it cannot keep up with are dropped there, not in the file
  * @param options.extraSinks more sinks (tests capture records with one)
  * @throws ConfigError naming the log file when its folder or the file cannot be created (a
  *   read-only home)
+ * @example
+ * ```ts
+ * await startLogging({ file: join(home, "logs", "gateway.log"), console: true });
+ * getLogger(["agent", "worker"]).info("delivered {event_id}", { event_id: "evt_1" });
+ * await stopLogging(); // writes what is buffered
+ * ```
  */
 export async function startLogging(
   options: {
@@ -214,44 +231,9 @@ export async function startLogging(
   },
 ): Promise<void> {
   const sinks: Record<string, Sink> = {};
-  if (options.file) {
-    const file = options.file;
-    try {
-      await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
-      // Opened here, as the sink opens it, so that an unwritable file fails with its name.
-      (await Deno.open(file, { append: true, create: true, mode: 0o600 })).close();
-    } catch (error) {
-      throw new ConfigError(`Cannot write the gateway log ${file}: ${(error as Error).message}`, {
-        file,
-        cause: error,
-      });
-    }
-    sinks.file = getRotatingFileSink(file, {
-      maxSize: LOG_MAX_BYTES,
-      maxFiles: LOG_MAX_FILES,
-      formatter: lineFormatter,
-      // Buffered and non-blocking: one write per 256 KiB or per second, and the fsync that
-      // follows each write runs off the event loop (the blocking mode fsyncs on it, which costs
-      // the ingest path milliseconds of p99 latency). Under load, writing (and fsyncing) every
-      // 16 KiB cost 10-30% of ingest throughput. A graceful stop writes everything; a crash of
-      // the process loses about the last second of lines (more while an fsync is slow), while
-      // the events it had acknowledged are committed in SQLite and survive it.
-      bufferSize: 262_144,
-      flushInterval: 1000,
-      nonBlocking: true,
-    });
-  }
+  if (options.file) sinks.file = await fileSink(options.file);
   if (options.console) {
-    const stream = options.console === true ? stderrWithoutClose() : options.console;
-    sinks.console = getStreamSink(stream, {
-      formatter: lineFormatter,
-      // Bounded: at most about 3,000 lines wait for standard error (2,000 buffered, 1,000 being
-      // written), the oldest dropped past that (the file has them all). Writing each line as it
-      // came kept one pending write per line for as long as standard error lagged: a flood of
-      // refused requests with standard error on a pipe grew the gateway by 15 MB a second, and
-      // a stop waited for the backlog. A crash loses up to 100 ms of console lines.
-      nonBlocking: { bufferSize: CONSOLE_BUFFER_LINES, flushInterval: 100 },
-    });
+    sinks.console = consoleSink(options.console === true ? stderrWithoutClose() : options.console);
   }
   options.extraSinks?.forEach((sink, i) => {
     sinks[`extra${i}`] = sink;
@@ -263,6 +245,48 @@ export async function startLogging(
       { category: ["logtape", "meta"], lowestLevel: "warning", sinks: Object.keys(sinks) },
       { category: ["agent"], lowestLevel: "info", sinks: Object.keys(sinks) },
     ],
+  });
+}
+
+/**
+ * The rotating file sink of `gateway.log`, buffered and non-blocking: lines are written once
+ * per 256 KiB or per second, and the fsync after each write runs off the event loop, since
+ * writing and syncing small batches on it would slow the ingest path. A graceful stop writes everything; a crash loses about the
+ * last second of lines, while the events it had acknowledged are committed in the state
+ * database.
+ * @throws ConfigError naming the file when its folder or the file cannot be created
+ */
+async function fileSink(file: string): Promise<Sink> {
+  try {
+    await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    // Opened here, as the sink opens it, so that an unwritable file fails with its name.
+    (await Deno.open(file, { append: true, create: true, mode: 0o600 })).close();
+  } catch (error) {
+    throw new ConfigError(`Cannot write the gateway log ${file}: ${errorMessage(error)}`, {
+      file,
+      cause: error,
+    });
+  }
+  return getRotatingFileSink(file, {
+    maxSize: LOG_MAX_BYTES,
+    maxFiles: LOG_MAX_FILES,
+    formatter: lineFormatter,
+    bufferSize: 262_144,
+    flushInterval: 1000,
+    nonBlocking: true,
+  });
+}
+
+/**
+ * The console sink, bounded: at most three times {@link CONSOLE_BUFFER_LINES} lines wait for
+ * `stream`, the oldest dropped past that (the file has them all). Writing each line as it
+ * came would keep one pending write per line for as long as a slow reader (a pipe) lags, and a
+ * stop would wait for the backlog. A crash loses up to 100 ms of console lines.
+ */
+function consoleSink(stream: WritableStream<Uint8Array>): Sink {
+  return getStreamSink(stream, {
+    formatter: lineFormatter,
+    nonBlocking: { bufferSize: CONSOLE_BUFFER_LINES, flushInterval: 100 },
   });
 }
 

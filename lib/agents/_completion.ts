@@ -15,9 +15,8 @@
  *
  * @module
  */
-import { cutText } from "../errors.ts";
+import { AgentError, cutText } from "../errors.ts";
 import { asRecord } from "../subscriptions/templates.ts";
-import { AgentError } from "../errors.ts";
 
 /** Characters of an unexpected body or of a refusal quoted in an error message. */
 export const MAX_QUOTED_CHARS = 300;

@@ -1,13 +1,14 @@
 /**
- * Agent runners (CONTRACT §8): turn a rendered prompt into an answer, either through any
- * OpenAI-compatible chat completions endpoint or by running a configured program.
+ * Agent runners (docs/durability.md): turn a rendered prompt into an answer, either through any
+ * OpenAI-compatible chat completions endpoint (`openai.ts`) or by running a configured program
+ * (`command.ts`).
  *
  * Every failure is an {@link AgentError} with a readable cause: `permanent` when retrying cannot
  * help (bad request, bad credentials, unknown model, the model's refusal, program not found),
  * otherwise retryable, with `retryAfterSeconds` when the endpoint said how long to wait.
  *
  * It also exports what the gateway needs at start to kill the `command` agents a gateway that
- * died left running (`_leftovers.ts`).
+ * died left running ({@link killLeftoverAgents}).
  *
  * @module
  */
@@ -68,7 +69,8 @@ export interface AgentDeps {
   env: Record<string, string | undefined>;
   /**
    * Where a `command` agent's process group is noted while it runs, so that the next start
-   * can kill it if the gateway dies meanwhile (see `_leftovers.ts`); none when omitted.
+   * can kill it if the gateway dies meanwhile ({@link agentProcessNotes},
+   * {@link killLeftoverAgents}); none when omitted.
    */
   processNotes?: AgentProcessNotes;
   /**
@@ -82,9 +84,24 @@ export interface AgentDeps {
 /**
  * Builds the runner the settings ask for.
  * @param settings the `agent:` configuration
- * @param deps fetch and environment
- * @returns the runner
+ * @param deps fetch, environment, and optionally the process notes and a warning sink
+ * @returns the runner; building it contacts nothing (a missing API key or model is reported by
+ *   each run, as a permanent AgentError)
  * @throws ConfigError when `provider: command` has no command, or the provider is unknown
+ * @example
+ * ```ts
+ * const run = createAgentRunner(
+ *   { provider: "command", model: "", command: ["llm", "-m", "gpt-4o-mini"], timeoutSeconds: 300 },
+ *   { fetch, env: Deno.env.toObject() },
+ * );
+ * try {
+ *   const answer = await run({ prompt: "Summarise this issue: ...", eventId: "evt_1" });
+ * } catch (error) {
+ *   if (error instanceof AgentError && !error.permanent) {
+ *     // retry later, no sooner than error.retryAfterSeconds
+ *   }
+ * }
+ * ```
  */
 export function createAgentRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
   if (settings.provider === "openai") return createOpenAiRunner(settings, deps);

@@ -10,9 +10,8 @@
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import { readBoundedText } from "../targets/bounded_body.ts";
-import { cutText, errorChainText, redact } from "../errors.ts";
+import { AgentError, cutText, errorChainText, redact } from "../errors.ts";
 import { parseRetryAfterSeconds } from "../worker/retry.ts";
-import { AgentError } from "../errors.ts";
 import {
   type CompletionBody,
   MAX_QUOTED_CHARS,
@@ -56,17 +55,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
   const apiKey = settings.apiKey || deps.env.OPENAI_API_KEY ||
     (baseURL === DEFAULT_BASE_URL ? "" : "no-key");
   const client = apiKey && model
-    ? new OpenAI({
-      apiKey,
-      baseURL,
-      organization: deps.env.OPENAI_ORG_ID ?? null,
-      project: deps.env.OPENAI_PROJECT_ID ?? null,
-      // Redirects are not followed: fetch would turn the POST into a GET (302, 303), sending the
-      // prompt nowhere and failing with an unrelated 405. The error names where it points.
-      fetch: (input, init) => boundedErrors(deps.fetch(input, { ...init, redirect: "manual" })),
-      maxRetries: 0,
-      timeout: settings.timeoutSeconds * 1000,
-    })
+    ? sdkClient(deps, { apiKey, baseURL, timeoutSeconds: settings.timeoutSeconds })
     : undefined;
 
   // A key of a few characters is a local server's placeholder ("EMPTY", "x"), not a secret:
@@ -88,10 +77,9 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     messages.push({ role: "user", content: prompt });
     let body: CompletionBody;
     try {
-      // The signal is not handed to the SDK: with one, each request kept about 350 bytes for
-      // good (21 MB over 60,000 runs, measured). The request left behind on a stop ends with
-      // the process. The body is read here, not by the SDK, so that an answer that is not a
-      // chat completion can be quoted.
+      // The signal is not handed to the SDK, which keeps memory for good per request given
+      // one; the request left behind on a stop ends with the process. The body is read here,
+      // not by the SDK, so that an answer that is not a chat completion can be quoted.
       body = await untilAborted(postCompletion(client, { model, messages }, signal), signal);
     } catch (error) {
       throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
@@ -107,9 +95,31 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
 }
 
 /**
+ * The SDK's client: no retries of its own, redirects not followed, error bodies bounded.
+ * @param deps `fetch` and the environment (`OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`)
+ * @param options the key, the endpoint base and the time limit of a request, in seconds
+ */
+function sdkClient(
+  deps: AgentDeps,
+  options: { apiKey: string; baseURL: string; timeoutSeconds: number },
+): OpenAI {
+  return new OpenAI({
+    apiKey: options.apiKey,
+    baseURL: options.baseURL,
+    organization: deps.env.OPENAI_ORG_ID ?? null,
+    project: deps.env.OPENAI_PROJECT_ID ?? null,
+    // Redirects are not followed: fetch would turn the POST into a GET (302, 303), sending the
+    // prompt nowhere and failing with an unrelated 405. The error names where it points.
+    fetch: (input, init) => boundedErrors(deps.fetch(input, { ...init, redirect: "manual" })),
+    maxRetries: 0,
+    timeout: options.timeoutSeconds * 1000,
+  });
+}
+
+/**
  * Most bytes of an answer read (8 MiB). A chat completion carries the answer and some metadata;
- * the longest answers models give (100,000 tokens or so) are well under 1 MiB even with every
- * character escaped. More is something else talking, and is not held in memory.
+ * the longest answers models give are well under 1 MiB even with every character escaped. More
+ * is something else talking, and is not held in memory.
  */
 const MAX_COMPLETION_BYTES = 8 * 1024 * 1024;
 
@@ -118,8 +128,8 @@ const MAX_ERROR_BYTES = 65_536;
 
 /**
  * The endpoint's answer, with the body of a non-2xx one cut to {@link MAX_ERROR_BYTES}: the SDK
- * reads an error's body whole before the runner sees it (a 300 MB error page grew the gateway
- * by 953 MB). A 2xx body is left to {@link postCompletion}, which bounds it too.
+ * reads an error's body whole before the runner sees it, so a huge error page would be held in
+ * memory. A 2xx body is left to {@link postCompletion}, which bounds it too.
  */
 async function boundedErrors(answer: Promise<Response>): Promise<Response> {
   const response = await answer;
@@ -224,6 +234,7 @@ function toAgentError(
   });
 }
 
+/** The wait the endpoint asked for, in seconds: `retry-after-ms` (OpenAI's), else `Retry-After`. */
 function retryAfter(headers: Headers | undefined): number | undefined {
   const millis = Number(headers?.get("retry-after-ms") ?? NaN);
   if (Number.isFinite(millis) && millis >= 0) return millis / 1000;

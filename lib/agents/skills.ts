@@ -16,8 +16,7 @@
  */
 import { join } from "node:path";
 import { parse } from "yaml";
-import { ConfigError, NotFoundError } from "../errors.ts";
-import { errorMessage } from "../errors.ts";
+import { ConfigError, errorMessage, NotFoundError } from "../errors.ts";
 
 /** A skill as `subscribe --skills` and `list` show it. */
 export interface SkillInfo {
