@@ -1,6 +1,6 @@
 /**
  * Signature verification throughput on a 2 KB body: GitHub with the verifier's cached key, the
- * same with a key imported on every request (the baseline the cache saves), and rejected
+ * same with a key prepared on every request (the baseline the cache saves), and rejected
  * requests, to show that a forged or malformed signature costs no more than a valid one.
  *
  * Cases are interleaved over several rounds and the median rate is printed, so that a burst of
@@ -11,15 +11,14 @@
  * @module
  */
 
-import { signRequest } from "../lib/signatures/mod.ts";
+import { createSignatureVerifier, signRequest, type VerifyRequest } from "../lib/signatures/mod.ts";
 import { median } from "./_median.ts";
-import { createSignatureVerifier, type VerifyRequest } from "../lib/signatures/verify.ts";
 
 /** Wall-clock time spent on each case in each round, in milliseconds. */
 const CASE_MILLISECONDS = 300;
 /** Rounds over all cases; the median of each case's rates is reported. */
 const ROUNDS = 5;
-/** Unmeasured calls before each case, so that JIT and key import are out of the numbers. */
+/** Unmeasured calls before each case, so that JIT and key preparation are out of the numbers. */
 const WARMUP_CALLS = 200;
 
 const SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwx";

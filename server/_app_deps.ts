@@ -15,7 +15,7 @@ import { deliver } from "../lib/targets/mod.ts";
 import type { IngestDeps } from "./ingest/mod.ts";
 import type { RefusalLog } from "./ingest/_refusal_log.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
-import { createSignatureVerifier } from "../lib/signatures/verify.ts";
+import { createSignatureVerifier } from "../lib/signatures/mod.ts";
 
 const subscriptionLog = getLogger(["agent", "subscriptions"]);
 

@@ -7,10 +7,10 @@
  */
 
 import { MAX_ID_CHARS } from "../subscriptions/event_info.ts";
-import { decodeBase64, utf8 } from "./mod.ts";
-import { concatBytes, hmacMatches } from "./_crypto.ts";
+import { concatBytes, decodeBase64, encodeBase64, utf8 } from "./_encoding.ts";
+import { hmacMatches, hmacOf } from "./_hmac.ts";
 import { checkTimestamp, decodeAll, headerValue } from "./_headers.ts";
-import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
+import type { Scheme, SchemeContext, SchemeOutcome, SigningContext } from "./_types.ts";
 
 /**
  * The `v1,<base64>` entries of a space-separated signature list. Other versions (`v1a`, the
@@ -34,10 +34,12 @@ const PLAIN_ID = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_ID_CHARS}}$`);
  * The timestamp must be within the tolerance in both directions. A `whsec_` secret is
  * base64-decoded for the key (as the providers show it); any other secret is used as UTF-8
  * bytes. The `webhook-` headers win when both families are present; they are never mixed.
+ * Signing sends the `webhook-` family, one `v1,` entry, with the delivery id as `webhook-id`.
  *
  * The id must be a plain token (letters, digits, `_`, `-`; Svix's `msg_…`, UUIDs): an id that
  * may hold dots could cut any signed text at a planted `.<timestamp>.` and pass its tail as a
  * new body with a new id.
+ * Source: https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
  */
 export const standard: Scheme = {
   name: "standard",
@@ -58,5 +60,14 @@ export const standard: Scheme = {
       signatures,
     });
     return matched ? "ok" : "invalid";
+  },
+  sign({ secret, body, deliveryId, timestamp }: SigningContext): Record<string, string> | null {
+    const signature = hmacOf(secret, "standard", `${deliveryId}.${timestamp}.${body}`);
+    if (signature === null) return null;
+    return {
+      "webhook-id": deliveryId,
+      "webhook-timestamp": timestamp,
+      "webhook-signature": `v1,${encodeBase64(signature)}`,
+    };
   },
 };

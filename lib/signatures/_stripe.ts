@@ -5,10 +5,10 @@
  * @module
  */
 
-import { utf8 } from "./mod.ts";
-import { concatBytes, decodeHex, hmacMatches } from "./_crypto.ts";
+import { concatBytes, decodeHex, encodeHex, utf8 } from "./_encoding.ts";
+import { hmacMatches, hmacOf } from "./_hmac.ts";
 import { checkTimestamp, decodeAll, headerValue } from "./_headers.ts";
-import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
+import type { Scheme, SchemeContext, SchemeOutcome, SigningContext } from "./_types.ts";
 
 /** The `t` value (exactly one, else `null`) and every `v1` value; other keys (`v0`) are ignored. */
 function parseStripeHeader(value: string): { timestamp: string | null; v1: string[] } {
@@ -29,7 +29,9 @@ function parseStripeHeader(value: string): { timestamp: string | null; v1: strin
  * Stripe: HMAC-SHA256 of `<t>.<body>` in hex, one or more `v1=` entries (Stripe sends two while
  * an endpoint secret is being rolled); one matching entry accepts. The `whsec_...` secret is used
  * as-is: its UTF-8 bytes are the key, unlike Standard Webhooks. `t` must be within the tolerance
- * in both directions (Stripe's libraries check only age; a future `t` is as suspect).
+ * in both directions (Stripe's libraries check only age; a future `t` is as suspect). Signing
+ * sends one `v1=` entry.
+ * Source: https://docs.stripe.com/webhooks#verify-manually
  */
 export const stripe: Scheme = {
   name: "stripe",
@@ -49,5 +51,10 @@ export const stripe: Scheme = {
       signatures,
     });
     return matched ? "ok" : "invalid";
+  },
+  sign({ secret, body, timestamp }: SigningContext): Record<string, string> | null {
+    const signature = hmacOf(secret, "utf8", `${timestamp}.${body}`);
+    if (signature === null) return null;
+    return { "stripe-signature": `t=${timestamp},v1=${encodeHex(signature)}` };
   },
 };

@@ -1,14 +1,15 @@
 /**
  * Schemes with a timestamp in its own header: Slack, and the Generic scheme for senders that
- * follow no provider (a `ts.body` V2 signature, or the legacy body-only one).
+ * follow no provider (a `ts.body` V2 signature, or the legacy body-only one). Both sign in hex
+ * with the secret's UTF-8 bytes as the key.
  *
  * @module
  */
 
-import { utf8 } from "./mod.ts";
-import { concatBytes, decodeHex, hmacMatches } from "./_crypto.ts";
+import { concatBytes, decodeHex, encodeHex, utf8 } from "./_encoding.ts";
+import { hmacMatches, hmacOf } from "./_hmac.ts";
 import { checkTimestamp, headerValue } from "./_headers.ts";
-import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
+import type { Scheme, SchemeContext, SchemeOutcome, SigningContext } from "./_types.ts";
 
 /**
  * Checks the timestamp (unless `timestamp` is `undefined`: a scheme without one), then the
@@ -44,6 +45,23 @@ function hexAfter(
 }
 
 /**
+ * The timestamp header and the signature header, `signaturePrefix` + hex HMAC of `signedPrefix`
+ * + body; null when the secret gives no key.
+ */
+function signTimestamped(
+  context: SigningContext,
+  headers: { timestamp: string; signature: string },
+  prefixes: { signed: string; signature: string },
+): Record<string, string> | null {
+  const signature = hmacOf(context.secret, "utf8", `${prefixes.signed}${context.body}`);
+  if (signature === null) return null;
+  return {
+    [headers.timestamp]: context.timestamp,
+    [headers.signature]: `${prefixes.signature}${encodeHex(signature)}`,
+  };
+}
+
+/**
  * Slack: `X-Slack-Signature: v0=<hex>` over `v0:<X-Slack-Request-Timestamp>:<body>`, keyed with
  * the app's signing secret; the timestamp must be within the tolerance in both directions.
  * Source: https://api.slack.com/authentication/verifying-requests-from-slack
@@ -59,14 +77,20 @@ export const slack: Scheme = {
       prefix: `v0:${timestamp}:`,
     });
   },
+  sign: (context) =>
+    signTimestamped(
+      context,
+      { timestamp: "x-slack-request-timestamp", signature: "x-slack-signature" },
+      { signed: `v0:${context.timestamp}:`, signature: "v0=" },
+    ),
 };
 
 /**
- * Generic, for senders that follow no provider (CONTRACT §5). V2:
+ * Generic, for senders that follow no provider (docs/signatures.md). V2:
  * `X-Webhook-Signature-V2: [sha256=]<hex>` over `<X-Webhook-Timestamp>.<body>`, with the
  * timestamp within the tolerance in both directions. Legacy V1, only when V2 is absent:
  * `X-Webhook-Signature: [sha256=]<hex>` over the body, no replay window. Both HMAC-SHA256 with
- * the secret's UTF-8 bytes as the key.
+ * the secret's UTF-8 bytes as the key. Signing sends V2, with the `sha256=` prefix.
  */
 export const generic: Scheme = {
   name: "generic",
@@ -83,4 +107,10 @@ export const generic: Scheme = {
       prefix: `${timestamp}.`,
     });
   },
+  sign: (context) =>
+    signTimestamped(
+      context,
+      { timestamp: "x-webhook-timestamp", signature: "x-webhook-signature-v2" },
+      { signed: `${context.timestamp}.`, signature: "sha256=" },
+    ),
 };

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { tokenMatches } from "./_crypto.ts";
+import { tokenMatches } from "./_hmac.ts";
 import { headerValue } from "./_headers.ts";
 import type { Scheme, SchemeContext, SchemeOutcome } from "./_types.ts";
 
@@ -23,6 +23,7 @@ export const gitlab: Scheme = {
   name: "gitlab",
   headers: ["x-gitlab-token"],
   check: (context) => matches(context, headerValue(context.headers, "x-gitlab-token")),
+  sign: ({ secret }) => secret === "" ? null : { "x-gitlab-token": secret },
 };
 
 /**
@@ -41,4 +42,5 @@ export const bearer: Scheme = {
     const token = value === null ? null : /^Bearer +(\S.*)$/i.exec(value)?.[1] ?? null;
     return matches(context, token);
   },
+  sign: ({ secret }) => secret === "" ? null : { authorization: `Bearer ${secret}` },
 };

@@ -1,11 +1,11 @@
 /**
- * Types shared by the signature schemes; the public ones are re-exported by `mod.ts`.
+ * Types shared by the scheme families; the public ones are re-exported by `mod.ts`.
  *
  * @module
  */
 
 import type { SchemeName } from "./mod.ts";
-import type { KeyCache } from "./_crypto.ts";
+import type { KeyCache } from "./_hmac.ts";
 
 /** One request to authenticate. */
 export interface VerifyRequest {
@@ -52,7 +52,19 @@ export interface SchemeContext {
   keys: KeyCache;
 }
 
-/** One authentication scheme: the headers that name it and its check. */
+/** Everything a scheme needs to sign one request, as its senders do. */
+export interface SigningContext {
+  /** The subscription's secret (not empty). */
+  secret: string;
+  /** The exact body text to be sent, signed as its UTF-8 bytes. */
+  body: string;
+  /** The delivery id, for the schemes that sign one: letters, digits, `_` and `-`. */
+  deliveryId: string;
+  /** The signing time as the decimal Unix seconds the timestamped schemes send. */
+  timestamp: string;
+}
+
+/** One authentication scheme: the headers that name it, its check and its signing. */
 export interface Scheme {
   /** The scheme's name. */
   readonly name: SchemeName;
@@ -60,4 +72,9 @@ export interface Scheme {
   readonly headers: readonly string[];
   /** Checks a request that carries one of {@link headers}. Never throws on bad input. */
   check(context: SchemeContext): Promise<SchemeOutcome>;
+  /**
+   * The headers, lower-case, that authenticate a request under this scheme; null when the secret
+   * gives no key.
+   */
+  sign(context: SigningContext): Record<string, string> | null;
 }

@@ -11,7 +11,7 @@ import { acceptedSecrets, type Route } from "../../lib/subscriptions/mod.ts";
 import type { IngestDeps } from "./mod.ts";
 import { answer, log, logRefusal, reject, REJECTED } from "./_respond.ts";
 import type { RefusalLog } from "./_refusal_log.ts";
-import { DEFAULT_TOLERANCE_SECONDS, type SchemeName } from "../../lib/signatures/verify.ts";
+import { DEFAULT_TOLERANCE_SECONDS, type SchemeName } from "../../lib/signatures/mod.ts";
 
 /** A request to authenticate: its raw body, and the route its name found. */
 export interface Unverified {

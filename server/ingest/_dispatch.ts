@@ -21,7 +21,7 @@ import { isOwnComment, postsComments } from "../../lib/targets/own_comments.ts";
 import type { IngestDeps } from "./mod.ts";
 import { deliverNow } from "./_direct.ts";
 import { answer, duplicate, log, STORE_RETRY_AFTER_SECONDS } from "./_respond.ts";
-import type { SchemeName } from "../../lib/signatures/verify.ts";
+import type { SchemeName } from "../../lib/signatures/mod.ts";
 
 /** The lines written on every request they answer, read once (see `writeLine`). */
 const ACCEPTED = lineTemplate("accepted {subscription} {event}");

@@ -23,11 +23,7 @@ import { authenticate, formsSignedBy, refuseStaleLinear } from "./_auth.ts";
 import { dispatch } from "./_dispatch.ts";
 import { log, type Refusal, reject, STORE_RETRY_AFTER_SECONDS } from "./_respond.ts";
 import { createRefusalLog, type RefusalLog, type RefusalLogLimits } from "./_refusal_log.ts";
-import {
-  detectScheme,
-  type SchemeName,
-  type SignatureVerifier,
-} from "../../lib/signatures/verify.ts";
+import { detectScheme, type SchemeName, type SignatureVerifier } from "../../lib/signatures/mod.ts";
 
 /** What the ingest pipeline needs; `gateway run` builds the real ones, tests pass fakes. */
 export interface IngestDeps {

@@ -9,7 +9,7 @@ import { openStateStore } from "../../lib/state/mod.ts";
 import { acceptedSecrets } from "../../lib/subscriptions/mod.ts";
 import { readSubscriptions } from "../../lib/subscriptions/file_store.ts";
 import { createApp } from "../../server/app.ts";
-import { createSignatureVerifier } from "../../lib/signatures/verify.ts";
+import { createSignatureVerifier } from "../../lib/signatures/mod.ts";
 import { enabledConfig, fakeContext, signedIssue, tempHome } from "../_helpers.ts";
 
 const T0 = Date.parse("2026-03-01T10:00:00Z");

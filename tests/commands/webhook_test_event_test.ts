@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { runCommand } from "../../commands/mod.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { readSubscriptions } from "../../lib/subscriptions/file_store.ts";
-import { createSignatureVerifier } from "../../lib/signatures/verify.ts";
+import { createSignatureVerifier } from "../../lib/signatures/mod.ts";
 import { Webhook as StandardWebhook } from "standardwebhooks";
 import { enabledConfig, fakeContext, runCli, tempHome } from "../_helpers.ts";
 

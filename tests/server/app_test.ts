@@ -7,7 +7,7 @@ import type { Route } from "../../lib/subscriptions/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createApp, type IngestDeps, webhookName } from "../../server/app.ts";
 import { signedGitHubBody } from "../_helpers.ts";
-import { createSignatureVerifier } from "../../lib/signatures/verify.ts";
+import { createSignatureVerifier } from "../../lib/signatures/mod.ts";
 
 const SECRET = "test-secret-0123456789";
 const NOW = Date.parse("2026-11-21T12:00:00Z");

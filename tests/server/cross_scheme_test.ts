@@ -14,7 +14,7 @@ import { createMemoryRateLimiter } from "../../lib/subscriptions/rate_limit.ts";
 import { openStateStore, type StateStore } from "../../lib/state/mod.ts";
 import type { Route } from "../../lib/subscriptions/mod.ts";
 import { createApp } from "../../server/app.ts";
-import { createSignatureVerifier } from "../../lib/signatures/verify.ts";
+import { createSignatureVerifier } from "../../lib/signatures/mod.ts";
 
 const SECRET = "open-secret-123";
 /** SECRET as Standard Webhooks libraries take it: `whsec_` and the key's base64. */

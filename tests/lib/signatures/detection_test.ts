@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { SCHEME_NAMES } from "../../../lib/signatures/mod.ts";
 import {
   createSignatureVerifier,
   detectScheme,
+  SCHEME_NAMES,
   type VerifyRequest,
-} from "../../../lib/signatures/verify.ts";
+} from "../../../lib/signatures/mod.ts";
 import {
   BODY,
   bytes,
@@ -30,7 +30,7 @@ function request(headers: HeadersInit, only?: VerifyRequest["only"]): VerifyRequ
   };
 }
 
-Deno.test("SCHEME_NAMES lists the nine schemes in CONTRACT §5 order", () => {
+Deno.test("SCHEME_NAMES lists the nine schemes in docs/signatures.md order", () => {
   assert.deepEqual(SCHEME_NAMES, [
     "github",
     "gitlab",

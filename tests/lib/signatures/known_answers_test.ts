@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createSignatureVerifier } from "../../../lib/signatures/verify.ts";
+import { createSignatureVerifier } from "../../../lib/signatures/mod.ts";
 import { bytes } from "../../fakes/senders.ts";
 
 // GitHub's documented vector:

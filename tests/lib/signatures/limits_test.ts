@@ -3,7 +3,7 @@ import {
   createSignatureVerifier,
   MAX_HEADER_CHARS,
   MAX_SIGNATURES,
-} from "../../../lib/signatures/verify.ts";
+} from "../../../lib/signatures/mod.ts";
 import { BODY, bytes, hmac, NOW, OTHER_SECRET, SECRET } from "../../fakes/senders.ts";
 
 const verifier = createSignatureVerifier();

@@ -4,7 +4,7 @@ import { sign as octokitSign } from "@octokit/webhooks-methods";
 import Stripe from "stripe";
 import { Webhook as StandardWebhook } from "standardwebhooks";
 import { Webhook as SvixWebhook } from "svix";
-import { createSignatureVerifier } from "../../../lib/signatures/verify.ts";
+import { createSignatureVerifier } from "../../../lib/signatures/mod.ts";
 import { bytes, NOW, OLD_SECRET, SECRET } from "../../fakes/senders.ts";
 
 const stripe = new Stripe("sk_test_x");

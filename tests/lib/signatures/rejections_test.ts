@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { createSignatureVerifier, type VerifyResult } from "../../../lib/signatures/verify.ts";
+import { createSignatureVerifier, type VerifyResult } from "../../../lib/signatures/mod.ts";
 import {
   BODY,
   bytes,

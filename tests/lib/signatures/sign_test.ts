@@ -1,10 +1,15 @@
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { verify as octokitVerify } from "@octokit/webhooks-methods";
 import Stripe from "stripe";
 import { Webhook as StandardWebhook } from "standardwebhooks";
-import { SCHEME_NAMES, type SchemeName, signRequest } from "../../../lib/signatures/mod.ts";
-import { createSignatureVerifier } from "../../../lib/signatures/verify.ts";
-import { BODY, bytes, NOW, OTHER_SECRET, SECRET } from "../../fakes/senders.ts";
+import {
+  createSignatureVerifier,
+  SCHEME_NAMES,
+  type SchemeName,
+  signRequest,
+} from "../../../lib/signatures/mod.ts";
+import { BODY, bytes, hmac, NOW, OTHER_SECRET, SECRET } from "../../fakes/senders.ts";
 
 const OPTIONS = { deliveryId: "test-1", nowSeconds: NOW };
 
@@ -76,4 +81,45 @@ Deno.test("signRequest gives no headers for a secret that gives no key", () => {
   assert.equal(signRequest("standard", "whsec_not base64!", BODY, OPTIONS), null);
   // A plain secret is a Standard Webhooks key as its UTF-8 bytes, as the verifier takes it.
   assert.ok(signRequest("standard", "plain-secret", BODY, OPTIONS));
+});
+
+Deno.test("signRequest writes each scheme's headers as its senders do, byte for byte", () => {
+  const t = String(NOW);
+  const key = Buffer.from(SECRET.slice("whsec_".length), "base64");
+  const expected: Record<SchemeName, Record<string, string>> = {
+    github: { "x-hub-signature-256": `sha256=${hmac(SECRET, BODY, "hex")}` },
+    gitlab: { "x-gitlab-token": SECRET },
+    standard: {
+      "webhook-id": "test-1",
+      "webhook-timestamp": t,
+      "webhook-signature": `v1,${hmac(key, `test-1.${t}.${BODY}`, "base64")}`,
+    },
+    stripe: { "stripe-signature": `t=${t},v1=${hmac(SECRET, `${t}.${BODY}`, "hex")}` },
+    slack: {
+      "x-slack-request-timestamp": t,
+      "x-slack-signature": `v0=${hmac(SECRET, `v0:${t}:${BODY}`, "hex")}`,
+    },
+    shopify: { "x-shopify-hmac-sha256": hmac(SECRET, BODY, "base64") },
+    linear: { "linear-signature": hmac(SECRET, BODY, "hex") },
+    generic: {
+      "x-webhook-timestamp": t,
+      "x-webhook-signature-v2": `sha256=${hmac(SECRET, `${t}.${BODY}`, "hex")}`,
+    },
+    bearer: { authorization: `Bearer ${SECRET}` },
+  };
+  for (const scheme of SCHEME_NAMES) {
+    assert.deepEqual(signRequest(scheme, SECRET, BODY, OPTIONS), expected[scheme], scheme);
+  }
+  const fractional = signRequest("stripe", SECRET, BODY, { ...OPTIONS, nowSeconds: NOW + 0.9 });
+  assert.deepEqual(fractional, expected.stripe, "the signing time is rounded down to a second");
+});
+
+Deno.test("signRequest gives no headers for an empty key or a name that is no scheme", () => {
+  assert.equal(signRequest("standard", "whsec_", BODY, OPTIONS), null);
+  for (const scheme of ["gitlab", "bearer"] as const) {
+    assert.equal(signRequest(scheme, "", BODY, OPTIONS), null, scheme);
+  }
+  for (const name of ["basic", "toString", "__proto__", ""]) {
+    assert.equal(signRequest(name as SchemeName, SECRET, BODY, OPTIONS), null, name);
+  }
 });

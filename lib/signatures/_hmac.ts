@@ -1,12 +1,13 @@
 /**
- * HMAC plumbing shared by the schemes: strict hex decoding, a bounded cache of prepared HMAC
- * keys, and the two constant-time checks (HMAC signature, plain token). How a secret becomes key
- * bytes, and base64 decoding, come from `lib/signatures/`, which the signer shares.
+ * The HMAC-SHA256 plumbing every scheme shares, on both sides: how a secret becomes key bytes,
+ * prepared keys and their bounded cache, the constant-time checks (HMAC signature, plain token)
+ * and the signing of text. Signer and verifier derive their keys here, so both take the same key
+ * from the same secret.
  *
- * HMACs are computed with `node:crypto` hashes, not WebCrypto: {@link HmacKey} is a hand-written
- * HMAC-SHA256 (RFC 2104) that keeps each key's two padded-key hash states, so a digest hashes
- * only the data. It measured faster than both `crypto.subtle.verify` and `createHmac` (figures at
- * {@link hmacMatches}; README, "What was tried, and helped").
+ * HMACs are computed with `node:crypto` hashes, not WebCrypto: {@link HmacKey} keeps each key's
+ * two padded-key hash states, so a digest hashes only the data. That is cheaper than
+ * `crypto.subtle.verify`, an asynchronous round trip to another thread for a few microseconds of
+ * work, and than `createHmac`, which pads and hashes the key again on every call.
  *
  * Every comparison of secret-derived bytes goes through `node:crypto` `timingSafeEqual` on
  * equal-length digests; nothing here compares secrets with `===`.
@@ -14,55 +15,41 @@
  * @module
  */
 import { createHash, type Hash, timingSafeEqual } from "node:crypto";
-import { keyBytes, type KeyMaterial, utf8 } from "./mod.ts";
+import { decodeBase64, utf8 } from "./_encoding.ts";
 
 /** Bytes of an HMAC-SHA256 digest. */
 const DIGEST_BYTES = 32;
 
+/** SHA-256's block size in bytes: HMAC pads (or first hashes) its key to this length. */
+const BLOCK_BYTES = 64;
+
 /** Default number of prepared HMAC keys a verifier keeps. @default {1024} */
 export const DEFAULT_MAX_CACHED_KEYS = 1024;
 
-/** The concatenation of `parts`, as one new buffer (for `ts.body` style signed content). */
-export function concatBytes(...parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
-
-/** The value of each hex digit by character code, -1 for every other character below 128. */
-const HEX_VALUES = Int8Array.from(
-  { length: 128 },
-  (_, code) => "0123456789abcdef".indexOf(String.fromCharCode(code).toLowerCase()),
-);
+/**
+ * How a secret string becomes HMAC key bytes: `utf8` takes its UTF-8 bytes (every scheme but
+ * Standard Webhooks); `standard` base64-decodes a `whsec_`-prefixed secret and takes any other
+ * as UTF-8 (https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md).
+ */
+export type KeyMaterial = "utf8" | "standard";
 
 /**
- * Decodes hex (either case, even length); anything else gives `null`, never an exception.
- * One table lookup per digit: this runs on every signed request.
+ * The HMAC key bytes of a secret (see {@link KeyMaterial}).
+ * @param secret the subscription's secret, as written in its file or flag
+ * @param material how the secret becomes key bytes
+ * @returns the bytes, or null for a `whsec_` secret that is not base64 (standard material)
  */
-export function decodeHex(text: string): Uint8Array<ArrayBuffer> | null {
-  if (text.length % 2 !== 0) return null;
-  const out = new Uint8Array(text.length / 2);
-  for (let i = 0; i < out.length; i++) {
-    const high = HEX_VALUES[text.charCodeAt(2 * i)] ?? -1;
-    const low = HEX_VALUES[text.charCodeAt(2 * i + 1)] ?? -1;
-    if (high < 0 || low < 0) return null;
-    out[i] = (high << 4) | low;
+export function keyBytes(secret: string, material: KeyMaterial): Uint8Array<ArrayBuffer> | null {
+  if (material === "standard" && secret.startsWith("whsec_")) {
+    return decodeBase64(secret.slice("whsec_".length));
   }
-  return out;
+  return utf8(secret);
 }
-
-/** SHA-256's block size in bytes: HMAC pads (or first hashes) its key to this length. */
-const BLOCK_BYTES = 64;
 
 /**
  * An HMAC-SHA256 key with its two padded-key blocks already hashed (RFC 2104 §2), so each
  * digest costs two hash-state copies and the hashing of the data, where `createHmac` re-derives
- * the key, pads it and hashes both blocks again on every call. On the 2-core machine, for a
- * 2 KB body: about 6–8 µs a digest, against 10–11 µs for `createHmac`.
+ * the key, pads it and hashes both blocks again on every call.
  *
  * Source: RFC 2104, "HMAC: Keyed-Hashing for Message Authentication" (https://www.rfc-editor.org/rfc/rfc2104);
  * SHA-256 per FIPS 180-4. The tests check it against `node:crypto` `createHmac`.
@@ -88,6 +75,27 @@ export class HmacKey {
     const inner = this.#inner.copy().update(data).digest();
     return this.#outer.copy().update(inner).digest();
   }
+}
+
+/**
+ * The prepared key of `secret`, or null when the secret gives no key bytes (empty, or a
+ * `whsec_` secret that is not base64 for Standard Webhooks): such a secret signs and matches
+ * nothing.
+ */
+function hmacKeyOf(secret: string, material: KeyMaterial): HmacKey | null {
+  const bytes = keyBytes(secret, material);
+  return bytes === null || bytes.length === 0 ? null : new HmacKey(bytes);
+}
+
+/**
+ * HMAC-SHA256 of the UTF-8 bytes of `text` under `secret`, for signing a request.
+ * @param secret the subscription's secret
+ * @param material how the secret becomes key bytes
+ * @param text the signed content (`<timestamp>.<body>` and the like)
+ * @returns the 32-byte digest, or null when the secret gives no key (see {@link hmacKeyOf})
+ */
+export function hmacOf(secret: string, material: KeyMaterial, text: string): Uint8Array | null {
+  return hmacKeyOf(secret, material)?.digest(utf8(text)) ?? null;
 }
 
 /**
@@ -123,8 +131,7 @@ export class KeyCache {
     if (this.#entries.size >= this.#maxEntries) {
       this.#entries.delete(this.#entries.keys().next().value!);
     }
-    const bytes = keyBytes(secret, material);
-    const key = bytes === null || bytes.length === 0 ? null : new HmacKey(bytes);
+    const key = hmacKeyOf(secret, material);
     this.#entries.set(id, key);
     return key;
   }
@@ -133,11 +140,9 @@ export class KeyCache {
 /**
  * True when one of `signatures` is the HMAC-SHA256 of `data` under one of `secrets`.
  * Signatures of the wrong length are skipped; equal-length ones are compared with
- * `timingSafeEqual`, so the time taken does not depend on how many bytes match.
- *
- * Why `node:crypto` hashes and not `crypto.subtle.verify`: measured on the 2-core machine with a
- * 2 KB body, one call in isolation costs about 45 µs with `crypto.subtle.verify` (an async round
- * trip to another thread) and about 10 µs with `createHmac`, 6–8 µs with {@link HmacKey}.
+ * `timingSafeEqual`, so the time taken does not depend on how many bytes match. Synchronous
+ * `node:crypto` hashing, rather than `crypto.subtle.verify`, spares each request a round trip
+ * to another thread.
  */
 export function hmacMatches(
   keys: KeyCache,
