@@ -8,7 +8,8 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
-import { createdWithId, postJson } from "./_http.ts";
+import { postJson } from "./_http.ts";
+import { createdWithId } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Discord message goes. */

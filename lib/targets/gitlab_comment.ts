@@ -9,7 +9,8 @@
 
 import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
-import { createdWithId, postJson } from "./_http.ts";
+import { postJson } from "./_http.ts";
+import { createdWithId } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
 import { valueAt } from "../subscriptions/templates.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";

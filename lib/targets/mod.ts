@@ -1,19 +1,11 @@
 /**
- * Delivery targets (CONTRACT §9): where an agent's answer or a direct-delivery message goes.
+ * Delivery targets (docs/targets.md): where an agent's answer or a direct-delivery message goes.
  *
  * `deliver()` resolves the destination first (a missing token or chat fails before anything is
  * sent), splits the text to the platform's limit, then sends the parts in order and reports
  * each one so a crash can resume where it stopped. `validateTarget()` is the subscribe-time
- * check (CONTRACT §3).
- *
- * @example
- * ```ts
- * const receipt = await deliver(
- *   { target: "telegram", chatId: "123", text: "Build failed", payload: {}, source: "github",
- *     subscription: "ci", eventLabel: "workflow_run", eventId: "ev1", deliveryId: "d1" },
- *   { env: Deno.env.toObject(), fetch, sleep, log: (m, p) => console.log(m, p) },
- * );
- * ```
+ * check (docs/subscriptions.md). Each target is one module (`telegram.ts`, `slack.ts`, ...)
+ * and one line in the registry below.
  *
  * @module
  */
@@ -128,6 +120,24 @@ function resolveTarget(
  * @throws {TargetError} permanent for an unknown target, missing token or destination, an empty
  *   message or a platform 4xx; retryable (with `retryAfterSeconds` when known) for 429 beyond
  *   `ctx.maxRateLimitWaitMs` (default 30,000 ms in total), 5xx and network errors.
+ * @example
+ * ```ts
+ * const job: DeliveryJob = {
+ *   target: "telegram", chatId: "123", text: "Build failed", payload: {}, source: "github",
+ *   subscription: "ci", eventLabel: "workflow_run", eventId: "ev1", deliveryId: "d1",
+ *   partsAlreadySent: 0, // or the parts a crashed attempt had sent
+ * };
+ * const ctx: TargetContext = {
+ *   env: Deno.env.toObject(),
+ *   fetch,
+ *   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+ *   log: (message, properties) => console.log(message, properties),
+ * };
+ * const receipt = await deliver(job, ctx, (partsSent, parts) => {
+ *   // persist partsSent before the next part goes out
+ * });
+ * receipt.destination; // "123"
+ * ```
  */
 export async function deliver(
   job: DeliveryJob,
@@ -153,7 +163,8 @@ export async function deliver(
 }
 
 /**
- * Checks a subscription's target when it is created (`agent webhook subscribe`, CONTRACT §3).
+ * Checks a subscription's target when it is created (`agent webhook subscribe`,
+ * docs/subscriptions.md).
  *
  * @param options `target` (`--deliver`, empty means the default `log`), `chatId`
  *   (`--deliver-chat-id`, may hold placeholders), `deliverOnly`, and the env the CLI sees.

@@ -1,11 +1,10 @@
 /**
  * The gateway's own comments. A comment it posts on a GitHub issue or a GitLab merge request
  * makes the forge send an `issue_comment` (GitHub) or Note Hook (GitLab) event for it, and a
- * subscription that answers comments with a comment would answer itself for ever: an agent run
- * and a comment per round, about nine a second against a quick forge. So every comment the
- * gateway posts ends with {@link OWN_COMMENT_MARKER}, an HTML comment that GitHub and GitLab do
- * not render, and the ingest path ignores an event about such a comment when its subscription
- * posts comments.
+ * subscription that answers comments with a comment would answer itself for ever, an agent run
+ * and a comment per round. So every comment the gateway posts ends with
+ * {@link OWN_COMMENT_MARKER}, an HTML comment that GitHub and GitLab do not render, and the
+ * ingest path ignores an event about such a comment when its subscription posts comments.
  *
  * @module
  */

@@ -15,7 +15,8 @@
 import { TargetError } from "../errors.ts";
 import { asRecord } from "../subscriptions/templates.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
-import { type Failure, notThePlatformsAnswer, postJson } from "./_http.ts";
+import { postJson } from "./_http.ts";
+import { type Failure, notThePlatformsAnswer } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Slack message goes. */

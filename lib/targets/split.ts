@@ -41,6 +41,11 @@ const MIN_ROOM = 8;
  * @param maxChars The platform's limit per message, in UTF-16 code units (JavaScript length).
  * @returns `[text]` when it fits, else the numbered parts in order.
  * @throws {RangeError} When `maxChars` is too small to hold a numbered part (below about 16).
+ * @example
+ * ```ts
+ * splitMessage("The build failed.\n\nSee the log for details.", 30);
+ * // ["(1/2) The build failed.", "(2/2) See the log for details."]
+ * ```
  */
 export function splitMessage(text: string, maxChars: number): string[] {
   if (text.length <= maxChars) return [text];
@@ -204,8 +209,8 @@ interface FenceScan {
 
 /**
  * Scans the lines of `text` from `pos` to `end` once, so that each cut {@link fill} weighs
- * costs a search, not a scan of the whole part again (which made a part of thousands of short
- * fenced lines take milliseconds).
+ * costs a search, not a scan of the whole part again (slow for a part of thousands of short
+ * fenced lines).
  * @param open the fence open at `pos`
  */
 function scanFences(text: string, pos: number, end: number, open: Fence | undefined): FenceScan {

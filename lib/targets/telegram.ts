@@ -9,13 +9,13 @@
 import { TargetError } from "../errors.ts";
 import { asRecord } from "../subscriptions/templates.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
+import { postJson } from "./_http.ts";
 import {
   describeError,
   type Failure,
   notThePlatformsAnswer,
-  postJson,
   retryAfter,
-} from "./_http.ts";
+} from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Telegram message goes. */
