@@ -12,8 +12,7 @@ import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { StateStore } from "../lib/state/mod.ts";
 import { SubscriptionFileCache, unusableSubscriptions } from "../lib/subscriptions/file_store.ts";
 import { deliver } from "../lib/targets/mod.ts";
-import type { IngestDeps } from "./ingest/mod.ts";
-import type { RefusalLog } from "./ingest/_refusal_log.ts";
+import type { IngestDeps, RefusalLog } from "./ingest/mod.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
 import { createSignatureVerifier } from "../lib/signatures/mod.ts";
 

@@ -10,9 +10,9 @@ import type { StateStore } from "../lib/state/mod.ts";
 const log = getLogger(["agent", "worker"]);
 
 /**
- * Rows deleted per prune batch, each one transaction on the event loop. With secure_delete
- * (pruned payloads overwritten), 1,000 events of 21 KB took 130 to 207 ms, during which no
- * request is served; 250 keep a batch near 50 ms.
+ * Rows deleted per prune batch, each one transaction on the event loop, during which no request
+ * is served: small enough that a batch of large payloads, overwritten by secure_delete, stays
+ * short.
  */
 const PRUNE_BATCH = 250;
 

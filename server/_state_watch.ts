@@ -46,30 +46,14 @@ export function watchStateFile(
     if (gone !== undefined) return;
     const now = fileIdentity(path);
     if (sameFile(now, database)) {
-      const lost = [...logs].find(([suffix, ours]) =>
-        ours !== undefined && !sameFile(fileIdentity(path + suffix), ours)
-      );
-      if (lost === undefined) return adoptLogs();
-      // Writes go on into a log that is gone, which a crash would lose, and a command that
-      // opens the database now makes a new one that does not know them. The gateway closing
-      // the database writes what the log holds into it.
-      const [suffix] = lost;
-      const state = fileIdentity(path + suffix) === undefined ? "deleted" : "replaced";
-      gone = `${path}${suffix} was ${state} while the gateway ran. Exiting, ` +
-        (suffix === "-wal"
-          ? "so that no event is acknowledged into a log that is gone (requests get 503 until " +
-            "then); the events in it are written into the database as the gateway closes it."
-          : "so that no command opens the database without the gateway's index of its log " +
-            "(the events accepted meanwhile are in the log, and kept).");
-      options.onGone(gone);
-      return;
+      gone = lostLog(path, logs);
+      if (gone === undefined) return adoptLogs();
+    } else {
+      gone = replacedDatabase(path, {
+        state: now === undefined ? "deleted" : "replaced",
+        moved: await moveLogsAside(path, logs),
+      });
     }
-    const moved = await moveLogsAside(path, logs);
-    gone = `${path} was ${now === undefined ? "deleted" : "replaced"} while the gateway ran. ` +
-      "Exiting, so that no event is acknowledged into a file that is gone (requests get 503 " +
-      "until then)" +
-      (moved.length ? `; the old database's log was moved aside to ${moved.join(", ")}` : "") +
-      ". The next start opens the database found there, or a new one.";
     options.onGone(gone);
   };
   // One check at a time: a check still moving the old logs aside must not be joined by the
@@ -87,6 +71,39 @@ export function watchStateFile(
       await checking;
     },
   };
+}
+
+/**
+ * Why the gateway must stop when a log file the database had is gone or replaced, or undefined
+ * when each is still its own. Writes go on into a log that is gone, which a crash would lose,
+ * and a command that opens the database then makes a new one that does not know them. The
+ * gateway closing the database writes what the log holds into it.
+ */
+function lostLog(path: string, logs: Map<string, FileIdentity | undefined>): string | undefined {
+  const lost = [...logs].find(([suffix, ours]) =>
+    ours !== undefined && !sameFile(fileIdentity(path + suffix), ours)
+  );
+  if (lost === undefined) return undefined;
+  const [suffix] = lost;
+  const state = fileIdentity(path + suffix) === undefined ? "deleted" : "replaced";
+  return `${path}${suffix} was ${state} while the gateway ran. Exiting, ` +
+    (suffix === "-wal"
+      ? "so that no event is acknowledged into a log that is gone (requests get 503 until " +
+        "then); the events in it are written into the database as the gateway closes it."
+      : "so that no command opens the database without the gateway's index of its log " +
+        "(the events accepted meanwhile are in the log, and kept).");
+}
+
+/** Why the gateway must stop when the database file is deleted or replaced. */
+function replacedDatabase(
+  path: string,
+  { state, moved }: { state: "deleted" | "replaced"; moved: string[] },
+): string {
+  return `${path} was ${state} while the gateway ran. ` +
+    "Exiting, so that no event is acknowledged into a file that is gone (requests get 503 " +
+    "until then)" +
+    (moved.length ? `; the old database's log was moved aside to ${moved.join(", ")}` : "") +
+    ". The next start opens the database found there, or a new one.";
 }
 
 /** Renames the log files that are still the old database's; returns their new names. */

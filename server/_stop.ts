@@ -9,7 +9,7 @@ import { getLogger } from "@logtape/logtape";
 import type { StateStore } from "../lib/state/mod.ts";
 import { settledWithin } from "../lib/worker/wait.ts";
 import type { Pruning } from "./_prune.ts";
-import type { RefusalLog } from "./ingest/_refusal_log.ts";
+import type { RefusalLog } from "./ingest/mod.ts";
 import type { StateFileWatch } from "./_state_watch.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
 

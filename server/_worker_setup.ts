@@ -13,8 +13,7 @@ import { systemPromptFor } from "../lib/agents/skills.ts";
 import type { StateStore } from "../lib/state/mod.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
 import { createWorker, type EventWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker/mod.ts";
-import { deliveryKey } from "./ingest/_direct.ts";
-import { createHeldDirectRecords, type HeldDirectRecords } from "./ingest/_held_direct.ts";
+import { createHeldDirectRecords, deliveryKey, type HeldDirectRecords } from "./ingest/mod.ts";
 
 const workerLog = getLogger(["agent", "worker"]);
 const targetLog = getLogger(["agent", "target"]);

@@ -1,36 +1,52 @@
 /**
  * The gateway's HTTP app: `createApp(deps)` returns a Hono app whose `fetch` `gateway run`
- * passes to `Deno.serve`. Routes: `GET /health` and `/webhooks/<name>` (CONTRACT §4).
+ * passes to `Deno.serve`. Routes: `GET /health` and `/webhooks/<name>` (docs/http.md).
  *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
-import { createWebhookHandler, type IngestDeps, withRefusalLog } from "./ingest/mod.ts";
-import type { RefusalLog } from "./ingest/_refusal_log.ts";
-import { internalErrorAnswer } from "./ingest/_respond.ts";
+import { lineTemplate } from "../lib/log.ts";
+import {
+  answerError,
+  createIngestRefusalLog,
+  createWebhookHandler,
+  type IngestDeps,
+  Refusal,
+} from "./ingest/mod.ts";
 
 export type { IngestDeps } from "./ingest/mod.ts";
 
 const log = getLogger(["agent", "http"]);
+const NOT_FOUND = lineTemplate("not found {method} {path}");
+const INVALID_HOST = lineTemplate("invalid Host header {host} on {method}");
 
 /**
  * Builds the gateway app.
  *
  * `/webhooks/<name>` is the hot path: its requests go straight to the ingest pipeline, found
- * from the URL string without Hono's router or context (a few percent of each request under
- * load). Every other path, and any webhook URL that is not a plain one-segment name, goes
- * through Hono as before.
- * @param given the ingest pipeline's collaborators
+ * from the URL string without Hono's router or context. Every other path, and any webhook URL
+ * that is not a plain one-segment name, goes through Hono. Whichever way a request comes, a
+ * refusal or an unexpected error is answered by `answerError`.
+ * @param given the ingest pipeline's collaborators; without `refusals`, a refusal log with the
+ *   default limits
  * @returns a Hono app: `GET /health` → 200 `{"status":"ok","platform":"webhook"}` (no auth);
  *   `/webhooks/<name>` → the ingest pipeline; anything else → 404 `{"error": ...}`.
  *   Unexpected errors answer 500 `{"error":"internal error"}` and are logged.
+ * @example
+ * ```ts
+ * const app = createApp(deps);
+ * Deno.serve({ port: 8644 }, app.fetch);
+ * // in a test:
+ * const response = await app.request("/webhooks/github", { method: "POST", headers, body });
+ * ```
  */
 export function createApp(given: IngestDeps): Hono {
-  const deps = withRefusalLog(given);
-  const refusals = deps.refusals!;
+  const refusals = given.refusals ?? createIngestRefusalLog();
+  const deps = given.refusals === undefined ? { ...given, refusals } : given;
   const app = new Hono();
   const handleWebhook = createWebhookHandler(deps);
+  const onError = (error: unknown, request: Request) => answerError(error, { request, refusals });
 
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
   app.all("/webhooks/:name", (c) => handleWebhook(c.req.raw, c.req.param("name")));
@@ -41,19 +57,15 @@ export function createApp(given: IngestDeps): Hono {
     // Deno builds the URL from the Host header and the path: `Host: x/webhooks/other#` would
     // make `POST /webhooks/gh` reach `other`, and `Host: x/health?` any path answer as /health.
     const host = request.headers.get("host");
-    if (host !== null && !HOST_HEADER.test(host)) return invalidHost(refusals, request, host);
+    if (host !== null && !HOST_HEADER.test(host)) {
+      return onError(invalidHost(request, host), request);
+    }
     const name = request.method === "HEAD" ? undefined : webhookName(request.url);
     if (name === undefined) return routed(request, ...rest);
-    return handleWebhook(request, name).catch((error) => internalError(error, request));
+    return handleWebhook(request, name).catch((error) => onError(error, request));
   };
-  app.notFound((c) => {
-    const path = c.req.path.length > 200 ? `${c.req.path.slice(0, 200)}…` : c.req.path;
-    refusals.refused(undefined, 404, () => {
-      log.warn("not found {method} {path}", { method: c.req.method, path, status: 404 });
-    });
-    return c.json({ error: `not found: ${c.req.method} ${path}` }, 404);
-  });
-  app.onError((error, c) => internalError(error, c.req.raw));
+  app.notFound((c) => onError(notFound(c.req.method, c.req.path), c.req.raw));
+  app.onError((error, c) => onError(error, c.req.raw));
   return app;
 }
 
@@ -64,27 +76,32 @@ export function createApp(given: IngestDeps): Hono {
  */
 const HOST_HEADER = /^(?:\[[0-9A-Za-z:.%~_-]*\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
 
-/** The 400 for a Host header that is not a host, and its log line. */
-function invalidHost(refusals: RefusalLog, request: Request, host: string): Response {
+/** The 400 for a Host header that is not a host; it counts with the refusals naming no route. */
+function invalidHost(request: Request, host: string): Refusal {
   const shown = host.length > 100 ? `${host.slice(0, 100)}…` : host;
-  refusals.refused(undefined, 400, () => {
-    log.warn("invalid Host header {host} on {method}", {
-      host: JSON.stringify(shown),
-      method: request.method,
-      status: 400,
-    });
+  return new Refusal(400, `invalid Host header: ${shown}`, {
+    pool: "others",
+    line: {
+      logger: log,
+      level: "warning",
+      template: INVALID_HOST,
+      properties: { host: JSON.stringify(shown), method: request.method, status: 400 },
+    },
   });
-  return Response.json({ error: `invalid Host header: ${shown}` }, { status: 400 });
 }
 
-/** Logs an unexpected error and answers 500 `{"error":"internal error"}`. */
-function internalError(error: unknown, request: Request): Response {
-  log.error("internal error on {method} {path}: {reason}", {
-    method: request.method,
-    path: new URL(request.url).pathname,
-    reason: error instanceof Error ? error.stack ?? error.message : String(error),
+/** The 404 for a path the app does not serve; it counts with the refusals naming no route. */
+function notFound(method: string, fullPath: string): Refusal {
+  const path = fullPath.length > 200 ? `${fullPath.slice(0, 200)}…` : fullPath;
+  return new Refusal(404, `not found: ${method} ${path}`, {
+    pool: "others",
+    line: {
+      logger: log,
+      level: "warning",
+      template: NOT_FOUND,
+      properties: { method, path, status: 404 },
+    },
   });
-  return internalErrorAnswer();
 }
 
 const WEBHOOKS_PREFIX = "/webhooks/";

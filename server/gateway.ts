@@ -11,13 +11,16 @@ import { bracketed } from "../lib/config/address.ts";
 import { killLeftoverAgents } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config/mod.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/state/gateway_lock.ts";
-import { corruptionAdvice, openStateStore, type StateStore } from "../lib/state/mod.ts";
+import type { StateStore } from "../lib/state/mod.ts";
+import { corruptionAdvice, openStateStore } from "../lib/state/sqlite/mod.ts";
 import { createApp } from "./app.ts";
-import { createIngestRefusalLog } from "./ingest/mod.ts";
+import {
+  createIngestRefusalLog,
+  internalErrorAnswer,
+  type RefusalLogLimits,
+} from "./ingest/mod.ts";
 import { ingestDeps, routeFinder } from "./_app_deps.ts";
 import { startPruning } from "./_prune.ts";
-import type { RefusalLogLimits } from "./ingest/_refusal_log.ts";
-import { internalErrorAnswer } from "./ingest/_respond.ts";
 import { type Running, stopGateway } from "./_stop.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { setUpWorker, type WorkerSetup } from "./_worker_setup.ts";
@@ -202,8 +205,8 @@ async function openState(
       // SQLite calls block the event loop: a lock held by another process (a CLI command) may
       // stall every request this long before the sender gets 503.
       busyTimeoutMs: 1000,
-      // A corrupt file served 503 for ever, or took events it may not give back, and a
-      // supervisor never learnt of it: the gateway stops, as when the file is replaced.
+      // A corrupt file would serve 503 for ever, or take events it may not give back, without
+      // a supervisor learning of it: the gateway stops, as when the file is replaced.
       onCorrupt: (reason) =>
         failed.resolve(
           new Error(

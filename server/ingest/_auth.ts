@@ -1,16 +1,15 @@
 /**
- * The "auth" step of `POST /webhooks/<name>` (CONTRACT §4, §5): the signature is verified on the
+ * The "auth" step of `POST /webhooks/<name>` (docs/http.md, docs/signatures.md): the signature is verified on the
  * raw bytes with the route's secrets, before anything is parsed, and the checks that tie a body
  * to the scheme that signed it: which form bodies that scheme's senders send, and Linear's
  * timestamp, which is inside the signed body.
  *
  * @module
  */
-import { writeLine } from "../../lib/log.ts";
 import { acceptedSecrets, type Route } from "../../lib/subscriptions/mod.ts";
 import type { IngestDeps } from "./mod.ts";
-import { answer, log, logRefusal, reject, REJECTED } from "./_respond.ts";
-import type { RefusalLog } from "./_refusal_log.ts";
+import { log } from "./_answers.ts";
+import { Refusal, refusalFor, REJECTED } from "./_refusal.ts";
 import { DEFAULT_TOLERANCE_SECONDS, type SchemeName } from "../../lib/signatures/mod.ts";
 
 /** A request to authenticate: its raw body, and the route its name found. */
@@ -30,16 +29,16 @@ export interface Unverified {
  * The "auth" step: verifies the signature with the route's secrets. When it fails in a way a
  * newer subscription file could change (no secret, a signature that does not match), the
  * route is looked up afresh and, if its secrets or scheme changed, verified once more.
- * @param deps the pipeline's collaborators: `verifier`, `findRoute`, `globalSecret`, `refusals`
+ * @param deps the pipeline's collaborators: `verifier`, `findRoute`, `globalSecret`
  * @param unverified the request, its raw body, its name and the route found for it
- * @returns the route the request is authentic for and the scheme that said so, or the refusal
- *   to answer with: 403 (no secret), 401 (missing or invalid signature), 404 (the subscription
+ * @returns the route the request is authentic for and the scheme that said so
+ * @throws Refusal 403 (no secret), 401 (missing or invalid signature), 404 (the subscription
  *   was just removed)
  */
 export async function authenticate(
   deps: IngestDeps,
   { request, name, route, body, nowMs }: Unverified,
-): Promise<{ route: Route; scheme: SchemeName } | Response> {
+): Promise<{ route: Route; scheme: SchemeName }> {
   const verify = (candidate: Route, secrets: string[]) =>
     secrets.length === 0 ? undefined : deps.verifier.verify({
       headers: request.headers,
@@ -52,9 +51,7 @@ export async function authenticate(
   let verdict = await verify(route, secrets);
   if (!verdict || (!verdict.ok && verdict.reason !== "missing")) {
     const fresh = deps.findRoute(name, { fresh: true });
-    if (!fresh) {
-      return reject(deps.refusals, { name, status: 404, error: `unknown subscription: ${name}` });
-    }
+    if (!fresh) throw refusalFor(name, { status: 404, error: `unknown subscription: ${name}` });
     const freshSecrets = acceptedSecrets(fresh, deps.globalSecret, nowMs);
     if (freshSecrets.join("\n") !== secrets.join("\n") || fresh.auth !== route.auth) {
       [route, secrets] = [fresh, freshSecrets];
@@ -62,29 +59,26 @@ export async function authenticate(
     }
   }
   if (!verdict) {
-    const error = "no secret configured for this subscription";
-    return reject(deps.refusals, { name, status: 403, error });
+    throw refusalFor(name, { status: 403, error: "no secret configured for this subscription" });
   }
   if (verdict.ok) return { route, scheme: verdict.scheme };
-  return refuseSignature(deps.refusals, { name, scheme: verdict.scheme, detail: verdict.reason });
+  throw signatureRefusal({ name, scheme: verdict.scheme, detail: verdict.reason });
 }
 
-/** The 401 for a signature that is missing, wrong or too old, and its log line. */
-function refuseSignature(
-  refusals: RefusalLog | undefined,
+/** The 401 for a signature that is missing, wrong or too old; its line names scheme and detail. */
+function signatureRefusal(
   { name, scheme, detail }: { name: string; scheme: SchemeName | null; detail: string },
-): Response {
+): Refusal {
   const error = detail === "missing" ? "missing signature" : "invalid signature";
-  logRefusal(refusals, name, 401, () => {
-    writeLine(log, "warning", REJECTED, {
-      subscription: name,
-      status: 401,
-      reason: error,
-      scheme,
-      detail,
-    });
+  return new Refusal(401, error, {
+    pool: { subscription: name },
+    line: {
+      logger: log,
+      level: "warning",
+      template: REJECTED,
+      properties: { subscription: name, status: 401, reason: error, scheme, detail },
+    },
   });
-  return answer(401, { error });
 }
 
 /**
@@ -120,25 +114,21 @@ export function formsSignedBy(scheme: SchemeName, headers: Headers): "any" | "pa
 /**
  * The replay check of a body that carries Linear's timestamp, made once the body is parsed
  * (see {@link carriesLinearTimestamp}).
- * @param refusals the gateway's refusal log, if any
  * @param parsed the subscription name of the URL, the scheme that verified the request, the
  *   parsed payload and the request's time in milliseconds since the epoch
- * @returns the 401 to answer with when the timestamp is missing or out of the window, else
- *   `undefined`
+ * @throws Refusal 401 when the timestamp is missing or out of the window
  */
 export function refuseStaleLinear(
-  refusals: RefusalLog | undefined,
   { name, scheme, payload, nowMs }: {
     name: string;
     scheme: SchemeName;
     payload: unknown;
     nowMs: number;
   },
-): Response | undefined {
-  if (!carriesLinearTimestamp(scheme, payload) || linearTimestampFresh(payload, nowMs)) {
-    return undefined;
+): void {
+  if (carriesLinearTimestamp(scheme, payload) && !linearTimestampFresh(payload, nowMs)) {
+    throw signatureRefusal({ name, scheme, detail: "stale" });
   }
-  return refuseSignature(refusals, { name, scheme, detail: "stale" });
 }
 
 /**

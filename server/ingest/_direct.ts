@@ -1,5 +1,5 @@
 /**
- * Direct delivery (CONTRACT §4, §6): the rendered template is sent to the target while the
+ * Direct delivery (docs/http.md): the rendered template is sent to the target while the
  * sender waits; 200 when the target took it, 502 when it did not.
  *
  * @module
@@ -8,7 +8,8 @@ import { errorMessage, TargetError } from "../../lib/errors.ts";
 import { STORE_REFUSED_RETRY_MS } from "../../lib/worker/mod.ts";
 import type { DirectOutcome, NewEvent } from "../../lib/state/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
-import { answer, duplicate, log, reject } from "./_respond.ts";
+import { answer, duplicate, log } from "./_answers.ts";
+import { answerRefusal, refusalFor } from "./_refusal.ts";
 import type { IngestDeps } from "./mod.ts";
 
 /** The key of a direct delivery under way: its subscription and delivery id. */
@@ -16,7 +17,7 @@ export const deliveryKey = (subscription: string, deliveryId: string) =>
   `${subscription}\u0000${deliveryId}`;
 
 /**
- * Direct delivery (CONTRACT §4, §6): 200 when the target took the message, 502 when it did
+ * Direct delivery (docs/http.md): 200 when the target took the message, 502 when it did
  * not. The delivery id is only recorded after success, so the sender's retry of a 502 goes
  * through; a failure records how many parts of a split message went out, and the retry resumes
  * after them. A retry that arrives while the first attempt is still sending gets 409. A 502
@@ -26,8 +27,9 @@ export const deliveryKey = (subscription: string, deliveryId: string) =>
  * @param deps the pipeline's collaborators: `deliverDirect`, `store`, `heldDirect`, `now`
  * @param directInFlight the direct deliveries under way, keyed by {@link deliveryKey}
  * @returns 200 `{"status":"delivered",…}`, a duplicate's answer when the delivery id was already
- *   delivered, 409 while an earlier attempt of it is sending, or 502 `{"error":…}`; never
- *   throws for a failed delivery or a database that refuses the record
+ *   delivered, 409 while an earlier attempt of it is sending (a `Refusal` answered here,
+ *   as every outcome of a delivery is), or 502 `{"error":…}`; never throws for a failed
+ *   delivery or a database that refuses the record
  */
 export async function deliverNow(
   event: NewEvent,
@@ -54,23 +56,27 @@ export async function deliverNow(
       // A replay of this message is waiting or being sent: it may still fail (or, its key
       // expired, it would be sent twice), so the sender keeps its retry and comes back once
       // that is settled. A message delivered once, its key live, is a duplicate.
-      return reject(deps.refusals, {
-        name: subscription,
-        status: 409,
-        error: "this delivery is being sent again by a replay",
-        headers: { "retry-after": "5" },
-      });
+      return answerRefusal(
+        refusalFor(subscription, {
+          status: 409,
+          error: "this delivery is being sent again by a replay",
+          headers: { "retry-after": "5" },
+        }),
+        deps.refusals,
+      );
     }
     if (live) return duplicate(subscription, eventLabel, deliveryId);
   }
   const key = deliveryKey(subscription, deliveryId);
   if (event.dedupe && directInFlight.has(key)) {
-    return reject(deps.refusals, {
-      name: subscription,
-      status: 409,
-      error: "this delivery is already being sent",
-      headers: { "retry-after": "5" },
-    });
+    return answerRefusal(
+      refusalFor(subscription, {
+        status: 409,
+        error: "this delivery is already being sent",
+        headers: { "retry-after": "5" },
+      }),
+      deps.refusals,
+    );
   }
   directInFlight.add(key);
   try {

@@ -1,12 +1,12 @@
 /**
- * The last steps of `POST /webhooks/<name>` (CONTRACT §4), once the request is authentic and
+ * The last steps of `POST /webhooks/<name>` (docs/http.md), once the request is authentic and
  * parsed: GitHub's `ping` and Slack's URL check, the event filter, then dedupe and dispatch:
  * the event is persisted for the worker (202), or delivered while the sender waits (direct
- * mode, `_direct.ts`). A state database that cannot take the event answers 503.
+ * mode, `_direct.ts`). A state database that cannot take the event is refused with 503 (see
+ * `refusalOf`).
  *
  * @module
  */
-import { StoreUnavailableError } from "../../lib/errors.ts";
 import { lineTemplate, writeLine } from "../../lib/log.ts";
 import {
   type EventInfo,
@@ -20,7 +20,7 @@ import type { Route } from "../../lib/subscriptions/mod.ts";
 import { isOwnComment, postsComments } from "../../lib/targets/own_comments.ts";
 import type { IngestDeps } from "./mod.ts";
 import { deliverNow } from "./_direct.ts";
-import { answer, duplicate, log, STORE_RETRY_AFTER_SECONDS } from "./_respond.ts";
+import { accepted, duplicate, ignored, log, pong, slackChallenge } from "./_answers.ts";
 import type { SchemeName } from "../../lib/signatures/mod.ts";
 
 /** The lines written on every request they answer, read once (see `writeLine`). */
@@ -56,8 +56,9 @@ interface Received {
  * @param authentic the route, scheme, headers and parsed payload, and the direct deliveries
  *   under way
  * @returns 200 `pong`, a Slack challenge, `ignored` or `duplicate`; 202 `accepted`; direct
- *   mode's 200, 409 or 502; 503 with `Retry-After` when the store is unavailable
- * @throws what the store throws besides `StoreUnavailableError` (the app answers 500)
+ *   mode's 200, 409 or 502
+ * @throws StoreUnavailableError when the store cannot take or read the event (answered 503);
+ *   what else the store throws (answered 500)
  */
 export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<Response> {
   const { route, scheme, headers, payload: { value: payload, json }, directInFlight } = authentic;
@@ -67,16 +68,10 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   if (answered) return answered;
   const newEvent = buildEvent(received, { json, receivedAtMs: deps.now() });
   const { subscription, eventLabel: event, deliveryId } = newEvent;
-  let result;
-  try {
-    // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
-    // how many parts went out already): a store it cannot read is a 503 there too.
-    if (route.deliver_only) return await deliverNow(newEvent, payload, deps, directInFlight);
-    result = await deps.store.accept(newEvent);
-  } catch (error) {
-    if (!(error instanceof StoreUnavailableError)) throw error;
-    return storeUnavailable(subscription, error);
-  }
+  // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
+  // how many parts went out already): a store it cannot read is a 503 there too.
+  if (route.deliver_only) return deliverNow(newEvent, payload, deps, directInFlight);
+  const result = await deps.store.accept(newEvent);
   if (result.status === "duplicate") return duplicate(subscription, event, deliveryId);
   deps.onAccepted();
   writeLine(log, "info", ACCEPTED, {
@@ -85,25 +80,7 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
     delivery_id: deliveryId,
     event_id: result.eventId,
   });
-  return answer(202, {
-    status: "accepted",
-    subscription,
-    event,
-    delivery_id: deliveryId,
-    event_id: result.eventId,
-  });
-}
-
-/** The "store down" step: 503 with `Retry-After`, never 202 without persistence. */
-function storeUnavailable(subscription: string, error: StoreUnavailableError): Response {
-  log.error("store unavailable for {subscription}: {reason}", {
-    subscription,
-    status: 503,
-    reason: error.message,
-  });
-  return answer(503, { error: "event store unavailable, retry later" }, {
-    "retry-after": `${STORE_RETRY_AFTER_SECONDS}`,
-  });
+  return accepted({ subscription, event, deliveryId, eventId: result.eventId });
 }
 
 /** GitHub's `ping` and Slack's URL check: answered, never dispatched; `undefined` for events. */
@@ -114,7 +91,7 @@ function answerWithoutEvent(
   const subscription = route.name;
   if (info.source === "github" && info.type === "ping") {
     log.info("ping {subscription}", { subscription, delivery_id: info.deliveryId });
-    return answer(200, { status: "pong" });
+    return pong();
   }
   const fields = payload as { type?: unknown; challenge?: unknown } | null;
   const challenge = scheme === "slack" && typeof fields === "object" && fields !== null &&
@@ -125,7 +102,7 @@ function answerWithoutEvent(
     // Slack's Events API checks the URL with a signed challenge to echo back, not an event.
     // https://api.slack.com/events/url_verification
     log.info("url_verification {subscription}", { subscription });
-    return answer(200, { challenge });
+    return slackChallenge(challenge);
   }
   return undefined;
 }
@@ -139,11 +116,11 @@ function filter({ route, info, event, payload }: Received): Response | undefined
       event,
       events: route.events?.join(","),
     });
-    return answer(200, { status: "ignored", event });
+    return ignored(event);
   }
   if (postsComments(route.deliver ?? "log") && isOwnComment(payload)) {
     writeLine(log, "info", OWN_COMMENT, { subscription, event });
-    return answer(200, { status: "ignored", event, reason: "the gateway's own comment" });
+    return ignored(event, "the gateway's own comment");
   }
   return undefined;
 }

@@ -1,8 +1,8 @@
 /**
  * How many refused requests the log records. Each refusal (401, 404, 405, 413, ... before an
- * event is accepted) is one log line, and anyone on the internet can send them: about 190,000
- * requests to unknown names in 20 s rotated away the whole log (3 files of 5 MiB), with every
- * line about accepted events in it.
+ * event is accepted) is one log line, and anyone on the internet can send them: without a
+ * limit, a flood of requests to unknown names would rotate away the whole log, with every line
+ * about accepted events in it.
  *
  * So in each window of `windowMs` the log records at most `linesPerWindow` refusals per pool:
  * one pool per subscription, for the refusals of requests to it (a sender with a wrong secret,
@@ -68,18 +68,7 @@ export function createRefusalLog(
   const left = new Map<string, Map<number, number>>();
 
   function flush(): void {
-    if (left.size > 0) {
-      let total = 0;
-      const pools = [...left].map(([pool, byStatus]) => {
-        const counts = [...byStatus].sort(([a], [b]) => a - b).map(([status, count]) => {
-          total += count;
-          return `${status} ×${count}`;
-        });
-        return `${pool === OTHERS ? "unknown names and paths" : pool}: ${counts.join(", ")}`;
-      });
-      const requests = total === 1 ? "refused request was" : "refused requests were";
-      warn(`${total} ${requests} not logged (${pools.join("; ")})`);
-    }
+    if (left.size > 0) warn(leftOutLine(left));
     left.clear();
     logged.clear();
   }
@@ -103,15 +92,35 @@ export function createRefusalLog(
       let byStatus = left.get(pool);
       if (byStatus === undefined) {
         left.set(pool, byStatus = new Map());
-        const what = pool === OTHERS ? "to unknown names and paths" : `to ${pool}`;
-        warn(
-          `over ${limits.linesPerWindow} refused requests ${what} in ${limits.windowMs / 1000} s:` +
-            " the rest are counted, not logged, until the count is written",
-        );
+        warn(stopLine(pool, limits));
       }
       byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
     },
     endWindowIfOver,
     flush,
   };
+}
+
+/** The line that says a pool's refusals are counted, not logged, for the rest of the window. */
+function stopLine(pool: string, limits: RefusalLogLimits): string {
+  const what = pool === OTHERS ? "to unknown names and paths" : `to ${pool}`;
+  return `over ${limits.linesPerWindow} refused requests ${what} in ${limits.windowMs / 1000} s:` +
+    " the rest are counted, not logged, until the count is written";
+}
+
+/**
+ * The line that counts the refusals left out, by pool, then status:
+ * `3 refused requests were not logged (gh: 401 ×2; unknown names and paths: 404 ×1)`.
+ */
+function leftOutLine(left: Map<string, Map<number, number>>): string {
+  let total = 0;
+  const pools = [...left].map(([pool, byStatus]) => {
+    const counts = [...byStatus].sort(([a], [b]) => a - b).map(([status, count]) => {
+      total += count;
+      return `${status} ×${count}`;
+    });
+    return `${pool === OTHERS ? "unknown names and paths" : pool}: ${counts.join(", ")}`;
+  });
+  const requests = total === 1 ? "refused request was" : "refused requests were";
+  return `${total} ${requests} not logged (${pools.join("; ")})`;
 }

@@ -1,8 +1,9 @@
 /**
- * The ingest pipeline of `POST /webhooks/<name>`: the steps of CONTRACT §4 in order, the first
- * failing step answers. Authentication runs on the raw bytes before anything is parsed, and
- * requests that fail it never touch the state database. The steps after parsing are in
- * `_dispatch.ts`, authentication in `_auth.ts`.
+ * The ingest pipeline of `POST /webhooks/<name>` (docs/http.md), and the face of this folder.
+ * The steps run in order, and the first that refuses throws a {@link Refusal}, which
+ * {@link answerError} turns into the answer and the log line. Authentication runs on the raw
+ * bytes before anything is parsed, and requests that fail it never touch the state database.
+ * Authentication is in `_auth.ts`, the steps after parsing in `_dispatch.ts`.
  *
  * @module
  */
@@ -10,20 +11,21 @@ import type { RateLimiter } from "../../lib/subscriptions/rate_limit.ts";
 import type { StateStore } from "../../lib/state/mod.ts";
 import { NAME_PATTERN, type Route } from "../../lib/subscriptions/mod.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../../lib/targets/mod.ts";
-import {
-  BodyBudget,
-  BodyDeadlines,
-  BodyError,
-  declaredLength,
-  parsePayload,
-  readBody,
-} from "./body.ts";
+import { BodyBudget, BodyDeadlines, declaredLength, readBody } from "./_body.ts";
+import { parsePayload } from "./_payload.ts";
 import type { HeldDirectRecords } from "./_held_direct.ts";
 import { authenticate, formsSignedBy, refuseStaleLinear } from "./_auth.ts";
 import { dispatch } from "./_dispatch.ts";
-import { log, type Refusal, reject, STORE_RETRY_AFTER_SECONDS } from "./_respond.ts";
+import { log } from "./_answers.ts";
+import { refusalFor, refusalOf } from "./_refusal.ts";
 import { createRefusalLog, type RefusalLog, type RefusalLogLimits } from "./_refusal_log.ts";
 import { detectScheme, type SchemeName, type SignatureVerifier } from "../../lib/signatures/mod.ts";
+
+export { internalErrorAnswer } from "./_answers.ts";
+export { answerError, type LogLine, Refusal, type RefusalPool } from "./_refusal.ts";
+export type { RefusalLog, RefusalLogLimits } from "./_refusal_log.ts";
+export { deliveryKey } from "./_direct.ts";
+export { createHeldDirectRecords, type HeldDirectRecords } from "./_held_direct.ts";
 
 /** What the ingest pipeline needs; `gateway run` builds the real ones, tests pass fakes. */
 export interface IngestDeps {
@@ -79,21 +81,11 @@ export interface IngestDeps {
    */
   heldDirect?: HeldDirectRecords;
   /**
-   * Which refusals are written to the log (see `_refusal_log.ts`); the gateway's start makes
-   * it and writes the count of those left out. `createApp` makes one with the default limits
-   * when none is given; without one, every refusal is written.
+   * Which refusals are written to the log (see `RefusalLog`); the gateway's start makes it and
+   * writes the count of those left out. `createApp` makes one with the default limits when
+   * none is given; without one, every refusal is written.
    */
   refusals?: RefusalLog;
-}
-
-/**
- * Gives `deps` the refusal log the app shares with the pipeline: one with the default limits,
- * when none is given.
- * @param deps as given
- * @returns the same collaborators, with a refusal log
- */
-export function withRefusalLog(deps: IngestDeps): IngestDeps {
-  return deps.refusals !== undefined ? deps : { ...deps, refusals: createIngestRefusalLog() };
 }
 
 /**
@@ -123,9 +115,15 @@ export type WebhookHandler = (request: Request, name: string) => Promise<Respons
 /**
  * Builds the handler of `/webhooks/<name>`. It keeps the set of direct deliveries under way.
  * @param deps the pipeline's collaborators
- * @returns a handler answering with the first failing step, or with dispatch (CONTRACT §4);
- *   bad input never throws; an unexpected error rejects the handler's promise, which the app
- *   answers with 500 and logs
+ * @returns a handler whose promise settles with dispatch's answer (docs/http.md), or rejects
+ *   with the {@link Refusal} of the first step that refuses; any other rejection is unexpected.
+ *   {@link answerError} answers both.
+ * @example
+ * ```ts
+ * const handleWebhook = createWebhookHandler(deps);
+ * const response = await handleWebhook(request, "github")
+ *   .catch((error) => answerError(error, { request, refusals: deps.refusals }));
+ * ```
  */
 export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
   const pipeline: Pipeline = {
@@ -134,52 +132,45 @@ export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
     deadlines: new BodyDeadlines(deps.bodyTimeoutMs),
     budget: new BodyBudget(deps.maxBodyBytes, deps.bodyBudgetBytes),
   };
-  return (request, name) => handleWebhook(pipeline, { request, name });
+  return async (request, name) => {
+    try {
+      return await handleWebhook(pipeline, { request, name });
+    } catch (error) {
+      throw refusalOf(error, name);
+    }
+  };
 }
 
-/** The steps of CONTRACT §4, in order: the first that fails answers. */
+/** The steps of docs/http.md, in order: the first that refuses throws. */
 async function handleWebhook(
   pipeline: Pipeline,
   { request, name }: { request: Request; name: string },
 ): Promise<Response> {
   const { deps } = pipeline;
-  const refuse = (refusal: Omit<Refusal, "name">) => reject(deps.refusals, { name, ...refusal });
   // 1. method
   if (request.method !== "POST") {
     const error = `method ${request.method} not allowed: use POST`;
-    return refuse({ status: 405, error, headers: { allow: "POST" } });
+    throw refusalFor(name, { status: 405, error, headers: { allow: "POST" } });
   }
   // 2. route
   const found = NAME_PATTERN.test(name)
     ? deps.findRoute(name) ?? deps.findRoute(name, { fresh: true })
     : undefined;
-  if (!found) return refuse({ status: 404, error: `unknown subscription: ${name}` });
+  if (!found) throw refusalFor(name, { status: 404, error: `unknown subscription: ${name}` });
   // 3. size
   const body = await receiveBody(request, pipeline);
-  if (body instanceof BodyError) {
-    const retry = body.status === 503
-      ? { "retry-after": `${STORE_RETRY_AFTER_SECONDS}` }
-      : undefined;
-    return refuse({ status: body.status, error: body.message, headers: retry });
-  }
   // 4. auth
   const nowMs = deps.now();
-  const verified = await authenticate(deps, { request, name, route: found, body, nowMs });
-  if (verified instanceof Response) return verified;
-  const { route, scheme } = verified;
+  const { route, scheme } = await authenticate(deps, { request, name, route: found, body, nowMs });
   // 5. rate
   const rate = deps.rateLimiter.take(name, route.rate_limit ?? deps.rateLimitPerMinute, nowMs);
   if (!rate.allowed) {
     const headers = { "retry-after": `${rate.retryAfterSeconds}` };
-    return refuse({ status: 429, error: "rate limit exceeded", headers });
+    throw refusalFor(name, { status: 429, error: "rate limit exceeded", headers });
   }
   // 6. parse (and Linear's timestamp, which is in the body)
   const payload = parseBody(request, { body, scheme });
-  if (payload instanceof BodyError) {
-    return refuse({ status: payload.status, error: payload.message });
-  }
-  const stale = refuseStaleLinear(deps.refusals, { name, scheme, payload: payload.value, nowMs });
-  if (stale) return stale;
+  refuseStaleLinear({ name, scheme, payload: payload.value, nowMs });
   // 7. ping, filter, dedupe, dispatch, store down
   const { directInFlight } = pipeline;
   return dispatch(deps, { route, scheme, headers: request.headers, payload, directInFlight });
@@ -188,43 +179,32 @@ async function handleWebhook(
 /**
  * The "size" step: the body, read within `maxBodyBytes`, the time allowed and the budget of
  * bodies received at once.
- * @returns the body, or the `BodyError` to answer with (413, 408, 400; 503 past the budget)
- * @throws what reading throws besides `BodyError`
+ * @throws BodyError 413, 408, 400; 503 past the budget
  */
 async function receiveBody(
   request: Request,
   { deps, deadlines, budget }: Pipeline,
-): Promise<Uint8Array | BodyError> {
-  try {
-    // A request without any signature header is refused (401, or 403 without a secret) before
-    // its body is read: it cannot make the gateway receive and hold a body. Only once its size
-    // is known to be within the limit (Content-Length), as the size step comes first; a
-    // chunked one is read, and counted, first. A signed request (nearly all) skips this check
-    // of its Content-Length: readBody makes it.
-    const unsigned = detectScheme(request.headers) === null &&
-      declaredLength(request, deps.maxBodyBytes) !== null;
-    return unsigned ? NO_BODY : await readBody(request, deps.maxBodyBytes, { deadlines, budget });
-  } catch (error) {
-    if (!(error instanceof BodyError)) throw error;
-    return error;
-  }
+): Promise<Uint8Array> {
+  // A request without any signature header is refused (401, or 403 without a secret) before
+  // its body is read: it cannot make the gateway receive and hold a body. Only once its size
+  // is known to be within the limit (Content-Length), as the size step comes first; a
+  // chunked one is read, and counted, first. A signed request (nearly all) skips this check
+  // of its Content-Length: readBody makes it.
+  const unsigned = detectScheme(request.headers) === null &&
+    declaredLength(request, deps.maxBodyBytes) !== null;
+  return unsigned ? NO_BODY : await readBody(request, deps.maxBodyBytes, { deadlines, budget });
 }
 
 /**
  * The "parse" step: JSON, or the forms the scheme's senders send (see `formsSignedBy`).
- * @returns the payload and its JSON text, or the `BodyError` to answer with (400)
- * @throws what parsing throws besides `BodyError`
+ * @returns the payload and its JSON text
+ * @throws BodyError 400 for a body that is not a payload
  */
 function parseBody(
   request: Request,
   { body, scheme }: { body: Uint8Array; scheme: SchemeName },
-): { value: unknown; json: string } | BodyError {
-  try {
-    return parsePayload(body, request.headers.get("content-type"), {
-      forms: formsSignedBy(scheme, request.headers),
-    });
-  } catch (error) {
-    if (!(error instanceof BodyError)) throw error;
-    return error;
-  }
+): { value: unknown; json: string } {
+  return parsePayload(body, request.headers.get("content-type"), {
+    forms: formsSignedBy(scheme, request.headers),
+  });
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../../lib/errors.ts";
-import { type NewEvent, openStateStore } from "../../../lib/state/mod.ts";
+import type { NewEvent } from "../../../lib/state/mod.ts";
+import { openStateStore } from "../../../lib/state/sqlite/mod.ts";
 import type { DeliveryJob } from "../../../lib/targets/mod.ts";
 import { deliverNow } from "../../../server/ingest/_direct.ts";
 import { createHeldDirectRecords } from "../../../server/ingest/_held_direct.ts";

@@ -2,7 +2,8 @@
  * parsePayload() on form bodies: the percent-encoded bytes must be UTF-8, as raw bodies must.
  */
 import assert from "node:assert/strict";
-import { BodyError, parsePayload } from "../../../server/ingest/body.ts";
+import { BodyError } from "../../../server/ingest/_body.ts";
+import { parsePayload } from "../../../server/ingest/_payload.ts";
 
 const FORM = "application/x-www-form-urlencoded";
 const bytes = (text: string) => new TextEncoder().encode(text);
