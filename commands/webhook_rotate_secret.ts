@@ -1,11 +1,11 @@
 /**
  * `agent webhook rotate-secret <name>`: gives a dynamic subscription a new secret and keeps the
- * old one valid for a grace period, so the sender can be switched over without losing events.
- * The gateway accepts the secret and every `previous_secrets` entry until its `expires_at`.
+ * old one valid for a grace period, so the sender can be switched over without losing events
+ * (docs/commands.md).
  *
  * @module
  */
-import { webhookUrl } from "../lib/config/mod.ts";
+import { type Config, webhookUrl } from "../lib/config/mod.ts";
 import { ConfigError, NotFoundError, UsageError } from "../lib/errors.ts";
 import { generateSecret, type Subscription } from "../lib/subscriptions/mod.ts";
 import { updateSubscriptions, wrongFieldType } from "../lib/subscriptions/file_store.ts";
@@ -15,13 +15,14 @@ import { checkSecretForScheme } from "./_subscribe_checks.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
-
-/** Grace period when `--grace` is not given: one day. */
-export const DEFAULT_GRACE = "24h";
-/** Longest grace period accepted, in milliseconds (365 days): an old secret must end. */
-export const MAX_GRACE_MS = 365 * 24 * 60 * 60 * 1000;
-
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+import {
+  DEFAULT_GRACE,
+  describeRotation,
+  parseGrace,
+  type PreviousSecret,
+  rotate,
+  secretsOf,
+} from "./_secret_rotation.ts";
 
 const usage =
   `Usage: agent webhook rotate-secret <name> [--grace DURATION] [--secret SECRET] [--json]
@@ -62,29 +63,11 @@ export const webhookRotateSecret: Command = {
     if (!config) return 1;
     refuseStatic(config, name, "rotate the secret of");
     const nowMs = ctx.now();
-    const { record, retired, warnings } = await updateSubscriptions(
-      config.paths.subscriptions,
-      (records) => {
-        if (!Object.hasOwn(records, name)) {
-          throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-        }
-        const wrongType = wrongFieldType(records[name]);
-        if (wrongType !== undefined) {
-          throw new ConfigError(`${wrongType}; fix that field in the file first`, {
-            file: config.paths.subscriptions,
-          });
-        }
-        const newSecret = values.secret ?? generateSecret(records[name].auth);
-        if (records[name].secret === newSecret) {
-          throw new UsageError(`--secret is the current secret of "${name}": nothing to rotate`);
-        }
-        // As subscribe checks it: once the grace ends, no sender could authenticate otherwise.
-        const warnings = checkSecretForScheme(newSecret, records[name].auth);
-        const result = rotate(records[name], newSecret, { nowMs, graceMs });
-        records[name] = result.record;
-        return { ...result, warnings };
-      },
-    );
+    const { record, retired, warnings } = await rotateStored(config, name, {
+      secret: values.secret,
+      nowMs,
+      graceMs,
+    });
     for (const warning of warnings) ctx.stderr(`Warning: ${warning}`);
     // With --grace 0 the old secret is refused from the moment this command returns.
     await untilGatewaySeesChange(config);
@@ -100,99 +83,41 @@ export const webhookRotateSecret: Command = {
 };
 
 /**
- * Parses a grace period.
- * @param text `0`, or a whole number followed by `s`, `m`, `h` or `d` (`30m`, `24h`, `7d`)
- * @returns the period in milliseconds
- * @throws UsageError for any other text, or a period longer than {@link MAX_GRACE_MS}
+ * Rotates the secret of the subscription `name` in the subscription file.
+ * @param config the command's configuration (the subscription file)
+ * @param name the subscription's
+ * @param options `secret`: the new secret (generated when absent); `nowMs`: the clock, in
+ *   milliseconds; `graceMs`: how long the old secret stays accepted
+ * @returns the record after the rotation, the entry keeping the old secret if any, and
+ *   warnings about a secret its scheme's libraries cannot sign with
+ * @throws NotFoundError for no such subscription; ConfigError for a record with a field of the
+ *   wrong type; UsageError for a `--secret` that is the current one or that its scheme cannot
+ *   carry
  */
-export function parseGrace(text: string): number {
-  const trimmed = text.trim();
-  if (trimmed === "0") return 0;
-  const match = /^(\d{1,9})([smhd])$/.exec(trimmed);
-  if (!match) {
-    const got = JSON.stringify(text);
-    throw new UsageError(`--grace must be 0 or a number with a unit (30m, 24h, 7d), got ${got}`);
-  }
-  const ms = Number(match[1]) * UNIT_MS[match[2]];
-  if (ms > MAX_GRACE_MS) throw new UsageError(`--grace must be at most 365d, got ${text}`);
-  return ms;
-}
-
-/** A secret kept after a rotation, as stored in `previous_secrets`. */
-export type PreviousSecret = { secret: string; expires_at: string };
-
-/**
- * The record after a rotation: `newSecret` becomes the secret, the old secret is kept in
- * `previous_secrets` until `nowMs + graceMs` (not kept at all for a zero grace), earlier
- * entries that would outlive it end then too, and entries that have expired, cannot be read,
- * or repeat the new secret are dropped.
- * @param record the stored subscription (not modified)
- * @param newSecret the secret to issue
- * @param options `nowMs`: the clock in milliseconds; `graceMs`: how long the old secret lives
- * @returns the new record (with `updated_at` set to now) and the entry that keeps the old
- *   secret, if one was added
- */
-export function rotate(
-  record: Subscription,
-  newSecret: string,
-  options: { nowMs: number; graceMs: number },
-): { record: Subscription; retired?: PreviousSecret } {
-  const { nowMs, graceMs } = options;
-  // No earlier secret outlives the one retired now: `--grace 0` after a leak leaves the new
-  // secret alone, and `--grace 1h` after a `--grace 7d` ends both old secrets within the hour.
-  const until = nowMs + graceMs;
-  const previous = (record.previous_secrets ?? [])
-    .map((entry) =>
-      Date.parse(entry.expires_at) > until
-        ? { ...entry, expires_at: new Date(until).toISOString() }
-        : entry
-    )
-    // The gateway ignores an entry whose expires_at is unreadable (NaN); drop it too.
-    .filter((entry) => Date.parse(entry.expires_at) > nowMs && entry.secret !== newSecret);
-  let retired: PreviousSecret | undefined;
-  if (record.secret && graceMs > 0) {
-    retired = { secret: record.secret, expires_at: new Date(nowMs + graceMs).toISOString() };
-    previous.push(retired);
-  }
-  return {
-    record: {
-      ...record,
-      secret: newSecret,
-      previous_secrets: previous.length ? previous : undefined,
-      updated_at: new Date(nowMs).toISOString(),
-    },
-    retired,
-  };
-}
-
-function secretsOf(record: Subscription) {
-  return { secret: record.secret, previous_secrets: record.previous_secrets ?? [] };
-}
-
-function describeRotation(
+function rotateStored(
+  config: Config,
   name: string,
-  url: string,
-  record: Subscription,
-  old: PreviousSecret | undefined,
-  nowMs: number,
-): string {
-  const lines = [
-    `Rotated the secret of subscription "${name}"`,
-    `  URL:         ${url}`,
-    `  New secret:  ${record.secret}`,
-  ];
-  if (old) lines.push(`  Old secret:  ${old.secret} (accepted until ${old.expires_at})`);
-  else lines.push("  Old secret:  no longer accepted");
-  for (const entry of record.previous_secrets ?? []) {
-    if (entry !== old && Date.parse(entry.expires_at) > nowMs) {
-      lines.push(`  Earlier:     ${entry.secret} (accepted until ${entry.expires_at})`);
+  options: { secret: string | undefined; nowMs: number; graceMs: number },
+): Promise<{ record: Subscription; retired?: PreviousSecret; warnings: string[] }> {
+  const { nowMs, graceMs } = options;
+  return updateSubscriptions(config.paths.subscriptions, (records) => {
+    if (!Object.hasOwn(records, name)) {
+      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
     }
-  }
-  lines.push(
-    "",
-    old
-      ? `Give the sender the new secret before ${old.expires_at}; the old one is refused after.`
-      : "Give the sender the new secret now: requests signed with any other are refused.",
-  );
-  return lines.join("\n");
+    const wrongType = wrongFieldType(records[name]);
+    if (wrongType !== undefined) {
+      throw new ConfigError(`${wrongType}; fix that field in the file first`, {
+        file: config.paths.subscriptions,
+      });
+    }
+    const newSecret = options.secret ?? generateSecret(records[name].auth);
+    if (records[name].secret === newSecret) {
+      throw new UsageError(`--secret is the current secret of "${name}": nothing to rotate`);
+    }
+    // As subscribe checks it: once the grace ends, no sender could authenticate otherwise.
+    const warnings = checkSecretForScheme(newSecret, records[name].auth);
+    const result = rotate(records[name], newSecret, { nowMs, graceMs });
+    records[name] = result.record;
+    return { ...result, warnings };
+  });
 }

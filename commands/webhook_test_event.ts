@@ -1,6 +1,6 @@
 /**
  * `agent webhook test <name>`: sends a signed test event to the running gateway and explains
- * the answer (CONTRACT §10).
+ * the answer (docs/commands.md).
  *
  * @module
  */
@@ -43,22 +43,9 @@ export const webhookTest: Command = {
     const payload = parseTestPayload(values.payload);
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    const name = positionals[0];
-    const { routes, unusable } = await routesAndHidden(config);
-    const problem = unusable.get(name);
-    if (problem !== undefined) {
-      ctx.stderr(`${problem}; so the gateway refuses its requests: fix it first.`);
-      return 1;
-    }
-    const route = routes.find((r) => r.name === name);
-    if (!route) {
-      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-    }
-    const secret = currentSecret(route, config.webhook.secret);
-    if (!secret) {
-      ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
-      return 1;
-    }
+    const tested = await testedRoute(config, positionals[0], ctx);
+    if (!tested) return 1;
+    const { route, secret } = tested;
     // A static route's `auth` is checked with config.yaml, a subscription's just above.
     const scheme = (route.auth ?? "github") as SchemeName;
     const sent = placeEvent(payload, {
@@ -74,8 +61,38 @@ export const webhookTest: Command = {
 };
 
 /**
+ * The route to test and the secret its senders sign with; undefined after saying why the
+ * gateway refuses its requests (a record it cannot serve, no secret).
+ * @param name the `<name>` asked for
+ * @param ctx where the reason is printed
+ * @throws NotFoundError when there is no route of that name
+ */
+async function testedRoute(
+  config: Config,
+  name: string,
+  ctx: CommandContext,
+): Promise<{ route: Route; secret: string } | undefined> {
+  const { routes, unusable } = await routesAndHidden(config);
+  const problem = unusable.get(name);
+  if (problem !== undefined) {
+    ctx.stderr(`${problem}; so the gateway refuses its requests: fix it first.`);
+    return undefined;
+  }
+  const route = routes.find((r) => r.name === name);
+  if (!route) {
+    throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
+  }
+  const secret = currentSecret(route, config.webhook.secret);
+  if (secret) return { route, secret };
+  ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
+  return undefined;
+}
+
+/**
  * Signs the test event, posts it where the gateway listens and prints the answer, with what it
  * means.
+ * @param options the route tested, its `scheme` and `secret`; the `payload` and the `sent`
+ *   headers; the event's `label` as the gateway reads it; the command's `config` and `ctx`
  * @returns the exit code: 0 for a 2xx answer, 1 otherwise or when it cannot be sent
  */
 async function send(
@@ -104,15 +121,34 @@ async function send(
     ctx.stderr(noSigningKeyMessage(route, scheme));
     return 1;
   }
-  let response: Response;
+  const headers = { ...sent.headers, ...auth };
+  const response = await post(url, { headers, body, ctx });
+  if (!response) return 1;
+  const text = await response.text();
+  ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
+  const answer = { status: response.status, text };
+  for (const hint of answerHints(answer, { route, scheme, sent, label })) ctx.stdout(hint);
+  return response.ok ? 0 : 1;
+}
+
+/**
+ * Posts the signed event as JSON, waiting at most {@link TEST_TIMEOUT_MS}.
+ * @param options `headers`: the event's and the signature's; `body`: the JSON text; `ctx`: the
+ *   command's fetch, and where a failure is said
+ * @returns the gateway's response, or undefined after saying it cannot be reached
+ */
+async function post(
+  url: string,
+  options: { headers: Record<string, string>; body: string; ctx: CommandContext },
+): Promise<Response | undefined> {
+  const { headers, body, ctx } = options;
   try {
-    response = await ctx.fetch(url, {
+    return await ctx.fetch(url, {
       method: "POST",
       headers: {
         "content-type": "application/json",
         "user-agent": "agent-webhook-test",
-        ...sent.headers,
-        ...auth,
+        ...headers,
       },
       body,
       signal: AbortSignal.timeout(TEST_TIMEOUT_MS),
@@ -122,11 +158,6 @@ async function send(
       `Cannot reach the gateway at ${url} (${(error as Error).message}).\n` +
         "Is the gateway running? Start it with: agent gateway run",
     );
-    return 1;
+    return undefined;
   }
-  const text = await response.text();
-  ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
-  const answer = { status: response.status, text };
-  for (const hint of answerHints(answer, { route, scheme, sent, label })) ctx.stdout(hint);
-  return response.ok ? 0 : 1;
 }
