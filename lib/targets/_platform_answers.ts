@@ -1,6 +1,6 @@
 /**
  * How a platform's answer is read: success, a wait (HTTP 429), or a retryable or permanent
- * failure described in the platform's own words, for {@link postJson} in `_http.ts`.
+ * failure described in the platform's own words, for `postJson` (`_http.ts`).
  *
  * Rate limits, as documented by each platform:
  * - HTTP `Retry-After` (seconds): https://www.rfc-editor.org/rfc/rfc9110#field.retry-after
@@ -100,6 +100,9 @@ export function classifyAnswer(
  * The wait a platform asked for, in seconds: the body's `retry_after` (Discord, float) or
  * `parameters.retry_after` (Telegram), else the `Retry-After` header; at most
  * {@link MAX_WAIT_SECONDS}.
+ * @param headers the answer's headers
+ * @param body the answer: parsed JSON, or text that was not JSON
+ * @returns the wait in seconds, or undefined when the platform named none
  */
 export function retryAfter(headers: Headers, body: unknown): number | undefined {
   const record = asRecord(body);
@@ -121,7 +124,7 @@ function secondsUntilReset(headers: Headers): number | undefined {
 
 /**
  * The platform's own words for an error (Telegram `description`, Slack `error`, ...), whole:
- * {@link postJson} removes the token, then cuts, so a cut never leaves part of a token behind.
+ * `postJson` removes the token, then cuts, so a cut never leaves part of a token behind.
  * Telegram's `parameters.migrate_to_chat_id` (a group upgraded to a supergroup has a new id,
  * https://core.telegram.org/bots/api#responseparameters) is added as what to do about it.
  *
@@ -148,7 +151,7 @@ export function describeError(body: unknown): string {
 /**
  * The failure for a 2xx answer that is not the platform's (a proxy's login page, a captive
  * portal): retryable, since the message was most likely not sent and whatever stands in
- * between is likely to step aside. It quotes what came back whole: {@link postJson} removes
+ * between is likely to step aside. It quotes what came back whole: `postJson` removes
  * the token from it, then cuts it (a page that echoes the request URL holds the token, and a
  * cut first could leave part of it where the removal no longer finds it).
  *
