@@ -296,9 +296,7 @@ function consoleSink(stream: WritableStream<Uint8Array>): Sink {
  * standard error, so the error message of a failed start (printed after) would be lost.
  */
 function stderrWithoutClose(): WritableStream<Uint8Array> {
-  return new WritableStream({
-    write: (chunk) => writeAll(Deno.stderr, chunk),
-  });
+  return new WritableStream({ write: (chunk) => writeAll(Deno.stderr, chunk) });
 }
 
 /** Flushes and closes the log sinks. */
