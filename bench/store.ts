@@ -16,7 +16,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openStateStore } from "../lib/state/mod.ts";
+import { openStateStore } from "../lib/state/sqlite/mod.ts";
 import { agentEvent } from "./_shared.ts";
 
 const { values: flags } = parseArgs({

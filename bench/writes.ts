@@ -19,7 +19,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openStateStore } from "../lib/state/mod.ts";
+import { openStateStore } from "../lib/state/sqlite/mod.ts";
 import { agentEvent } from "./_shared.ts";
 
 const { values: flags } = parseArgs({

@@ -1,146 +1,82 @@
 /**
- * The durable state of the gateway (CONTRACT §1, §6, §8): accepted events, their delivery
- * attempts, and idempotency keys, in one SQLite database (`state/gateway.db`, WAL mode).
+ * The durable state of the gateway (docs/durability.md): accepted events, their attempts, and
+ * the idempotency keys of their delivery ids. This is the face every backend implements: the
+ * records, the {@link StateStore} interface, and the rules the backends share. The SQLite
+ * backend is `lib/state/sqlite/`, whose `openStateStore` opens one; a second backend is a second
+ * folder, checked by the same conformance suite (`tests/lib/state/conformance/`).
  *
- * An agent-mode event is answered 202 only after {@link StateStore.accept} has committed it;
- * concurrent accepts share one transaction (group commit), which is what makes a durable
- * ingest path fast. The worker then moves each event `queued → running → delivered | failed`.
+ * An agent-mode event is answered 202 only after {@link StateStore.accept} has committed it; the
+ * worker then moves it `queued → running → delivered | failed`, and a replay queues it again.
+ * Idempotency keys are kept per subscription and delivery id, for `idempotencyTtlSeconds` or
+ * until their event is pruned, whichever comes first.
  *
- * Durability: WAL mode with `synchronous=NORMAL` by default, so a committed event survives a
- * crash of the process (kill -9) but the last commits may be lost on a power loss or an OS
- * crash; `synchronous: "FULL"` survives those too, at one fsync per group commit. Idempotency
- * keys live in the database (not in memory), on the event rows, scoped per subscription, for
- * `idempotencyTtlSeconds` or until their event is pruned, whichever comes first.
+ * Writes that wait for a durable commit return promises. The other calls are synchronous, as the
+ * SQLite backend answers them in-process: the worker and the direct path rely on no other
+ * request running between a check and the write that follows it. A backend over the network
+ * needs them asynchronous, and their callers then await each one.
+ *
+ * Every method throws `StoreUnavailableError` (`lib/errors.ts`; a promise rejects with it) once
+ * the store is closed, or when the database refuses the call: a full disk, a lock held too long,
+ * a file deleted or corrupt.
+ *
+ * @example An agent-mode event's life
+ * ```ts
+ * import { openStateStore } from "./sqlite/mod.ts";
+ *
+ * const store = openStateStore("state/gateway.db", { idempotencyTtlSeconds: 86_400 });
+ * const result = await store.accept(event); // answer 202 once this resolves
+ * for (const claimed of store.claimDue(Date.now(), 8)) { // now running, attempt 1 open
+ *   store.saveResponse(claimed.id, answer); // a delivery retry does not run the agent again
+ *   store.markDelivered(claimed.id, Date.now());
+ * }
+ * await store.close();
+ * ```
  *
  * @module
  */
-import type { EventSource } from "../subscriptions/event_info.ts";
+import type {
+  AcceptResult,
+  Attempt,
+  DirectOutcome,
+  EventDispatch,
+  EventStatus,
+  NewEvent,
+  StoredEvent,
+} from "./_records.ts";
 
-export type { EventSource };
-export { openStateStore } from "./sqlite/mod.ts";
-export { needsAgentRun, storableText } from "./sqlite/_schema.ts";
-export { corruptionAdvice } from "./sqlite/_database.ts";
-export type { SqliteStateStore, StateStoreOptions } from "./sqlite/mod.ts";
-export type { GroupCommitStats } from "./sqlite/_group_commit.ts";
+export type {
+  AcceptResult,
+  Attempt,
+  DirectOutcome,
+  EventDispatch,
+  EventSource,
+  EventStatus,
+  NewEvent,
+  RouteSnapshot,
+  StoredEvent,
+} from "./_records.ts";
+export { createIdGenerator, cryptoRandom, needsAgentRun, storableText } from "./_records.ts";
 
-/** Where an event is in its life: `queued → running → delivered | failed`. */
-export type EventStatus = "queued" | "running" | "delivered" | "failed";
-
-/**
- * The subscription's routing at accept time, so the worker does not depend on the subscription
- * still existing (or being unchanged) when it runs.
- */
-export interface RouteSnapshot {
-  /** Target name: `log`, `telegram`, `slack`, ... */
-  deliver: string;
-  /** Rendered `deliver_extra.chat_id`, when the subscription has one. */
-  chatId?: string;
-  /** Skill names added to the system prompt, in order. */
-  skills: string[];
+/** What every backend's `open` takes; a backend adds its own options to these. */
+export interface StateStoreOptions {
+  /** How long a delivery id is remembered, in seconds. @default {86400} */
+  idempotencyTtlSeconds?: number;
+  /** Event id generator. @default {@link createIdGenerator}`(Date.now, cryptoRandom)` */
+  newId?: () => string;
+  /** Clock for what the store timestamps itself (direct-mode records), in ms. @default Date.now */
+  now?: () => number;
 }
-
-/** An event as the receiver hands it to the store. */
-export interface NewEvent {
-  /** Subscription name. */
-  subscription: string;
-  /** Event label: the type (CONTRACT §6) with `.<action>` when there is one, e.g. `issues.opened`. */
-  eventLabel: string;
-  /** Delivery id from the sender's headers, or a generated one. */
-  deliveryId: string;
-  /** False when the delivery id was generated: such events are never deduplicated. */
-  dedupe: boolean;
-  /** Sender family. */
-  source: EventSource;
-  /** `agent`: run the agent then deliver its answer; `direct`: deliver `prompt` as is. */
-  mode: "agent" | "direct";
-  /** The raw JSON text of the payload. */
-  payload: string;
-  /** The rendered prompt (when accepted or last replayed), or the message itself in direct mode. */
-  prompt: string;
-  /** Routing, as the route was when the event was accepted or last replayed. */
-  route: RouteSnapshot;
-  /** When the request was received, in milliseconds since the epoch. */
-  receivedAtMs: number;
-}
-
-/**
- * How a route handles one event: its mode, the rendered prompt (or direct message) and the
- * route snapshot. Rendered at ingest, and again by a replay (`dispatchFor` in `lib/subscriptions/routes.ts`).
- */
-export type EventDispatch = Pick<NewEvent, "mode" | "prompt" | "route">;
-
-/** How a direct delivery went, as {@link StateStore.recordDirect} records it. */
-export interface DirectOutcome {
-  delivered: boolean;
-  /** Why it failed, when it did. */
-  error?: string;
-  /** Parts of the message delivered. */
-  partsSent: number;
-  /**
-   * The event {@link StateStore.recordDirectProgress} stored for this delivery, which then
-   * holds the outcome instead of a second event.
-   */
-  progressId?: string;
-  /**
-   * When the delivery ended, for a record written later, in ms since the epoch (@default now):
-   * the delivery id's idempotency window counts from it.
-   */
-  atMs?: number;
-}
-
-/** An event as stored, with its progress. */
-export interface StoredEvent extends NewEvent {
-  /** Short sortable id, e.g. `evt_0m3x8k2qa4f9z1c0b`. */
-  id: string;
-  status: EventStatus;
-  /** Attempts made in the current series (reset by a replay). */
-  attempts: number;
-  /**
-   * Attempts of the current series that delivered part of a message before failing: they do not
-   * count toward the retry limit, since each one moved the delivery on.
-   */
-  uncountedAttempts: number;
-  /** When a queued event is due, in milliseconds since the epoch; null otherwise. */
-  nextAttemptAtMs: number | null;
-  /** The agent's answer once it ran: a delivery retry does not run the agent again. */
-  response: string | null;
-  /** Message parts already delivered: a resumed delivery skips them. */
-  partsSent: number;
-  /** Error of the last failed attempt. */
-  lastError: string | null;
-  /** Last change, in milliseconds since the epoch. */
-  updatedAtMs: number;
-  /** When a replay queued the current series of attempts, in ms since the epoch; null if none. */
-  replayedAtMs: number | null;
-}
-
-/** One attempt at an event: the agent run and/or the delivery. */
-export interface Attempt {
-  eventId: string;
-  /** Attempt number in its series, from 1. */
-  attempt: number;
-  startedAtMs: number;
-  /** Null while the attempt is in progress (or was interrupted by a crash). */
-  finishedAtMs: number | null;
-  /** The step the attempt reached (and failed at, when `error` is set). */
-  step: "agent" | "delivery";
-  error: string | null;
-}
-
-/** What {@link StateStore.accept} did: stored the event, or found its delivery id already seen. */
-export type AcceptResult =
-  | { status: "accepted"; eventId: string }
-  | { status: "duplicate"; eventId: string | null };
 
 /** The state database, as the receiver, the worker and the CLI use it. */
 export interface StateStore {
   /**
-   * Persists an agent-mode event and claims its idempotency key, in the next group commit.
+   * Persists an agent-mode event, `queued` and due at `receivedAtMs`, and claims its delivery
+   * id's idempotency key. Concurrent calls may share one commit.
    * @param event the event
-   * @returns `accepted` once COMMIT returned, or `duplicate` (with the first event's id) when
-   *   `event.dedupe` and the key was claimed less than `idempotencyTtlSeconds` ago
-   * @throws StoreUnavailableError when the batch could not be committed (disk full, locked
-   *   past `busyTimeoutMs`, store closed): never `accepted` without COMMIT
+   * @returns `accepted` once the event is durably committed, or `duplicate` (with the first
+   *   event's id) when `event.dedupe` and the key was claimed less than `idempotencyTtlSeconds`
+   *   ago
+   * @throws StoreUnavailableError when it could not be committed: never `accepted` without it
    */
   accept(event: NewEvent): Promise<AcceptResult>;
   /**
@@ -148,9 +84,13 @@ export interface StateStore {
    * id was (or would be) answered as a duplicate of.
    * @param nowMs with it, only a key unexpired then counts; without it, any key, expired or not
    * @returns its id, or null when no event holds a key
+   * @throws StoreUnavailableError when the database cannot be read
    */
   keyHolder(subscription: string, deliveryId: string, nowMs?: number): string | null;
-  /** Whether an attempt at the event ever ended delivered (a replay may be under way now). */
+  /**
+   * Whether an attempt at the event ever ended delivered (a replay may be under way now).
+   * @throws StoreUnavailableError when the database cannot be read
+   */
   wasDelivered(eventId: string): boolean;
   /**
    * How many parts of a direct-mode message earlier failed attempts already delivered, so the
@@ -169,11 +109,14 @@ export interface StateStore {
    * the sender's own retries may have sent more. A message delivered once is being sent again
    * on purpose, from its own count.
    * @param event the stored direct-mode event
+   * @returns a count of parts
+   * @throws StoreUnavailableError when the database cannot be read
    */
   resumeAfter(event: StoredEvent): number;
   /**
-   * Stores a direct-mode event after its delivery, as `delivered` or `failed`. A delivered
-   * event with `dedupe` claims its idempotency key; a failed one leaves the id retryable.
+   * Stores a direct-mode event after its delivery, as `delivered` or `failed`, with one attempt.
+   * A delivered event with `dedupe` claims its idempotency key (from any earlier holder); a
+   * failed one leaves the id retryable.
    * @param event the event
    * @param outcome how the delivery went
    * @returns the event id
@@ -190,20 +133,27 @@ export interface StateStore {
    * @param partsSent parts delivered so far
    * @param progressId what the first call returned, for the later parts
    * @returns the event id
+   * @throws NotFoundError when `progressId` names no event
    * @throws StoreUnavailableError when it could not be committed
    */
   recordDirectProgress(event: NewEvent, partsSent: number, progressId?: string): Promise<string>;
   /**
    * Claims events that are queued and due: they become `running`, `attempts` grows by one and
-   * an attempt row is opened.
-   * @param nowMs current time
-   * @param limit most events to claim
+   * an attempt is opened (at the step `agent`, or `delivery` when no agent run is needed).
+   * @param nowMs current time, in ms since the epoch
+   * @param limit most events to claim (0 or less: none)
    * @param options `deliveryOnly`: only events whose next step is a delivery (a direct message,
    *   or an agent's answer already saved), not those waiting for an agent run
-   * @returns the claimed events, earliest due first
+   * @returns the claimed events as they are now, earliest due first
+   * @throws StoreUnavailableError when the database refuses the claim
    */
   claimDue(nowMs: number, limit: number, options?: { deliveryOnly?: boolean }): StoredEvent[];
-  /** Persists the agent's answer, so a delivery retry does not run the agent again. */
+  /**
+   * Persists the agent's answer, so a delivery retry does not run the agent again; the open
+   * attempt moves on to the step `delivery`.
+   * @throws NotFoundError when no event has this id
+   * @throws StoreUnavailableError when the database refuses the write
+   */
   saveResponse(eventId: string, response: string): void;
   /**
    * Persists how many message parts were delivered, so none is sent twice after a crash. An
@@ -214,6 +164,8 @@ export interface StateStore {
    * @param partsSent parts delivered so far, this attempt's included
    * @param attempt `sentBefore`: parts delivered when the attempt began (its `partsSent` as
    *   claimed); `parts`: the parts of the whole message
+   * @throws NotFoundError when no event has this id
+   * @throws StoreUnavailableError when the database refuses the write
    */
   savePartsSent(
     eventId: string,
@@ -224,6 +176,9 @@ export interface StateStore {
    * Marks a running event delivered and closes its attempt. An event with a delivery id that
    * holds no idempotency key (a direct message recorded failed, then replayed) takes the key,
    * unless another event holds it unexpired, so the sender's retry is then a duplicate.
+   * @param nowMs current time, in ms since the epoch
+   * @throws NotFoundError when no event has this id
+   * @throws StoreUnavailableError when the database refuses the write
    */
   markDelivered(eventId: string, nowMs: number): void;
   /**
@@ -231,16 +186,21 @@ export interface StateStore {
    * @param eventId the running event
    * @param retry `error`: why the attempt failed; `step`: the step it failed at;
    *   `nextAttemptAtMs`: when it is due again and `nowMs`: now, both in ms since the epoch
+   * @throws NotFoundError when no event has this id
+   * @throws StoreUnavailableError when the database refuses the write
    */
   markRetry(
     eventId: string,
     retry: { error: string; step: "agent" | "delivery"; nextAttemptAtMs: number; nowMs: number },
   ): void;
   /**
-   * Closes the attempt with its error and marks the event `failed` (dead letter).
+   * Closes the attempt with its error and marks the event `failed` (dead letter). A direct
+   * message never delivered gives up its delivery id's key, so the sender's retry goes through.
    * @param eventId the running event
    * @param failure `error`: why the attempt failed; `step`: the step it failed at; `nowMs`:
    *   now, in ms since the epoch
+   * @throws NotFoundError when no event has this id
+   * @throws StoreUnavailableError when the database refuses the write
    */
   markFailed(
     eventId: string,
@@ -250,13 +210,18 @@ export interface StateStore {
    * Puts events left `running` by a crash or restart back in the queue, due now, their open
    * attempt closed as interrupted. After a crash (at start) it still counts, unless it had
    * delivered a part (see {@link savePartsSent}); after a graceful stop it does not.
-   * @param nowMs current time
+   * @param nowMs current time, in ms since the epoch
    * @param eventId only this event (the worker's own run, ended by a graceful stop, which
    *   does not count); every running event when omitted (at start)
    * @returns how many were requeued
+   * @throws StoreUnavailableError when the database refuses the write
    */
   recoverInterrupted(nowMs: number, eventId?: string): number;
-  /** When the earliest queued event is due (ms since the epoch), or null when none is queued. */
+  /**
+   * When the earliest queued event is due.
+   * @returns ms since the epoch, or null when none is queued
+   * @throws StoreUnavailableError when the database cannot be read
+   */
   nextDueAtMs(): number | null;
   /**
    * Moves when every queued event is due by `byMs`: the worker does when the system clock was
@@ -267,20 +232,28 @@ export interface StateStore {
    */
   moveQueued(byMs: number): number;
   /**
-   * Lists events, newest first.
+   * Lists events, newest accepted first.
    * @param filter by subscription and/or status; `limit` @default {20}
    * @returns the events
+   * @throws StoreUnavailableError when the database cannot be read
    */
   listEvents(
     filter: { subscription?: string; status?: EventStatus; limit?: number },
   ): StoredEvent[];
   /**
    * Finds an event by id or by a prefix of its id.
-   * @returns the event, or null when nothing matches
+   * @returns the event, or null when nothing matches (the empty prefix matches nothing)
    * @throws NotFoundError when the prefix matches several events (the message lists some)
+   * @throws StoreUnavailableError when the database cannot be read
    */
   getEvent(eventId: string): StoredEvent | null;
-  /** Attempts of an event, oldest first (every series, replays included). */
+  /**
+   * Attempts of an event, oldest first (every series, replays included).
+   * @param eventId id or unique prefix
+   * @returns the attempts; none for an unknown event
+   * @throws NotFoundError when the prefix matches several events
+   * @throws StoreUnavailableError when the database cannot be read
+   */
   attempts(eventId: string): Attempt[];
   /**
    * Starts a new attempt series: `queued`, due now, attempts 0, no response, no part sent;
@@ -289,13 +262,14 @@ export interface StateStore {
    * delivery id's key (unless another event holds it unexpired), so the sender's retry while
    * the replay waits is a duplicate; other keys are untouched.
    * @param eventId id or unique prefix
-   * @param nowMs current time
+   * @param nowMs current time, in ms since the epoch
    * @param redispatch called with the event found: returns its new mode, prompt and route (the
    *   subscription as it is now), or undefined to keep those the event has
    * @returns the event as requeued
-   * @throws NotFoundError when no event matches
+   * @throws NotFoundError when no event matches, or the prefix matches several
    * @throws ConflictError when the event is running, or was when the gateway last stopped, or
    *   when replaying a failed direct message would send it twice
+   * @throws StoreUnavailableError when the database refuses the write
    */
   replay(
     eventId: string,
@@ -303,11 +277,12 @@ export interface StateStore {
     redispatch?: (event: StoredEvent) => EventDispatch | undefined,
   ): StoredEvent;
   /**
-   * Deletes delivered and failed events received more than `retentionDays` ago (payloads,
-   * attempts and idempotency keys included), oldest first, at most `maxRows` (default 1000) so
-   * one call never holds the event loop long. Queued and running events are kept. A batch first
-   * waits (asynchronously, 2 s at most) until a checkpoint pass has copied the writes before it,
-   * so that batches in a row keep the WAL at about one batch, not at what they deleted.
+   * Deletes delivered and failed events received (and, if replayed, replayed) more than
+   * `retentionDays` ago, with their attempts and idempotency keys, oldest first, at most
+   * `maxRows` so that one call never holds the event loop long. Queued and running events are
+   * kept. A backend may wait before the batch (SQLite: for its log to be checkpointed).
+   * @param nowMs current time, in ms since the epoch
+   * @param options `retentionDays`: days of finished events to keep; `maxRows` @default {1000}
    * @returns how many events were deleted; a full batch means there may be more
    * @throws StoreUnavailableError when the database refuses the delete
    */
@@ -315,6 +290,9 @@ export interface StateStore {
     nowMs: number,
     options: { retentionDays: number; maxRows?: number },
   ): Promise<{ events: number }>;
-  /** Commits the pending batch, then closes the database. Later calls reject or throw. */
+  /**
+   * Commits the writes under way (their promises resolve), then closes the database. A second
+   * call does nothing; any other later call throws (or rejects with) StoreUnavailableError.
+   */
   close(): Promise<void>;
 }

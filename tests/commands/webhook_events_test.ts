@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { webhookEvents } from "../../commands/webhook_events.ts";
 import { webhookReplay } from "../../commands/webhook_replay.ts";
 import { ConflictError, NotFoundError, UsageError } from "../../lib/errors.ts";
-import { type NewEvent, openStateStore, type SqliteStateStore } from "../../lib/state/mod.ts";
+import type { NewEvent } from "../../lib/state/mod.ts";
+import { openStateStore, type SqliteStateStore } from "../../lib/state/sqlite/mod.ts";
 import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
 
 const T0 = Date.parse("2026-03-01T10:00:00Z");

@@ -5,7 +5,7 @@ import { webhookSubscribe } from "../../commands/webhook_subscribe.ts";
 import { loadConfig } from "../../lib/config/mod.ts";
 import { NotFoundError, UsageError } from "../../lib/errors.ts";
 import { createMemoryRateLimiter } from "../../lib/subscriptions/rate_limit.ts";
-import { openStateStore } from "../../lib/state/mod.ts";
+import { openStateStore } from "../../lib/state/sqlite/mod.ts";
 import { acceptedSecrets } from "../../lib/subscriptions/mod.ts";
 import { readSubscriptions } from "../../lib/subscriptions/file_store.ts";
 import { createApp } from "../../server/app.ts";

@@ -55,8 +55,8 @@ export function listingQuery(
     return { sql: `SELECT * FROM events ${clause} ORDER BY rowid DESC LIMIT ?`, params };
   }
   // The queued events through their own index, sorting only their rowids: the planner, to keep
-  // rowid order without a sort, read every event (0.64 s on an 860 MB database with few queued),
-  // and sorting the queued rows themselves took 0.67 s for a backlog of 50,000.
+  // rowid order without a sort, would read every event, and sorting whole queued rows is slow
+  // for a large backlog.
   const newest = `SELECT rowid FROM events INDEXED BY events_due ${clause} ` +
     "ORDER BY rowid DESC LIMIT ?";
   return { sql: `SELECT * FROM events WHERE rowid IN (${newest}) ORDER BY rowid DESC`, params };

@@ -7,15 +7,15 @@
  */
 import { StoreUnavailableError } from "../../errors.ts";
 import type { GroupCommit } from "./_group_commit.ts";
-import { storableText } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type {
-  AcceptResult,
-  DirectOutcome,
-  EventStatus,
-  NewEvent,
-  StateStore,
-  StoredEvent,
+import {
+  type AcceptResult,
+  type DirectOutcome,
+  type EventStatus,
+  type NewEvent,
+  type StateStore,
+  storableText,
+  type StoredEvent,
 } from "../mod.ts";
 
 /** The progress columns of a new event row. */

@@ -7,9 +7,15 @@
  */
 import { NotFoundError } from "../../errors.ts";
 import { recoverInterrupted } from "./_maintenance.ts";
-import { needsAgentRun, rowToEvent, storableText } from "./_schema.ts";
+import { rowToEvent } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type { EventStatus, StateStore, StoredEvent } from "../mod.ts";
+import {
+  type EventStatus,
+  needsAgentRun,
+  type StateStore,
+  storableText,
+  type StoredEvent,
+} from "../mod.ts";
 
 /** The methods of the store that the worker runs events with. */
 export type ClaimOps = Pick<

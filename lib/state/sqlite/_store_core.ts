@@ -7,7 +7,9 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../../errors.ts";
-import { corruption, type Database, databaseErrorText, type Statements } from "./_database.ts";
+import { corruption, databaseErrorText } from "./_corruption.ts";
+import type { Database } from "./_database.ts";
+import type { Statements } from "./_statements.ts";
 import { rowToEvent } from "./_schema.ts";
 import type { StoredEvent } from "../mod.ts";
 

@@ -7,10 +7,9 @@
  */
 import { ConflictError } from "../../errors.ts";
 import { replayEvent } from "./_maintenance.ts";
-import { storableText } from "./_schema.ts";
 import { resumeAfter } from "./_store_accept.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type { StateStore, StoredEvent } from "../mod.ts";
+import { type StateStore, storableText, type StoredEvent } from "../mod.ts";
 
 /**
  * The store's `replay`.

@@ -1,32 +1,43 @@
 /**
- * The SQLite implementation of {@link StateStore}: opens the database and puts together the
- * store's parts (accepting events, the worker's claims and outcomes, reading and replaying
- * events for the CLI), with pruning and closing.
+ * The SQLite backend of the state store: one database file (`state/gateway.db`) in WAL mode,
+ * opened in-process with `node:sqlite`. This module opens it and puts together the store's parts
+ * (accepting events, the worker's claims and outcomes, reading and replaying events for the
+ * CLI), with pruning and closing; it implements {@link StateStore} as `lib/state/mod.ts`
+ * documents it.
+ *
+ * Concurrent writes that wait for a commit (`accept`, `recordDirect`, `recordDirectProgress`)
+ * share one transaction (group commit), which is what makes a durable ingest path fast. WAL
+ * checkpoints run on a thread of their own, off the event loop.
+ *
+ * Durability: with `synchronous: "NORMAL"` (the default) a committed event survives a crash of
+ * the process (kill -9), but the last commits may be lost on a power loss or an OS crash;
+ * `synchronous: "FULL"` survives those too, at one fsync per group commit.
  *
  * @module
  */
 import { type DatabaseOptions, openDatabase } from "./_database.ts";
 import type { GroupCommitStats } from "./_group_commit.ts";
 import { prune } from "./_maintenance.ts";
-import { createIdGenerator, cryptoRandom } from "./_schema.ts";
 import { acceptOps } from "./_store_accept.ts";
 import { claimOps } from "./_store_claims.ts";
 import { createStoreCommits } from "./_store_commits.ts";
 import { createStoreCore } from "./_store_core.ts";
 import { readingOps } from "./_store_reading.ts";
 import { replayOp } from "./_store_replay.ts";
-import type { StateStore } from "../mod.ts";
+import {
+  createIdGenerator,
+  cryptoRandom,
+  type StateStore,
+  type StateStoreOptions,
+} from "../mod.ts";
 
-/** Options of {@link openStateStore}. */
-export interface StateStoreOptions extends DatabaseOptions {
-  /** How long a delivery id is remembered, in seconds. @default {86400} */
-  idempotencyTtlSeconds?: number;
+export { corruptionAdvice } from "./_corruption.ts";
+export type { DatabaseOptions, GroupCommitStats };
+
+/** Options of {@link openStateStore}: every backend's, and SQLite's own. */
+export interface SqliteStoreOptions extends StateStoreOptions, DatabaseOptions {
   /** A batch is committed at once when it holds this many writes. @default {512} */
   maxBatch?: number;
-  /** Event id generator. @default time-sortable `evt_` + 16 base-36 characters */
-  newId?: () => string;
-  /** Clock for what the store timestamps itself (direct-mode records). @default {Date.now} */
-  now?: () => number;
   /**
    * Called once, the first time SQLite reports the file corrupt ("database disk image is
    * malformed", "file is not a database"), with its message: the gateway stops then, rather
@@ -46,17 +57,24 @@ export interface SqliteStateStore extends StateStore {
 const PRUNE_CHECKPOINT_WAIT_MS = 2000;
 
 /**
- * Opens the state database (`state/gateway.db`), creating its folder (mode 0700) and tables.
- *
- * Durability: the database is in WAL mode. With `synchronous: "NORMAL"` (default) a committed
- * event survives a crash of the gateway process (kill -9) but not necessarily a power loss or
- * an OS crash; `synchronous: "FULL"` survives those too, at the cost of one fsync per batch.
+ * Opens the state database, creating its folder (mode 0700) and tables, or upgrading the tables
+ * of a database an older version wrote.
  * @param path the database file (`:memory:` for a throwaway store)
- * @param options see {@link StateStoreOptions}
+ * @param options see {@link SqliteStoreOptions}
  * @returns the store; close it with `close()`
- * @throws StoreUnavailableError when the folder or the file cannot be created or opened
+ * @throws StoreUnavailableError when the folder or the file cannot be created or opened, the
+ *   file is emptied beside a log of writes, or a newer version wrote it
+ * @example The gateway's store, and a command's
+ * ```ts
+ * const store = openStateStore(paths.stateDb, {
+ *   idempotencyTtlSeconds: 86_400,
+ *   onCorrupt: (reason) => stop(reason),
+ * });
+ * // A short-lived command needs no checkpoint thread.
+ * const forCli = openStateStore(paths.stateDb, { backgroundCheckpoints: false });
+ * ```
  */
-export function openStateStore(path: string, options: StateStoreOptions = {}): SqliteStateStore {
+export function openStateStore(path: string, options: SqliteStoreOptions = {}): SqliteStateStore {
   const database = openDatabase(path, options);
   const core = createStoreCore(database, {
     path,
@@ -72,9 +90,9 @@ export function openStateStore(path: string, options: StateStoreOptions = {}): S
     ...readingOps(core),
     replay: replayOp(core),
     async prune(nowMs, pruning) {
-      // Batch after batch, a prune outran the checkpoints, and the WAL grew by about what it
-      // deleted (767 MB beside an 863 MB database). Each batch waits for the last one's pages
-      // to be copied, so the WAL starts over every batch.
+      // A prune's batches in a row outran the checkpoints, and the WAL grew by about what they
+      // deleted: each batch waits for the last one's pages to be copied, so the WAL starts over
+      // every batch.
       await database.checkpointed(PRUNE_CHECKPOINT_WAIT_MS);
       return core.use(() =>
         prune(database.db, database.transaction, nowMs, {

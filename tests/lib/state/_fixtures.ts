@@ -1,10 +1,9 @@
 /**
- * Shared fixtures for the state store tests: a store in a fresh temporary folder, and events.
+ * Shared fixtures for the state store tests, whatever the backend: events.
  *
  * @module
  */
-import { join } from "node:path";
-import { type NewEvent, openStateStore, type StateStoreOptions } from "../../../lib/state/mod.ts";
+import type { NewEvent } from "../../../lib/state/mod.ts";
 
 /** A GitHub `issues` event for subscription `gh`, delivered to the log. */
 export function newEvent(overrides: Partial<NewEvent> = {}): NewEvent {
@@ -21,33 +20,4 @@ export function newEvent(overrides: Partial<NewEvent> = {}): NewEvent {
     receivedAtMs: 1_700_000_000_000,
     ...overrides,
   };
-}
-
-/** A temporary folder holding `state/gateway.db`, removed by `cleanup()`. */
-export async function tempHome(): Promise<
-  { dbPath: string; dir: string; cleanup(): Promise<void> }
-> {
-  const dir = await Deno.makeTempDir({ prefix: "agent-state-" });
-  return {
-    dir,
-    dbPath: join(dir, "state", "gateway.db"),
-    cleanup: () => Deno.remove(dir, { recursive: true }),
-  };
-}
-
-/**
- * Opens a store in a temporary folder, runs `body`, then closes the store and removes the folder.
- */
-export async function withStore(
-  options: StateStoreOptions,
-  body: (store: ReturnType<typeof openStateStore>, dbPath: string) => Promise<void> | void,
-): Promise<void> {
-  const home = await tempHome();
-  const store = openStateStore(home.dbPath, options);
-  try {
-    await body(store, home.dbPath);
-  } finally {
-    await store.close();
-    await home.cleanup();
-  }
 }

@@ -5,7 +5,8 @@ import {
   StoreUnavailableError,
   TargetError,
 } from "../../../lib/errors.ts";
-import { type NewEvent, openStateStore, type StateStore } from "../../../lib/state/mod.ts";
+import type { NewEvent, StateStore } from "../../../lib/state/mod.ts";
+import { openStateStore } from "../../../lib/state/sqlite/mod.ts";
 import type { DeliveryJob } from "../../../lib/targets/mod.ts";
 import {
   ABORT_GRACE_MS,

@@ -5,7 +5,7 @@ import {
   startCheckpointer,
 } from "../../../../lib/state/sqlite/_checkpointer.ts";
 import { eventually } from "../../../_helpers.ts";
-import { tempHome } from "../_fixtures.ts";
+import { tempHome } from "./_fixtures.ts";
 
 /** A WAL database with SQLite's own checkpoints off and a `blobs (body)` table. */
 async function walDatabase() {
