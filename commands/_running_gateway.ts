@@ -7,7 +7,7 @@
  */
 import type { Config } from "../lib/config/mod.ts";
 import { gatewayRunning, runningGatewayUrl } from "../lib/state/gateway_lock.ts";
-import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscriptions/file_store.ts";
+import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscriptions/file_cache.ts";
 
 /**
  * Waits, after a subscription change was written, until a gateway running with this home uses

@@ -6,7 +6,7 @@
  */
 import { UsageError } from "../lib/errors.ts";
 import { boundedToken, MAX_ID_CHARS, payloadTypeField } from "../lib/subscriptions/event_info.ts";
-import { keepExactNumber } from "../lib/subscriptions/routes.ts";
+import { keepExactNumber } from "../lib/subscriptions/payload.ts";
 import type { SchemeName } from "../lib/signatures/mod.ts";
 
 /**

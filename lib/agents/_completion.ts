@@ -16,7 +16,7 @@
  * @module
  */
 import { AgentError, cutText } from "../errors.ts";
-import { asRecord } from "../subscriptions/templates.ts";
+import { asRecord } from "../subscriptions/payload.ts";
 
 /** Characters of an unexpected body or of a refusal quoted in an error message. */
 export const MAX_QUOTED_CHARS = 300;

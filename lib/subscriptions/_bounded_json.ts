@@ -1,10 +1,11 @@
 /**
  * `JSON.stringify(value, null, 2)` that stops at a length limit, so a huge or very deep payload
  * costs at most the limit to print (templates cut objects at 2,000 and the raw payload at
- * 4,000 characters, CONTRACT §7).
+ * 4,000 characters, docs/templates.md).
  *
  * @module
  */
+import { RawJson } from "./payload.ts";
 
 /** Appended to JSON text that was cut; it counts toward the limit. */
 export const CUT_MARKER = "…";
@@ -33,6 +34,9 @@ class BoundedWriter {
 /**
  * `JSON.stringify(value, null, 2)`, stopping once `maxChars` characters are reached: the output
  * is the same text, cut to at most `maxChars` characters ending in {@link CUT_MARKER}.
+ * @param value any parsed JSON value (a `RawJson` number prints as its text)
+ * @param maxChars the longest text returned, marker included
+ * @returns the JSON text, whole or cut
  */
 export function boundedJson(value: unknown, maxChars: number): string {
   const writer = new BoundedWriter(maxChars);
@@ -45,16 +49,7 @@ export function boundedJson(value: unknown, maxChars: number): string {
   return writer.parts.join("");
 }
 
-/**
- * `JSON.rawJSON` and `JSON.isRawJSON` (V8 has them; TypeScript's library does not yet): a number
- * kept as its JSON text, so one over 2^53 prints as written, not rounded.
- * https://github.com/tc39/proposal-json-parse-with-source
- */
-export const RawJson = JSON as unknown as {
-  rawJSON(text: string): { readonly rawJSON: string };
-  isRawJSON(value: unknown): value is { readonly rawJSON: string };
-};
-
+/** Prints `value` as `JSON.stringify(value, null, 2)` does, into `writer`. */
 function printJson(value: unknown, indent: string, writer: BoundedWriter): void {
   if (typeof value === "string") return writer.emit(writer.quote(value));
   if (RawJson.isRawJSON(value)) return writer.emit(value.rawJSON);
@@ -82,7 +77,12 @@ function printJson(value: unknown, indent: string, writer: BoundedWriter): void 
   writer.emit(count === 0 ? open + close : `\n${indent}${close}`);
 }
 
-/** Cuts `text` to `maxChars` characters including the marker, never inside a surrogate pair. */
+/**
+ * Cuts `text` to `maxChars` characters including the marker, never inside a surrogate pair.
+ * @param text the text to cut, longer than `maxChars`
+ * @param maxChars the longest text returned
+ * @returns the start of `text` and {@link CUT_MARKER}
+ */
 export function cut(text: string, maxChars: number): string {
   let end = Math.max(0, maxChars - CUT_MARKER.length);
   const last = text.charCodeAt(end - 1);

@@ -1,6 +1,6 @@
 /**
  * Who sent a webhook, what kind of event it is and which delivery it belongs to
- * (CONTRACT.md §6): the inputs of the event filter, the deduplication key and the log lines.
+ * (docs/http.md): the inputs of the event filter, the deduplication key and the log lines.
  *
  * Every value here comes from the sender, so each candidate (header or payload field) is only
  * used when it is a string of 1 to {@link MAX_ID_CHARS} characters without control characters;
@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { asRecord } from "./templates.ts";
+import { asRecord } from "./payload.ts";
 
 /** Who sent a request, told by its headers. */
 export type EventSource = "github" | "gitlab" | "stripe" | "standard" | "other";
@@ -54,7 +54,7 @@ const PAYLOAD_TYPE_FIELDS = ["type", "event_type", "event"];
 const CONTROL_CHAR = /\p{Cc}/u; // C0, DEL and C1
 
 /**
- * Reads the event type, action, delivery id and source of a request (CONTRACT.md §6).
+ * Reads the event type, action, delivery id and source of a request (docs/http.md).
  *
  * Type: `X-GitHub-Event`; with `X-Gitlab-Event`, the payload's `object_kind`, else the header
  * lowercased without ` Hook`, spaces made underscores (`Merge Request Hook` → `merge_request`,
@@ -73,6 +73,13 @@ const CONTROL_CHAR = /\p{Cc}/u; // C0, DEL and C1
  * @param newId Makes a delivery id when the sender gave none (e.g. `crypto.randomUUID`).
  * @param scheme The signature scheme that authenticated the request, when known.
  * @returns The event's description; `generatedDeliveryId` tells whether `newId` was used.
+ * @example
+ * ```ts
+ * const headers = new Headers({ "X-GitHub-Event": "issues", "X-GitHub-Delivery": "72d3…" });
+ * eventInfo(headers, { action: "opened" }, crypto.randomUUID, "github");
+ * // { type: "issues", action: "opened", deliveryId: "72d3…", generatedDeliveryId: false,
+ * //   source: "github" }
+ * ```
  */
 export function eventInfo(
   headers: Headers,
@@ -146,6 +153,7 @@ export function eventLabel(info: Pick<EventInfo, "type" | "action">): string {
   return info.action === undefined ? info.type : `${info.type}.${info.action}`;
 }
 
+/** The type of an event whose scheme does not sign it: from the headers, else the payload. */
 function eventType(
   headers: Headers,
   fields: Record<string, unknown>,
@@ -187,6 +195,7 @@ export function payloadTypeField(payload: unknown): { field: string; type: strin
   return undefined;
 }
 
+/** The sender's delivery id, from the first usable candidate in the order above. */
 function deliveryId(headers: Headers, fields: Record<string, unknown>): string | undefined {
   for (const name of ID_HEADERS_BEFORE_STRIPE) {
     const id = boundedToken(headers.get(name));
@@ -204,6 +213,7 @@ function deliveryId(headers: Headers, fields: Record<string, unknown>): string |
   return undefined;
 }
 
+/** Who sent an event whose scheme does not sign it, told by the headers each sender sets. */
 function eventSource(headers: Headers): EventSource {
   if (headers.has("X-GitHub-Event")) return "github";
   if (headers.has("X-Gitlab-Event")) return "gitlab";
@@ -217,6 +227,7 @@ function eventSource(headers: Headers): EventSource {
  * characters, no control characters), as every event type, action and delivery id must be;
  * otherwise undefined.
  * @param value a header value or payload field
+ * @returns the value, or undefined when it is not such a string
  */
 export function boundedToken(value: unknown): string | undefined {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_ID_CHARS) {

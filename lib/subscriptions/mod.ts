@@ -1,7 +1,7 @@
 /**
  * The subscription record: one route from `POST /webhooks/<name>` to a target. The same shape
  * is used for dynamic subscriptions (`webhook_subscriptions.json`) and static routes
- * (`platforms.webhook.extra.routes` in `config.yaml`). See CONTRACT §3.
+ * (`platforms.webhook.extra.routes` in `config.yaml`). See docs/subscriptions.md.
  *
  * @module
  */
@@ -12,7 +12,7 @@ import { isSchemeName, SCHEME_NAMES } from "../signatures/mod.ts";
 /** Where a subscription comes from: the CLI-managed file, or `config.yaml` (read-only). */
 export type RouteOrigin = "dynamic" | "static";
 
-/** One subscription as stored on disk (CONTRACT §3). Timestamps are ISO 8601 UTC. */
+/** One subscription as stored on disk (docs/subscriptions.md). Timestamps are ISO 8601 UTC. */
 export interface Subscription {
   /** Free text shown by `list`. */
   description?: string;
@@ -28,7 +28,10 @@ export interface Subscription {
   prompt?: string;
   /** Skill names added to the system prompt, in order. */
   skills?: string[];
-  /** Target name: `log`, `telegram`, `discord`, `slack`, `github_comment`, `gitlab_comment`, `origin`. */
+  /**
+   * Target name: `log`, `telegram`, `discord`, `slack`, `github_comment`, `gitlab_comment` or
+   * `origin` (docs/targets.md).
+   */
   deliver?: string;
   /** Target options; string values are rendered as templates. */
   deliver_extra?: { chat_id?: string };
@@ -36,20 +39,24 @@ export interface Subscription {
   deliver_only?: boolean;
   /** Requests per minute for this subscription, overriding `extra.rate_limit`. */
   rate_limit?: number;
+  /** When `subscribe` created it, ISO 8601 UTC. */
   created_at?: string;
+  /** When a command last changed it, ISO 8601 UTC. */
   updated_at?: string;
 }
 
 /** A subscription with its name and origin, as the gateway and `list` see it. */
 export interface Route extends Subscription {
+  /** The `<name>` of `POST /webhooks/<name>`. */
   name: string;
+  /** Whether it is a subscription of the file, or a static route of `config.yaml`. */
   origin: RouteOrigin;
 }
 
 /**
  * The secret a sender must use now: the route's own, else the global one for a static route
- * (CONTRACT §2: `extra.secret` serves static routes that have none). An empty secret counts
- * as none, as an empty setting does elsewhere.
+ * (`extra.secret` serves static routes that have none: docs/configuration.md). An empty secret
+ * counts as none, as an empty setting does elsewhere.
  * @param route the route
  * @param globalSecret `extra.secret` / `WEBHOOK_SECRET`, if set
  * @returns the secret, or undefined when requests to the route are refused (403)
@@ -61,7 +68,10 @@ export function currentSecret(route: Route, globalSecret: string | undefined): s
 /**
  * Every secret a request may be signed with at `nowMs`: the current one, then the previous
  * ones still within their rotation grace period.
+ * @param route the route
+ * @param globalSecret `extra.secret` / `WEBHOOK_SECRET`, if set
  * @param nowMs the clock, in milliseconds since the epoch
+ * @returns the secrets, current first; empty when requests to the route are refused (403)
  */
 export function acceptedSecrets(
   route: Route,
@@ -79,7 +89,7 @@ export function acceptedSecrets(
  * A new secret for a subscription (or the global one): 32 random bytes, base64url without
  * padding (43 characters). For a subscription pinned to Standard Webhooks, the form its
  * libraries and senders (Svix) take: `whsec_` and standard base64, whose decoded bytes are the
- * key (https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md).
+ * key. Source: https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
  * @param scheme the subscription's `auth`, if pinned
  * @returns the secret
  * @example
@@ -95,7 +105,7 @@ export function generateSecret(scheme?: string): string {
   return base64.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
-/** Names allowed for subscriptions (CONTRACT §3). */
+/** Names allowed for subscriptions (docs/subscriptions.md). */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 const TEXT_FIELDS = [
@@ -163,9 +173,28 @@ export function checkRecord(
   where: string,
   file: string,
 ): Subscription {
-  const fail = (field: string, rule: string): never => {
+  const fail: Fail = (field, rule) => {
     throw new ConfigError(`${where}: ${field} ${rule}`, { file });
   };
+  checkScalarFields(record, fail);
+  const checked = { ...record } as Subscription;
+  if (record.deliver_extra !== undefined) {
+    checked.deliver_extra = checkDeliverExtra(record.deliver_extra, fail);
+  }
+  if (record.previous_secrets !== undefined && !isPreviousSecrets(record.previous_secrets)) {
+    fail("previous_secrets", "must be a list of {secret, expires_at}");
+  }
+  if (record.deliver_only === true && (record.deliver === undefined || record.deliver === "log")) {
+    fail("deliver_only", "needs a real target in deliver (not log)");
+  }
+  return checked;
+}
+
+/** Refuses a record's `field`, saying the `rule` it breaks. */
+type Fail = (field: string, rule: string) => never;
+
+/** Checks the record's text, list, boolean and number fields. */
+function checkScalarFields(record: Record<string, unknown>, fail: Fail): void {
   for (const field of TEXT_FIELDS) {
     if (record[field] !== undefined && typeof record[field] !== "string") {
       fail(field, "must be a string");
@@ -186,34 +215,28 @@ export function checkRecord(
   if (limit !== undefined && !(Number.isSafeInteger(limit) && (limit as number) >= 1)) {
     fail("rate_limit", "must be a whole number of requests per minute (≥ 1)");
   }
-  const checked = { ...record } as Subscription;
-  const extra = record.deliver_extra;
-  if (extra !== undefined) {
-    if (extra === null || typeof extra !== "object" || Array.isArray(extra)) {
-      fail("deliver_extra", "must be a mapping");
-    }
-    const chatId = (extra as Record<string, unknown>).chat_id;
-    if (chatId !== undefined && typeof chatId !== "string" && typeof chatId !== "number") {
-      fail("deliver_extra.chat_id", "must be a string");
-    }
-    checked.deliver_extra = {
-      ...(extra as object),
-      ...(chatId === undefined ? {} : { chat_id: String(chatId) }),
-    };
+}
+
+/**
+ * Checks `deliver_extra`: a mapping whose `chat_id` is text, or a number (YAML's
+ * `chat_id: -100123`), which becomes its text. Its other keys are kept as they are.
+ */
+function checkDeliverExtra(extra: unknown, fail: Fail): Subscription["deliver_extra"] {
+  if (extra === null || typeof extra !== "object" || Array.isArray(extra)) {
+    fail("deliver_extra", "must be a mapping");
   }
-  const previous = record.previous_secrets;
-  if (
-    previous !== undefined &&
-    !(Array.isArray(previous) &&
-      previous.every((p) =>
-        p !== null && typeof p === "object" && typeof p.secret === "string" &&
-        typeof p.expires_at === "string"
-      ))
-  ) {
-    fail("previous_secrets", "must be a list of {secret, expires_at}");
+  const chatId = (extra as Record<string, unknown>).chat_id;
+  if (chatId !== undefined && typeof chatId !== "string" && typeof chatId !== "number") {
+    fail("deliver_extra.chat_id", "must be a string");
   }
-  if (record.deliver_only === true && (record.deliver === undefined || record.deliver === "log")) {
-    fail("deliver_only", "needs a real target in deliver (not log)");
-  }
-  return checked;
+  return { ...(extra as object), ...(chatId === undefined ? {} : { chat_id: String(chatId) }) };
+}
+
+/** Whether `value` is a list of `{secret, expires_at}` entries, both text. */
+function isPreviousSecrets(value: unknown): boolean {
+  return Array.isArray(value) &&
+    value.every((p) =>
+      p !== null && typeof p === "object" && typeof p.secret === "string" &&
+      typeof p.expires_at === "string"
+    );
 }

@@ -1,6 +1,6 @@
 /**
- * Per-subscription rate limiting (CONTRACT §4 "rate" step). In memory for one process, behind
- * the {@link RateLimiter} interface so a shared store (Redis, SQL) can implement it later.
+ * Per-subscription rate limiting (the "rate" step of docs/http.md). In memory for one process,
+ * behind the {@link RateLimiter} interface so a shared store (Redis, SQL) can implement it later.
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * The routes the gateway serves: static routes from `config.yaml` first, then the dynamic
- * subscriptions, which can never shadow a static route (CONTRACT §3).
+ * subscriptions, which can never shadow a static route (docs/subscriptions.md).
  *
  * @module
  */
@@ -15,7 +15,7 @@ import {
   wrongFieldType,
 } from "./file_store.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
-import { RawJson } from "./_bounded_json.ts";
+import { keepExactNumber } from "./payload.ts";
 
 /**
  * Renders what `route` does with a payload: at ingest, and again when an event is replayed.
@@ -25,7 +25,16 @@ import { RawJson } from "./_bounded_json.ts";
  * @param json the payload's JSON text, to render numbers a double rounds as they were written;
  *   without it they render rounded
  * @returns the mode, prompt (the rendered `--prompt`, or the default prompt when the route has
- *   none; CONTRACT §7) and route snapshot stored with the event
+ *   none; docs/templates.md) and route snapshot stored with the event
+ * @example
+ * ```ts
+ * const dispatch = dispatchFor(route, payload, {
+ *   event: "issues.opened",
+ *   subscription: route.name,
+ *   deliveryId: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+ * }, body);
+ * // { mode: "agent", prompt: "New issue #1: ...", route: { deliver: "telegram", chatId, skills } }
+ * ```
  */
 export function dispatchFor(
   route: Route,
@@ -64,31 +73,11 @@ function render(route: Route, payload: unknown, context: TemplateContext) {
 const ROUNDED_LOOKING = /\d{16}|\de[+-]\d/;
 
 /**
- * A `JSON.parse` reviver that keeps, as its JSON text, each integer a double cannot hold as
- * written (beyond 2^53). A number beyond a double's range (`1e400`) stays infinite, and prints
- * as `null`, as JSON has no other way to print it.
- * @param _key the member's key (unused)
- * @param value the value `JSON.parse` made
- * @param context the value's JSON text, which V8 gives revivers
- *   (https://github.com/tc39/proposal-json-parse-with-source)
- * @returns the value, or for such an integer a `JSON.rawJSON` of its text, which
- *   `JSON.stringify` and the templates print as written
- */
-export function keepExactNumber(
-  _key: string,
-  value: unknown,
-  context?: { source?: string },
-): unknown {
-  return typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value) &&
-      context?.source !== undefined
-    ? RawJson.rawJSON(context.source)
-    : value;
-}
-
-/**
  * The route called `name`: the static one if `config.yaml` defines it, else the subscription.
+ * @param name the `<name>` of `POST /webhooks/<name>`
  * @param records the dynamic subscriptions
  * @param staticRoutes the routes of `config.yaml`
+ * @returns the route, or undefined when neither has that name
  */
 export function findRoute(
   name: string,
@@ -129,7 +118,9 @@ export async function routesAndHidden(
 }
 
 /**
- * Refuses a subscription name that breaks the naming rule (CONTRACT §3), with the rule.
+ * Refuses a subscription name that breaks the naming rule (docs/subscriptions.md), with the
+ * rule.
+ * @param name the `<name>` given
  * @param action what was asked, for the message: `subscribe`, `remove`, ...
  * @throws UsageError when `name` does not match {@link NAME_PATTERN}
  */
@@ -142,6 +133,8 @@ export function checkName(name: string, action: string): void {
 
 /**
  * Refuses a CLI change to a route that `config.yaml` defines.
+ * @param config the command's configuration: its static routes
+ * @param name the `<name>` given
  * @param action what was asked, for the message: `subscribe`, `remove`, ...
  * @throws UsageError when `name` is a static route
  */

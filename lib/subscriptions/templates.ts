@@ -1,20 +1,21 @@
 /**
- * The prompt template engine of CONTRACT.md §7: `{dot.path}` placeholders rendered against a
+ * The prompt template engine of docs/templates.md: `{dot.path}` placeholders rendered against a
  * parsed JSON payload, used for `--prompt` and for `deliver_extra` string values.
  *
- * Grammar, decided where the contract is silent:
+ * The grammar in full (docs/templates.md describes it for users):
  *
  * - A placeholder is `{` path `}`. A path is one or more segments joined by single dots; a
  *   segment is one or more of `A-Z a-z 0-9 _ - $ @` or a Unicode letter, mark or digit. Anything
  *   else between braces (`{}`, `{ spaced }`, `{"json": 1}`, `{a..b}`, an unclosed `{`) is literal
  *   text and is not reported as missing.
  * - `{{` and `}}` are literal braces; a lone `}` is literal too.
- * - In an object a segment is an own key (`Object.hasOwn`: `{constructor}` on `{}` is missing).
- *   When no own key matches, the segment joined with the following ones is tried, so a key that
- *   itself contains dots (`{"app.version": 2}`) is reachable as `{app.version}`; the shortest
- *   existing key wins and there is no backtracking. In an array only a decimal index
- *   (`0`, `12`, no sign, no leading zero) selects; `length` is missing. Strings, numbers and the
- *   other scalars have no fields, so a string or number payload only renders the specials.
+ * - Paths are looked up as `valueAt` (payload.ts) does. In an object a segment is an own key
+ *   (`Object.hasOwn`: `{constructor}` on `{}` is missing). When no own key matches, the segment
+ *   joined with the following ones is tried, so a key that itself contains dots
+ *   (`{"app.version": 2}`) is reachable as `{app.version}`; the shortest existing key wins and
+ *   there is no backtracking. In an array only a decimal index (`0`, `12`, no sign, no leading
+ *   zero) selects; `length` is missing. Strings, numbers and the other scalars have no fields,
+ *   so a string or number payload only renders the specials.
  * - `\n` and `\t` (backslash then letter) become newline and tab; every other backslash is kept.
  *   There is no escape for a literal backslash-n.
  * - Substituted values are appended and never scanned again.
@@ -27,11 +28,12 @@
  * @module
  */
 import { boundedJson, CUT_MARKER } from "./_bounded_json.ts";
+import { valueAt } from "./payload.ts";
 
 /** What the special placeholders resolve to. */
 export interface TemplateContext {
   /**
-   * The event label: the type (CONTRACT §6), with `.<action>` when the payload has a string
+   * The event label: the type (docs/http.md), with `.<action>` when the payload has a string
    * `action` (`issues.opened`, `pipeline`, `payment_intent.succeeded`): `{__event__}`.
    */
   event: string;
@@ -70,7 +72,7 @@ const ASCII_KEY_CHAR = new Uint8Array(128).map((_, code) =>
 );
 
 /**
- * Renders a prompt template against a webhook payload (CONTRACT.md §7).
+ * Renders a prompt template against a webhook payload (docs/templates.md).
  *
  * @param template The template text, e.g. `New issue {issue.title} by {issue.user.login}`.
  * @param payload The parsed JSON payload (any JSON value; usually an object).
@@ -79,6 +81,15 @@ const ASCII_KEY_CHAR = new Uint8Array(128).map((_, code) =>
  *   without its action (`issues` for `issues.opened`).
  * @returns The text, and the paths that were not found (left literally in the text). Never
  *   throws, whatever the template and payload.
+ * @example
+ * ```ts
+ * const { text, missing } = renderTemplate(
+ *   "New issue {issue.title} by {issue.user.login}{issue.nope}\\n{{done}}",
+ *   { issue: { title: "Crash", user: { login: "octocat" } } },
+ *   { event: "issues.opened", subscription: "gh", deliveryId: "d-1" },
+ * );
+ * // text: "New issue Crash by octocat{issue.nope}\n{done}"; missing: ["issue.nope"]
+ * ```
  */
 export function renderTemplate(
   template: string,
@@ -121,7 +132,7 @@ export function renderTemplate(
 }
 
 /**
- * The prompt used when a subscription has no `--prompt` (CONTRACT.md §7).
+ * The prompt used when a subscription has no `--prompt` (docs/templates.md).
  *
  * The payload is printed as 2-space JSON cut at {@link MAX_RAW_CHARS} characters inside a
  * fenced `json` block. When the JSON itself contains a run of three or more backticks the fence is
@@ -154,7 +165,7 @@ export function formatValue(value: unknown, maxChars: number): string {
   return boundedJson(value, maxChars);
 }
 
-/** Returns the end index of a well-formed path starting at `start`, or -1 when none starts there. */
+/** The end index of a well-formed path starting at `start`, or -1 when none starts there. */
 function scanPath(template: string, start: number): number {
   let i = start;
   let segmentLength = 0;
@@ -178,6 +189,7 @@ function scanPath(template: string, start: number): number {
   return segmentLength === 0 ? -1 : i;
 }
 
+/** What `{path}` renders as: a special, the payload's value, or {@link NOT_FOUND}. */
 function resolvePlaceholder(
   path: string,
   payload: unknown,
@@ -193,13 +205,13 @@ function resolvePlaceholder(
     case "__delivery_id__":
       return context.deliveryId;
   }
-  const value = lookup(payload, path);
-  if (path === "event_type" && value === NOT_FOUND) return eventType(payload, context.event);
-  return value === NOT_FOUND ? NOT_FOUND : formatValue(value, MAX_VALUE_CHARS);
+  const value = valueAt(payload, path);
+  if (path === "event_type" && value === undefined) return eventType(payload, context.event);
+  return value === undefined ? NOT_FOUND : formatValue(value, MAX_VALUE_CHARS);
 }
 
 /**
- * The event type (CONTRACT §6) of an event labelled `label`: the label without the `.<action>`
+ * The event type (docs/http.md) of an event labelled `label`: the label without the `.<action>`
  * it has when the payload has a string `action` (`issues` for `issues.opened`). A type may hold
  * dots itself (`payment_intent.succeeded`), so only that action is taken off.
  */
@@ -212,59 +224,7 @@ function eventType(payload: unknown, label: string): string {
     : label;
 }
 
-/**
- * The value at a dot path of a parsed JSON payload, found as `{path}` finds it: through own keys
- * only (never `constructor` or a prototype's), array indexes, and keys that hold dots.
- * @param root the payload
- * @param path e.g. `repository.full_name` or `commits.0.id`
- * @returns the value, or undefined when any step is missing
- */
-export function valueAt(root: unknown, path: string): unknown {
-  const value = lookup(root, path);
-  return value === NOT_FOUND ? undefined : value;
-}
-
-/** Walks `path` through own keys and array indexes; {@link NOT_FOUND} when any step fails. */
-function lookup(root: unknown, path: string): unknown {
-  let current = root;
-  for (let start = 0, end = 0; end < path.length; start = end + 1) {
-    end = segmentEnd(path, start);
-    if (Array.isArray(current)) {
-      const index = arrayIndex(path, start, end);
-      if (index < 0 || index >= current.length) return NOT_FOUND;
-      current = current[index];
-    } else if (typeof current === "object" && current !== null) {
-      let key = path.slice(start, end);
-      while (!Object.hasOwn(current, key)) {
-        if (end === path.length) return NOT_FOUND;
-        end = segmentEnd(path, end + 1);
-        key = path.slice(start, end);
-      }
-      current = (current as Record<string, unknown>)[key];
-    } else {
-      return NOT_FOUND;
-    }
-  }
-  return current === undefined ? NOT_FOUND : current;
-}
-
-function segmentEnd(path: string, start: number): number {
-  const dot = path.indexOf(".", start);
-  return dot < 0 ? path.length : dot;
-}
-
-/** Parses `path[start, end)` as a canonical decimal index (`0`, `17`); -1 for anything else. */
-function arrayIndex(path: string, start: number, end: number): number {
-  if (end - start > 15 || (end - start > 1 && path.charCodeAt(start) === 0x30)) return -1;
-  let index = 0;
-  for (let i = start; i < end; i++) {
-    const digit = path.charCodeAt(i) - 0x30;
-    if (digit < 0 || digit > 9) return -1;
-    index = index * 10 + digit;
-  }
-  return index;
-}
-
+/** The length of the longest run of backticks in `text`. */
 function longestBacktickRun(text: string): number {
   let longest = 0;
   let run = 0;
@@ -273,16 +233,4 @@ function longestBacktickRun(text: string): number {
     if (run > longest) longest = run;
   }
   return longest;
-}
-
-/**
- * `value` as an object of fields, when it is one: how untyped JSON (a payload, a platform's or
- * an LLM endpoint's answer) is read one object at a time.
- * @param value any parsed JSON value
- * @returns the object, or undefined for `null`, arrays and scalars
- */
-export function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

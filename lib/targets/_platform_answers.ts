@@ -25,7 +25,7 @@
  * @module
  */
 
-import { asRecord } from "../subscriptions/templates.ts";
+import { asRecord } from "../subscriptions/payload.ts";
 import { MAX_WAIT_SECONDS, parseRetryAfterSeconds } from "../worker/retry.ts";
 
 /** GitHub asks for at least a minute after a rate limit that names no reset time. */

@@ -11,7 +11,7 @@ import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import { createdWithId } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
-import { valueAt } from "../subscriptions/templates.ts";
+import { valueAt } from "../subscriptions/payload.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** An issue or pull request: `owner/repo` and its number. */

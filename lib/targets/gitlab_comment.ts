@@ -12,7 +12,7 @@ import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import { createdWithId } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
-import { valueAt } from "../subscriptions/templates.ts";
+import { valueAt } from "../subscriptions/payload.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** A merge request or issue: project (numeric id or `group/project` path), kind and iid. */

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { valueAt } from "../subscriptions/templates.ts";
+import { valueAt } from "../subscriptions/payload.ts";
 
 /** Ends every comment the gateway posts; invisible in rendered Markdown. */
 export const OWN_COMMENT_MARKER = "\n\n<!-- posted by the agent webhook gateway -->";

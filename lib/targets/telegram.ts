@@ -7,7 +7,7 @@
  */
 
 import { TargetError } from "../errors.ts";
-import { asRecord } from "../subscriptions/templates.ts";
+import { asRecord } from "../subscriptions/payload.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import {

@@ -7,7 +7,6 @@ import {
   MAX_VALUE_CHARS,
   renderTemplate,
   type TemplateContext,
-  valueAt,
 } from "../../../lib/subscriptions/templates.ts";
 import { githubExample } from "../../fakes/github_examples.ts";
 
@@ -171,15 +170,6 @@ Deno.test("renderTemplate() renders {event_type} as the event type without its a
     "a type's own dots stay",
   );
   assert.equal(renderTemplate("{event_type}", { event_type: null }, context).text, "null");
-});
-
-Deno.test("valueAt() finds what {path} finds: own keys, array indexes, keys holding dots; undefined otherwise", () => {
-  const push = { repository: { full_name: "o/r" }, commits: [{ id: "a1" }], "a.b": 1 };
-  assert.equal(valueAt(push, "repository.full_name"), "o/r");
-  assert.equal(valueAt(push, "commits.0.id"), "a1");
-  assert.equal(valueAt(push, "a.b"), 1);
-  assert.equal(valueAt(push, "repository.constructor"), undefined, "not the prototype's");
-  assert.equal(valueAt(push, "commits.1.id"), undefined);
 });
 
 Deno.test("renderTemplate() lets specials win over payload fields of the same name", () => {
