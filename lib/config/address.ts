@@ -1,7 +1,7 @@
 /**
  * Host addresses as people write them and as URLs need them: an IPv6 address in brackets
  * (`[::1]:8644`), the URL at which this machine reaches a listening server, the base of the
- * webhook URLs that commands print (CONTRACT §3), and which hosts may be listened on.
+ * webhook URLs that commands print (docs/subscriptions.md), and which hosts may be listened on.
  *
  * @module
  */
@@ -78,11 +78,13 @@ export interface WebhookAddress {
 const LOCAL_HOSTS = new Set(["0.0.0.0", "::", "[::]", "127.0.0.1", "::1", "[::1]", "localhost"]);
 
 /**
- * The base of webhook URLs (CONTRACT §3): `public_url`, else `http://localhost:<port>` when the
- * host is a wildcard or loopback address, else `http://<host>:<port>`. Other addresses of
- * 127.0.0.0/8 are printed as they are: `localhost` would reach 127.0.0.1, not them.
+ * The base of webhook URLs (docs/subscriptions.md): `public_url`, else
+ * `http://localhost:<port>` when the host is a wildcard or loopback address, else
+ * `http://<host>:<port>`. Other addresses of 127.0.0.0/8 are printed as they are: `localhost`
+ * would reach 127.0.0.1, not them.
  * @param webhook the merged webhook settings
  * @returns a URL without a trailing slash
+ * @example webhookBaseUrl({ host: "0.0.0.0", port: 8644 }) // "http://localhost:8644"
  */
 export function webhookBaseUrl(webhook: WebhookAddress): string {
   if (webhook.publicUrl) return webhook.publicUrl;
@@ -96,6 +98,8 @@ export function webhookBaseUrl(webhook: WebhookAddress): string {
  * @param webhook the merged webhook settings
  * @param name a valid subscription name
  * @returns the URL
+ * @example webhookUrl({ publicUrl: "https://hooks.example.com", host: "::", port: 8644 }, "gh")
+ *   // "https://hooks.example.com/webhooks/gh"
  */
 export function webhookUrl(webhook: WebhookAddress, name: string): string {
   return `${webhookBaseUrl(webhook)}/webhooks/${name}`;

@@ -1,11 +1,12 @@
 /**
- * Editing `config.yaml` without losing comments or unknown keys (CONTRACT §1), with the `yaml`
+ * The home folder's `config.yaml` (docs/configuration.md): read, created with the defaults on
+ * the gateway's first run, and edited without losing comments or unknown keys with the `yaml`
  * package's document API, written atomically with mode 0600.
  *
  * @module
  */
 import { dirname } from "node:path";
-import { type Document, isAlias, isMap, isScalar, parseDocument } from "yaml";
+import { type Document, isAlias, isMap, isScalar, parse as parseYaml, parseDocument } from "yaml";
 import { ConfigError } from "../errors.ts";
 import { cannotWrite, withFileLock, writeFileAtomic } from "./fs.ts";
 
@@ -24,6 +25,33 @@ agent:
   model: gpt-4o-mini
 `;
 
+/**
+ * Reads and parses `config.yaml`; a missing file is empty.
+ * @param path the `config.yaml` file
+ * @returns whether it exists, and its parsed content (`{}` when missing or empty)
+ * @throws ConfigError when the file cannot be read or is not valid YAML
+ */
+export async function readYamlFile(path: string): Promise<{ exists: boolean; data: unknown }> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return { exists: false, data: {} };
+    throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`, {
+      file: path,
+      cause: error,
+    });
+  }
+  try {
+    return { exists: true, data: parseYaml(text) ?? {} };
+  } catch (error) {
+    throw new ConfigError(`${path} is not valid YAML: ${yamlProblem(error as Error)}`, {
+      file: path,
+      cause: error,
+    });
+  }
+}
+
 /** One change to `config.yaml`: the key path and its new value. */
 export type ConfigEdit = { path: (string | number)[]; value: unknown };
 
@@ -33,12 +61,21 @@ export type ConfigEdit = { path: (string | number)[]; value: unknown };
  * same time all land.
  * @param file the path of `config.yaml`
  * @param edits key paths and values, e.g. `{path: ["platforms","webhook","enabled"], value: true}`
- * @throws ConfigError when the existing file is not valid YAML (it is left untouched)
+ * @throws ConfigError when the existing file is not valid YAML, or a key on an edit's way holds
+ *   something other than a mapping (it is left untouched); when it cannot be read or written
+ * @example
+ * ```ts
+ * await editConfigFile(paths.config, [
+ *   { path: ["platforms", "webhook", "enabled"], value: true },
+ *   { path: ["platforms", "webhook", "extra", "port"], value: 9000 },
+ * ]);
+ * ```
  */
 export function editConfigFile(file: string, edits: ConfigEdit[]): Promise<void> {
   return withFileLock(file, () => editUnlocked(file, edits));
 }
 
+/** {@link editConfigFile} once the lock is held. */
 async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
   let text = "";
   try {
@@ -64,8 +101,9 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
     emptyKeysAsMappings(document, edit.path, file);
     document.setIn(edit.path, edit.value);
   }
-  // New lines as CONTRACT writes flow collections (`{events: [pipeline]}`); lines the edit did
-  // not change as the file had them (`{ chat_id: C0123 }`, as deno fmt writes mappings).
+  // New lines with flow collections unpadded, as docs/configuration.md writes them
+  // (`{events: [pipeline]}`); lines the edit did not change as the file had them
+  // (`{ chat_id: C0123 }`, as deno fmt writes mappings).
   await writeFileAtomic(
     file,
     keepFlowStyle(document.toString({ flowCollectionPadding: false }), text),
@@ -138,8 +176,9 @@ function keepFlowStyle(text: string, original: string): string {
 }
 
 /**
- * Writes {@link DEFAULT_CONFIG_YAML} when the file does not exist yet.
- * @returns true when the file was created
+ * Writes {@link DEFAULT_CONFIG_YAML} when the file does not exist yet (and its folder, 0700).
+ * @param file the path of `config.yaml`
+ * @returns true when the file was created, false when one was there already
  * @throws ConfigError naming the file when it cannot be written (a read-only home)
  */
 export async function createDefaultConfig(file: string): Promise<boolean> {

@@ -1,6 +1,7 @@
 /**
- * File writing shared by the modules that keep files in the home folder, and the identity of a
- * file (whether a path still names the file a program opened).
+ * File system work shared by the modules that keep files in the home folder: writing them
+ * atomically, under a lock and private to the user (mode 0600), and the identity of a file
+ * (whether a path still names the file a program opened).
  *
  * @module
  */
@@ -30,6 +31,20 @@ export async function writeAll(
  */
 export function withoutByteOrderMark(text: string): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/**
+ * Makes a file that holds secrets readable by its owner only (0600) when it is broader; a
+ * missing file, or one we may not change, is left alone.
+ * @param path the file
+ */
+export async function narrowMode(path: string): Promise<void> {
+  try {
+    const { mode } = await Deno.stat(path);
+    if (mode !== null && (mode & 0o077) !== 0) await Deno.chmod(path, mode & 0o700);
+  } catch {
+    // Missing, or not ours to change: reading it reports any real problem.
+  }
 }
 
 /**

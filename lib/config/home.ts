@@ -1,5 +1,5 @@
 /**
- * The home folder (`~/.agent`, or `AGENT_HOME`) and the files in it (CONTRACT §1).
+ * The home folder (`~/.agent`, or `AGENT_HOME`) and the files in it (docs/configuration.md).
  *
  * @module
  */
@@ -32,6 +32,11 @@ export interface HomePaths {
  * @returns the paths of the home folder and its files (nothing is created)
  * @throws ConfigError when neither `AGENT_HOME` nor `HOME` is set, or `AGENT_HOME` starts with
  *   `~` and `HOME` is not set
+ * @example
+ * ```ts
+ * homePaths({ HOME: "/home/ada" }).stateDb; // "/home/ada/.agent/state/gateway.db"
+ * homePaths({ AGENT_HOME: "~/hooks", HOME: "/home/ada" }).config; // "/home/ada/hooks/config.yaml"
+ * ```
  */
 export function homePaths(env: Record<string, string | undefined>): HomePaths {
   const home = homeFolder(env);
@@ -46,6 +51,7 @@ export function homePaths(env: Record<string, string | undefined>): HomePaths {
   };
 }
 
+/** The home folder itself, absolute (see {@link homePaths}). */
 function homeFolder(env: Record<string, string | undefined>): string {
   const given = env.AGENT_HOME;
   if (given && (given === "~" || given.startsWith("~/"))) {

@@ -1,26 +1,32 @@
 /**
  * Configuration: `config.yaml`, `.env` and the process environment, merged key by key with
- * the precedence process env > `.env` > `config.yaml` > defaults (CONTRACT §2).
+ * the precedence process env > `.env` > `config.yaml` > defaults (docs/configuration.md).
  *
  * A malformed value is a `ConfigError` that names the key and the file; nothing falls
  * back to a default silently.
+ *
+ * The folder's other public files: `home.ts` (where the files are), `config_file.ts` and
+ * `env_file.ts` (reading and editing them), `address.ts` (hosts and webhook URLs) and `fs.ts`
+ * (atomic, locked, private writes). Files starting with `_` read the sections and are private.
  *
  * @module
  */
 import type { AgentSettings } from "../agents/mod.ts";
 import type { RetryPolicy } from "../worker/retry.ts";
-import { agentSettings, agentWarnings } from "./_agent.ts";
-import { narrowMode, readEnvFile, readYamlFile } from "./_read.ts";
-import { objectAt } from "./_values.ts";
-import { webhookSettings, webhookWarnings } from "./_webhook.ts";
+import { agentSettings, agentWarnings } from "./_agent_settings.ts";
+import { readYamlFile } from "./config_file.ts";
+import { readEnvFile } from "./env_file.ts";
+import { narrowMode } from "./fs.ts";
+import { objectAt } from "./_typed_values.ts";
+import { webhookSettings, webhookWarnings } from "./_webhook_settings.ts";
 import { type HomePaths, homePaths } from "./home.ts";
 import type { Route } from "../subscriptions/mod.ts";
 
-export { MAX_RETRY_DELAY_SECONDS, MAX_TIMEOUT_SECONDS } from "./_agent.ts";
-export { MAX_IDEMPOTENCY_TTL_SECONDS } from "./_webhook.ts";
+export { MAX_RETRY_DELAY_SECONDS, MAX_TIMEOUT_SECONDS } from "./_agent_settings.ts";
+export { MAX_IDEMPOTENCY_TTL_SECONDS } from "./_webhook_settings.ts";
 export { isListenHost, LISTEN_HOST_RULE, webhookBaseUrl, webhookUrl } from "./address.ts";
 
-/** The `platforms.webhook` section, after merging (CONTRACT §2). */
+/** The `platforms.webhook` section, after merging (docs/configuration.md). */
 export interface WebhookSettings {
   /** `platforms.webhook.enabled` / `WEBHOOK_ENABLED`. @default {false} */
   enabled: boolean;
@@ -53,10 +59,16 @@ export interface WebhookSettings {
 
 /** Everything a command or the gateway needs to know, read once per command. */
 export interface Config {
+  /** The home folder and the files in it. */
   paths: HomePaths;
   /** True when `config.yaml` exists (the gateway creates one on first run otherwise). */
   configFileExists: boolean;
+  /** The `platforms.webhook` section, with the `WEBHOOK_*` variables over it. */
   webhook: WebhookSettings;
+  /**
+   * The `agent` section, with `AGENT_MODEL` and `OPENAI_*` over it: the provider, how many
+   * agent runs at once (`maxConcurrency`) and the retry policy.
+   */
   agent: AgentSettings & { maxConcurrency: number; retry: RetryPolicy };
   /** Process env merged over `.env`: tokens, home channels and API URLs for the targets. */
   env: Record<string, string | undefined>;
@@ -76,6 +88,12 @@ export interface Config {
  *   (what `gateway setup` shows and edits)
  * @returns the merged configuration
  * @throws ConfigError for unreadable or malformed files and values, naming key and file
+ * @example
+ * ```ts
+ * const config = await loadConfig({ AGENT_HOME: "/srv/agent", WEBHOOK_PORT: "9000" });
+ * config.webhook.port; // 9000, whatever config.yaml says
+ * config.paths.subscriptions; // "/srv/agent/webhook_subscriptions.json"
+ * ```
  */
 export async function loadConfig(
   processEnv: Record<string, string | undefined>,
@@ -108,11 +126,12 @@ export async function loadConfig(
 }
 
 /**
- * The answer to every webhook command when the platform is disabled (CONTRACT §10): the three
- * ways to enable it, and, when `WEBHOOK_ENABLED` is what turns it off, that variable and where
- * it is set (it wins over the wizard and `config.yaml`).
+ * The answer to every webhook command when the platform is disabled (docs/commands.md): the
+ * three ways to enable it, and, when `WEBHOOK_ENABLED` is what turns it off, that variable and
+ * where it is set (it wins over the wizard and `config.yaml`).
  * @param paths the home's files
  * @param enabledBy where the `enabled` value came from (`WebhookSettings.enabledBy`)
+ * @returns the message, several lines
  */
 export function platformDisabledMessage(
   paths: HomePaths,

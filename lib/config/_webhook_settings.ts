@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { toBoolean, toInteger, toText, toUrl, unknownKeys } from "./_values.ts";
+import { toBoolean, toInteger, toText, toUrl, unknownKeys } from "./_typed_values.ts";
 import { isListenHost, LISTEN_HOST_RULE } from "./address.ts";
 import type { WebhookSettings } from "./mod.ts";
 import { ConfigError } from "../errors.ts";
@@ -23,7 +23,7 @@ import { parseHome } from "../targets/origin.ts";
 
 /**
  * Largest `idempotency_ttl`, in seconds: 10 years. Expiry times are milliseconds in SQLite
- * integers read back as JavaScript numbers, so a TTL near 2^53 s broke the state database.
+ * integers read back as JavaScript numbers, which cannot hold a TTL near 2^53 s exactly.
  */
 export const MAX_IDEMPOTENCY_TTL_SECONDS = 315_360_000;
 
@@ -195,6 +195,15 @@ function toHomeTarget(
   );
 }
 
+/**
+ * Reads `platforms.webhook.extra.routes`: each static route's name and fields, checked as a
+ * subscription's are.
+ * @param value the `routes` mapping as parsed, if any
+ * @param file the path of `config.yaml`, for messages
+ * @returns the routes by name, each with `origin: "static"`
+ * @throws ConfigError naming the route's key for a bad name, a field of the wrong type, or an
+ *   unknown target or scheme
+ */
 function staticRoutes(value: unknown, file: string): Map<string, Route> {
   const routes = new Map<string, Route>();
   if (value === undefined || value === null) return routes;

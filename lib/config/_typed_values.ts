@@ -11,8 +11,13 @@ export type Source = { file: string; key: string };
 
 /**
  * The mapping at `keys` below `root`; empty when absent.
+ * @param root the parsed YAML, or a mapping in it
+ * @param keys the key path below `root`
+ * @param file the file, for messages
  * @param under the key path of `root` itself in the file, for messages (e.g. `agent`)
+ * @returns the mapping, or `{}` when a key on the way is absent or null
  * @throws ConfigError when a node on the way is not a mapping, naming its full key path
+ * @example objectAt(yaml, ["platforms", "webhook"], "config.yaml") // { enabled: true, ... }
  */
 export function objectAt(
   root: unknown,
@@ -70,6 +75,12 @@ export function toBoolean(value: unknown, from: Source): boolean | undefined {
  * @param range the smallest and largest numbers allowed (@default {no bound})
  * @returns the number; undefined when the value is missing, null or empty
  * @throws ConfigError for anything else
+ * @example
+ * ```ts
+ * const from = { file: "config.yaml", key: "platforms.webhook.extra.port" };
+ * toInteger("8644", from, { min: 0, max: 65535 }); // 8644
+ * toInteger(70000, from, { min: 0, max: 65535 }); // throws ConfigError: ... from 0 to 65535
+ * ```
  */
 export function toInteger(
   value: unknown,

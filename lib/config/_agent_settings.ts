@@ -6,7 +6,7 @@
  * @module
  */
 import { DEFAULT_RETRY, MAX_WAIT_SECONDS, type RetryPolicy } from "../worker/retry.ts";
-import { objectAt, toInteger, toText, toUrl, unknownKeys } from "./_values.ts";
+import { objectAt, toInteger, toText, toUrl, unknownKeys } from "./_typed_values.ts";
 import type { Config } from "./mod.ts";
 import { ConfigError } from "../errors.ts";
 
