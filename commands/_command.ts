@@ -54,6 +54,12 @@ export interface Command {
    * @param ctx what the command may touch
    * @returns the exit code: 0 success, 1 failure, 2 usage error
    * @throws UsageError, ConfigError, NotFoundError: turned into exit codes by `main.ts`
+   * @example
+   * ```ts
+   * const ctx = fakeContext({ AGENT_HOME: home }); // tests/_helpers.ts
+   * const code = await webhookList.run(["--json"], ctx); // argv after `agent webhook list`
+   * // code 0; ctx.out holds what it printed
+   * ```
    */
   run(argv: string[], ctx: CommandContext): Promise<number>;
 }

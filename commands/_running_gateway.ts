@@ -31,7 +31,8 @@ export async function untilGatewaySeesChange(config: Config): Promise<void> {
  * @returns the webhook settings, with `port` replaced when a gateway runs on another
  * @example
  * ```ts
- * const url = webhookUrl(await advertisedWebhook(config), "gh"); // http://localhost:8644/webhooks/gh
+ * const url = webhookUrl(await advertisedWebhook(config), "gh");
+ * // http://localhost:9000/webhooks/gh for a gateway started with --port 9000
  * ```
  */
 export async function advertisedWebhook(config: Config): Promise<Config["webhook"]> {

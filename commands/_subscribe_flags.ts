@@ -79,8 +79,8 @@ function eventFilter(value: string): string[] {
 }
 
 /**
- * Warns of `--events` entries that no event can match: filters compare whole types (CONTRACT
- * §6), with no wildcards, and `all` means every event only on its own.
+ * Warns of `--events` entries that no event can match: filters compare whole types
+ * (docs/http.md), with no wildcards, and `all` means every event only on its own.
  * @param events the filter being stored, if `--events` was given
  * @returns one warning per such entry
  */

@@ -43,9 +43,10 @@ export interface SentEvent {
 }
 
 /**
- * `--event` as an event type the gateway takes (`boundedToken` in lib/subscriptions/event_info.ts: 1 to
- * {@link MAX_ID_CHARS} characters, no control characters) and, for the schemes that send it in
- * a header (GitHub, GitLab, Shopify), as a header value: printable ASCII.
+ * `--event` as an event type the gateway takes (`boundedToken` in
+ * lib/subscriptions/event_info.ts: 1 to {@link MAX_ID_CHARS} characters, no control characters)
+ * and, for the schemes that send it in a header (GitHub, GitLab, Shopify), as a header value:
+ * printable ASCII.
  * @param scheme the scheme the test event is signed with
  * @param event the flag's value
  * @returns the event type, as given
@@ -68,12 +69,13 @@ export function checkEvent(scheme: SchemeName, event: string): string {
 
 /**
  * Puts the event type and a fresh delivery id where the scheme's senders put them, as
- * lib/subscriptions/event_info.ts reads them: GitHub's, GitLab's and Shopify's headers; for the other
- * schemes the payload's `type`, unless the payload names its type itself (`type`, `event_type`
- * or `event`), and the delivery id header each sender uses (Standard Webhooks' signed
- * `webhook-id` comes with the signature; Stripe and Slack ids are the payload's `id` and
+ * lib/subscriptions/event_info.ts reads them: GitHub's, GitLab's and Shopify's headers; for the
+ * other schemes the payload's `type`, unless the payload names its type itself (`type`,
+ * `event_type` or `event`), and the delivery id header each sender uses (Standard Webhooks'
+ * signed `webhook-id` comes with the signature; Stripe and Slack ids are the payload's `id` and
  * `event_id`). A Linear payload gets the current `webhookTimestamp` (milliseconds): the gateway
- * refuses one older than 5 minutes, and a payload copied from a real delivery carries an old one.
+ * refuses one older than 5 minutes, and a payload copied from a real delivery carries an old
+ * one.
  * @param payload changed in place
  * @param options `scheme`: the one signing the event; `event`: its type, checked; `nowMs`: the
  *   clock, in milliseconds since the epoch

@@ -1,6 +1,6 @@
 /**
  * `agent gateway setup`: the wizard that enables the webhook platform and writes `config.yaml`
- * keeping its comments (CONTRACT §10). Interactive on a terminal; flags for scripts.
+ * keeping its comments (docs/commands.md). Interactive on a terminal; flags for scripts.
  *
  * @module
  */

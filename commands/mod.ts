@@ -65,6 +65,10 @@ function commandList(commands: readonly Command[]): string {
  * @param ctx what commands may touch
  * @returns the exit code
  * @throws UsageError for an unknown command; whatever the command throws
+ * @example
+ * ```ts
+ * const code = await runCommand(["webhook", "subscribe", "gh", "--events", "issues"], ctx);
+ * ```
  */
 export async function runCommand(argv: string[], ctx: CommandContext): Promise<number> {
   // The home the help texts name, when AGENT_HOME sets one.

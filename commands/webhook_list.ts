@@ -1,6 +1,6 @@
 /**
  * `agent webhook list`: every dynamic subscription and static route with its URL, events,
- * target and secret (CONTRACT §10). Also the check that the platform is enabled.
+ * target and secret (docs/commands.md).
  *
  * @module
  */
@@ -86,6 +86,13 @@ async function skillProblems(routes: Route[], skillsDir: string): Promise<string
   );
 }
 
+/**
+ * One route as `list` prints it: its URL, events, target, secrets still accepted at `nowMs`
+ * and the settings it has.
+ * @param config the configuration, with the webhook settings URLs are made from
+ * @param nowMs the clock, in milliseconds
+ * @returns the route's lines, joined
+ */
 function describeRoute(route: Route, config: Config, nowMs: number): string {
   const secret = route.secret ??
     (currentSecret(route, config.webhook.secret) === undefined

@@ -1,5 +1,5 @@
 /**
- * `agent webhook remove <name>`: deletes a dynamic subscription (CONTRACT §3).
+ * `agent webhook remove <name>`: deletes a dynamic subscription (docs/subscriptions.md).
  *
  * @module
  */

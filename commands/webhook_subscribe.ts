@@ -1,5 +1,6 @@
 /**
- * `agent webhook subscribe <name>`: creates or updates a dynamic subscription (CONTRACT §3).
+ * `agent webhook subscribe <name>`: creates or updates a dynamic subscription
+ * (docs/subscriptions.md).
  *
  * @module
  */

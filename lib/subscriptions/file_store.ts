@@ -156,7 +156,16 @@ export async function readSubscriptionsOrError(
  * @param change receives the current records and returns the result to pass back; it may
  *   mutate the records. Throwing from it leaves the file untouched.
  * @returns what `change` returned
- * @throws ConfigError when the current file is corrupt (it is left as it is)
+ * @throws ConfigError when the current file is corrupt (it is left as it is), or cannot be
+ *   read or written; whatever `change` throws
+ * @example
+ * ```ts
+ * const existed = await updateSubscriptions(paths.subscriptions, (records) => {
+ *   const had = Object.hasOwn(records, "gh");
+ *   records.gh = { ...records.gh, events: ["issues"] };
+ *   return had;
+ * });
+ * ```
  */
 export async function updateSubscriptions<T>(
   path: string,

@@ -375,7 +375,7 @@ Deno.test("loadConfig() warns of keys the webhook sections do not take, and of n
     config.warnings[1],
     /^platforms\.webhook\.extra\.prot in .*config\.yaml is not a setting and is ignored \(a typo\?\); platforms\.webhook\.extra takes: host, port,/,
   );
-  // The contract's example config: every key known.
+  // The example config of docs/configuration.md: every key known.
   await using full = await tempHome({
     config: "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n" +
       "      port: 8644\n      secret: global-secret\n      public_url: https://hooks.example.com\n" +

@@ -162,7 +162,7 @@ Deno.test("eventInfo() prefers the GitHub header to a payload type", () => {
   assert.equal(eventInfo(headers, { type: "forged" }, newId).type, "workflow_run");
 });
 
-Deno.test("eventInfo() takes delivery id headers in the contract's order", () => {
+Deno.test("eventInfo() takes delivery id headers in the order docs/http.md gives", () => {
   const all: [string, string][] = [
     ["X-GitHub-Delivery", "github"],
     ["X-Gitlab-Event-UUID", "gitlab"],

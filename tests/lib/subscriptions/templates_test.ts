@@ -257,7 +257,7 @@ Deno.test("formatValue() matches JSON.stringify(value, null, 2) below the limit"
   }
 });
 
-Deno.test("formatValue() renders scalars as the contract says", () => {
+Deno.test("formatValue() renders scalars as docs/templates.md says", () => {
   assert.equal(formatValue("plain {x}", 5), "plain {x}");
   assert.equal(formatValue(3, 5), "3");
   assert.equal(formatValue(true, 5), "true");
