@@ -12,7 +12,6 @@ import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { StateStore } from "../lib/state/mod.ts";
 import { SubscriptionFileCache } from "../lib/subscriptions/file_cache.ts";
 import { unusableSubscriptions } from "../lib/subscriptions/file_store.ts";
-import { deliver } from "../lib/targets/mod.ts";
 import type { IngestDeps, RefusalLog } from "./ingest/mod.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
 import { createSignatureVerifier } from "../lib/signatures/mod.ts";
@@ -72,7 +71,7 @@ export function ingestDeps(config: Config, parts: {
   bodyBudgetBytes?: number;
 }): IngestDeps {
   const { webhook } = config;
-  const { worker, targets, directInFlight, heldDirect } = parts.setup;
+  const { worker } = parts.setup;
   return {
     refusals: parts.refusals,
     findRoute: parts.findRoute,
@@ -85,11 +84,8 @@ export function ingestDeps(config: Config, parts: {
     rateLimiter: createMemoryRateLimiter(),
     store: parts.store,
     onAccepted: () => worker.notify(),
-    deliverDirect: (job, onPartSent) =>
-      deliver(job, { ...targets, maxRateLimitWaitMs: 10_000 }, onPartSent),
+    deliverNow: (event, payload) => worker.deliverNow(event, payload),
     now: parts.now,
     newId: () => crypto.randomUUID(),
-    directInFlight,
-    heldDirect,
   };
 }

@@ -57,13 +57,10 @@ export async function stopGateway(
   ]);
   clearInterval(refusalWindows);
   refusals.flush();
-  // Direct deliveries whose record the database refused: written now if it takes them.
-  const unrecorded = await setup.heldDirect.flush();
-  setup.heldDirect.stop();
+  // Direct deliveries that ended while the server drained may have held their records.
+  const unrecorded = await setup.worker.flushHeld();
   if (unrecorded > 0) {
-    workerLog.error("stopped with {count} direct deliveries not recorded", {
-      count: unrecorded,
-    });
+    workerLog.error("stopped with {count} writes not recorded", { count: unrecorded });
   }
   await store.close();
   lock.close();

@@ -1,7 +1,6 @@
 /**
- * The running gateway's worker and what it shares with the HTTP side: the delivery targets, the
- * direct deliveries under way, and the records of direct deliveries the database refused, held
- * until it takes them.
+ * The running gateway's worker, which also sends direct-delivery messages for the HTTP side,
+ * and the delivery targets' context.
  *
  * @module
  */
@@ -12,11 +11,13 @@ import type { Config } from "../lib/config/mod.ts";
 import { systemPromptFor } from "../lib/agents/skills.ts";
 import type { StateStore } from "../lib/state/mod.ts";
 import { deliver, type TargetContext } from "../lib/targets/mod.ts";
-import { createWorker, type EventWorker, STORE_REFUSED_RETRY_MS } from "../lib/worker/mod.ts";
-import { createHeldDirectRecords, deliveryKey, type HeldDirectRecords } from "./ingest/mod.ts";
+import { createWorker, type EventWorker } from "../lib/worker/mod.ts";
 
 const workerLog = getLogger(["agent", "worker"]);
 const targetLog = getLogger(["agent", "target"]);
+
+/** The longest wait for a platform's rate limit while a direct message's sender waits, in ms. */
+const SENDER_RATE_LIMIT_WAIT_MS = 10_000;
 
 /** The worker, and what the HTTP side shares with it. */
 export interface WorkerSetup {
@@ -24,10 +25,6 @@ export interface WorkerSetup {
   worker: EventWorker;
   /** The delivery targets' context: env, fetch, sleep, log, home target. */
   targets: TargetContext;
-  /** Direct deliveries under way (`IngestDeps.directInFlight`). */
-  directInFlight: Set<string>;
-  /** Direct deliveries whose record the store refused (`IngestDeps.heldDirect`). */
-  heldDirect: HeldDirectRecords;
   /** Where running `command` agents are noted (`killLeftoverAgents` reads it at start). */
   agentsDir: string;
 }
@@ -57,12 +54,9 @@ export function setUpWorker(config: Config, options: {
     log: (message, properties) => targetLog.info(message, properties),
     homeTarget: config.webhook.homeTarget,
   };
-  // Direct deliveries under way, shared by the HTTP side and the worker (IngestDeps.directInFlight).
-  const directInFlight = new Set<string>();
   // Where running `command` agents are noted, for the next start to kill if this gateway dies.
   const agentsDir = join(dirname(paths.stateDb), "agents");
   const processNotes = agentProcessNotes(agentsDir);
-  const heldDirect = holdDirectRecords(store, config.webhook.idempotencyTtlSeconds);
   const worker = createWorker({
     store,
     runAgent: createAgentRunner(agent, {
@@ -71,7 +65,13 @@ export function setUpWorker(config: Config, options: {
       processNotes,
       warn: (message, properties) => workerLog.warn(message, properties),
     }),
-    deliver: (job, onPartSent) => deliver(job, targets, onPartSent),
+    // A sender waiting for its direct message waits out a platform's rate limit only so long.
+    deliver: (job, onPartSent, { senderWaits } = {}) =>
+      deliver(
+        job,
+        senderWaits ? { ...targets, maxRateLimitWaitMs: SENDER_RATE_LIMIT_WAIT_MS } : targets,
+        onPartSent,
+      ),
     systemPrompt: (skills) => systemPromptFor(paths.skills, skills),
     now,
     // The system clock is checked against a steady one; a clock a test gives is not.
@@ -80,27 +80,7 @@ export function setUpWorker(config: Config, options: {
     maxConcurrency: agent.maxConcurrency,
     retry: agent.retry,
     log: (level, message, properties) => workerLog[level](message, properties),
-    // Being sent, or delivered with its record held: a replay waits for the record, then finds
-    // that the message went out.
-    isBeingSent: (subscription, deliveryId) =>
-      directInFlight.has(deliveryKey(subscription, deliveryId)) ||
-      heldDirect.delivered(subscription, deliveryId, now()),
+    idempotencyTtlSeconds: config.webhook.idempotencyTtlSeconds,
   });
-  return { worker, targets, directInFlight, heldDirect, agentsDir };
-}
-
-/** The held records of direct deliveries, kept as long as their idempotency keys (seconds). */
-function holdDirectRecords(store: StateStore, idempotencyTtlSeconds: number): HeldDirectRecords {
-  return createHeldDirectRecords(store, {
-    retryMs: STORE_REFUSED_RETRY_MS,
-    ttlMs: idempotencyTtlSeconds * 1000,
-    onDropped: (event) =>
-      workerLog.error(
-        "direct delivery {delivery_id} of {subscription} not recorded: too many held",
-        {
-          subscription: event.subscription,
-          delivery_id: event.deliveryId,
-        },
-      ),
-  });
+  return { worker, targets, agentsDir };
 }

@@ -1,7 +1,7 @@
 /**
  * What the parts of one worker share: its dependencies and settings with their defaults
- * filled in, the events in progress and the state of its claim loop, the attempt at an event
- * in progress, and how an error is described in the log and the state database.
+ * filled in, the events and direct deliveries in progress and the state of its claim loop, the
+ * attempt at an event in progress, and how an error is described in the log and the state database.
  *
  * @module
  */
@@ -36,6 +36,12 @@ export interface WorkerCore {
   readonly pause: RunPause;
   /** Outcomes the store refused, and whether it rests. */
   readonly outcomes: HeldOutcomes;
+  /** The direct deliveries being sent now, by {@link deliveryKey}. */
+  readonly directInFlight: Set<string>;
+  /** How long a delivered direct message's delivery id is a duplicate, in ms. */
+  readonly idempotencyTtlMs: number;
+  /** Numbers the held records of direct messages without a delivery id of their own. */
+  heldSequence: number;
   /** Moves the queued events when the system clock was set back. */
   readonly followClockSteps: () => void;
   /** Whether `start()` was called. */
@@ -50,8 +56,8 @@ export interface WorkerCore {
   cancelTimer: (() => void) | undefined;
 }
 
-/** One attempt at an event, as it goes. */
-export interface Attempt {
+/** One attempt at a stored event, as it goes (its record is `Attempt` in the state store). */
+export interface AttemptInProgress {
   /** The event as claimed. */
   readonly event: StoredEvent;
   /** The event's id, subscription and attempt number, for the log. */

@@ -1,12 +1,12 @@
 /**
- * What a failed attempt means (CONTRACT §8): a dead letter when the error is permanent or the
+ * What a failed attempt means (docs/durability.md): a dead letter when the error is permanent or the
  * attempts that count are used up, else a retry with backoff.
  *
  * @module
  */
 import { retryDelayMs } from "./retry.ts";
 import { AgentError, ConfigError, NotFoundError, TargetError } from "../errors.ts";
-import { type Attempt, describe, type WorkerCore } from "./_core.ts";
+import { type AttemptInProgress, describe, type WorkerCore } from "./_core.ts";
 
 /**
  * What a failed attempt means: a dead letter when the error is permanent or the attempts that
@@ -20,7 +20,7 @@ import { type Attempt, describe, type WorkerCore } from "./_core.ts";
  */
 export function decide(
   worker: WorkerCore,
-  failure: { attempt: Attempt; error: unknown; progressed: boolean },
+  failure: { attempt: AttemptInProgress; error: unknown; progressed: boolean },
 ): void {
   const { deps: { store, log }, retry } = worker;
   const { attempt: { event, context, step, writeRefused }, error, progressed } = failure;

@@ -22,7 +22,13 @@ export function pump(worker: WorkerCore): void {
   const { deps: { store, log }, running } = worker;
   if (!worker.started || worker.stopping || worker.outcomes.resting) return;
   if (!worker.interruptedResumed && !resumeInterrupted(worker)) return restStore(worker);
-  if (!worker.outcomes.recordHeld()) return restStore(worker);
+  const held = worker.outcomes.recordHeld();
+  if (held instanceof Promise) {
+    // A direct record is written asynchronously: the pass goes on once it is.
+    void held.then((written) => written ? pump(worker) : restStore(worker));
+    return;
+  }
+  if (!held) return restStore(worker);
   worker.followClockSteps();
   const free = worker.maxConcurrency - running.size;
   if (free > 0) {

@@ -1,7 +1,10 @@
 /**
- * Recording the worker's outcomes when the state store refuses them (a locked or full
- * database): the write is held, the event stays `running`, and the write is tried again later
- * rather than the event being left `running` until a restart.
+ * Writes the state store refused (a locked or full database), held and tried again: the
+ * outcomes of the worker's attempts, and the records of direct deliveries. A held outcome's
+ * event stays `running`, where nothing claims it; a held direct record makes its delivery id a
+ * duplicate all the same, within the idempotency window. What is still held when the gateway
+ * stops is lost: the worker's events run again at the next start, and a direct message is sent
+ * again only if its sender retries (at least once, either way).
  *
  * @module
  */
@@ -12,7 +15,22 @@ import type { WorkerDeps } from "./mod.ts";
 /** How long the worker leaves the store alone after it refused a write, in ms. */
 export const STORE_REFUSED_RETRY_MS = 5000;
 
-/** The outcomes of one worker that the store has not taken yet. */
+/** The most writes held at once; past it the oldest is dropped (a direct record keeps its payload). */
+export const MAX_HELD_WRITES = 1000;
+
+/** A write to the state store: synchronous (the worker's), or a promise (a direct record). */
+export type StoreWrite = () => unknown;
+
+/** What a held write is about, besides its key. */
+export interface HeldWriteInfo {
+  /**
+   * A delivered direct message: its delivery id is a duplicate while the write is held, within
+   * the idempotency window counted from this time (ms since the epoch).
+   */
+  deliveredAtMs?: number;
+}
+
+/** The writes of one worker that the store has not taken yet. */
 export interface HeldOutcomes {
   /**
    * The store refused a write: the worker leaves it alone (holds every outcome) until the
@@ -20,101 +38,201 @@ export interface HeldOutcomes {
    */
   resting: boolean;
   /**
-   * Writes an event's outcome; when the store fails, keeps the write for the next pass of the
-   * loop instead of leaving the event `running` until a restart.
-   * @param eventId the event the outcome is for
-   * @param write the write; held when the store rests or throws {@link StoreUnavailableError}
+   * Writes an outcome; when the store rests or refuses, holds it for the next pass of the loop
+   * instead of leaving the event `running` until a restart.
+   * @param key what the write is for: an event id, or a direct delivery's key; a later write
+   *   held under the same key replaces the earlier one
+   * @param write the write
+   * @param info what else the held write says (a delivered direct message)
+   * @returns a promise when `write` returns one (it never rejects for a refused write)
    * @throws whatever else `write` throws
    */
-  record(eventId: string, write: () => void): void;
+  record(key: string, write: StoreWrite, info?: HeldWriteInfo): void | Promise<void>;
+  /**
+   * Like {@link record}, but tries the write even while the store rests: for a record the
+   * sender of a direct message waits for.
+   * @returns true once written, false when held
+   */
+  recordNow(key: string, write: StoreWrite, info?: HeldWriteInfo): Promise<boolean>;
   /**
    * Writes what an attempt has to write before its outcome, unless the store rests; when it
    * refuses, the store rests and the caller keeps the write for the outcome's.
-   * @param write the write
+   * @returns false when the write was not made (resting, or refused)
    * @throws whatever `write` throws but {@link StoreUnavailableError}
    */
-  writeNow(write: () => void): void;
+  writeNow<T>(write: () => T): T | undefined;
   /**
    * Tries the held writes in order. The first one the store still refuses ends the pass (each
    * refusal may have waited the busy timeout) and goes to the back of the line, so a write that
-   * keeps failing does not hold up the others.
-   * @returns false when the store refused one
+   * keeps failing does not hold up the others. One pass at a time: a call during a pass gets
+   * that pass's result.
+   * @returns false when the store refused one; a promise when a held write is asynchronous
    */
-  recordHeld(): boolean;
-  /** @returns the ids of the events whose outcomes are held, oldest first */
-  heldIds(): string[];
+  recordHeld(): boolean | Promise<boolean>;
+  /**
+   * Whether a delivered direct message with this delivery key waits to be recorded, delivered
+   * less than `ttlMs` before `nowMs`.
+   */
+  delivered(key: string, nowMs: number, ttlMs: number): boolean;
+  /** @returns the keys of the held writes, oldest first */
+  heldKeys(): string[];
+}
+
+interface Held extends HeldWriteInfo {
+  write: StoreWrite;
 }
 
 /**
- * Creates the held outcomes of one worker, none at first.
+ * Creates the held writes of one worker, none at first.
  * @param log the worker's log
  * @param rest called when the store refused a write: sets `resting` and starts the rest
- * @returns the held outcomes
+ * @returns the held writes
  */
 export function createHeldOutcomes(log: WorkerDeps["log"], rest: () => void): HeldOutcomes {
-  /**
-   * Outcomes that could not be written (a locked or full database), by event id, oldest first:
-   * their events stay `running` in the store, where nothing claims them, so the writes are
-   * tried again on every pass of the loop (every `pollIntervalMs`, and after each event ends;
-   * {@link STORE_REFUSED_RETRY_MS} after a refusal) while the worker runs. A delivered message
-   * is thus recorded as delivered rather than sent again by a retry. What is still unwritten
-   * when the worker stops runs again at the next start (at least once).
-   */
-  const unrecorded = new Map<string, () => void>();
+  return new HeldWrites(log, rest);
+}
 
-  function record(eventId: string, write: () => void): void {
-    if (outcomes.resting) {
-      unrecorded.set(eventId, write);
-      log("warn", "outcome held while the state database refuses writes", { event_id: eventId });
+/** {@link HeldOutcomes}, keyed in the order they were held. */
+class HeldWrites implements HeldOutcomes {
+  resting = false;
+  readonly #held = new Map<string, Held>();
+  #pass: Promise<boolean> | undefined;
+
+  constructor(readonly log: WorkerDeps["log"], readonly rest: () => void) {}
+
+  record(key: string, write: StoreWrite, info: HeldWriteInfo = {}): void | Promise<void> {
+    const entry = { write, ...info };
+    if (this.resting) {
+      this.#hold(key, entry);
+      this.log("warn", "outcome held while the state database refuses writes", keyField(key));
       return;
     }
+    let result: unknown;
     try {
-      write();
+      result = write();
     } catch (error) {
-      if (!(error instanceof StoreUnavailableError)) throw error;
-      unrecorded.set(eventId, write);
-      log("error", "cannot record the outcome yet; trying again", {
-        event_id: eventId,
-        error: describe(error),
-      });
-      rest();
+      return this.#refused(key, entry, error);
+    }
+    if (result instanceof Promise) {
+      return result.then(() => {}, (error) => this.#refused(key, entry, error));
     }
   }
 
-  function writeNow(write: () => void): void {
-    if (outcomes.resting) return;
+  async recordNow(key: string, write: StoreWrite, info: HeldWriteInfo = {}): Promise<boolean> {
     try {
-      write();
+      await write();
+      return true;
     } catch (error) {
-      if (!(error instanceof StoreUnavailableError)) throw error;
-      rest();
+      this.#refused(key, { write, ...info }, error);
+      return false;
     }
   }
 
-  function recordHeldOutcomes(): boolean {
-    for (const [eventId, write] of [...unrecorded]) {
+  writeNow<T>(write: () => T): T | undefined {
+    if (this.resting) return undefined;
+    try {
+      return write();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.rest();
+      return undefined;
+    }
+  }
+
+  recordHeld(): boolean | Promise<boolean> {
+    if (this.#pass !== undefined) return this.#pass;
+    const result = writeHeld(this.#held, this.log);
+    if (!(result instanceof Promise)) return result;
+    // Writes held while an asynchronous pass ran are written by the same pass.
+    const untilEmpty = async (written: boolean): Promise<boolean> => {
+      while (written && this.#held.size > 0) written = await writeHeld(this.#held, this.log);
+      return written;
+    };
+    this.#pass = result.then(untilEmpty).finally(() => this.#pass = undefined);
+    return this.#pass;
+  }
+
+  delivered(key: string, nowMs: number, ttlMs: number): boolean {
+    const at = this.#held.get(key)?.deliveredAtMs;
+    return at !== undefined && nowMs - at < ttlMs;
+  }
+
+  heldKeys(): string[] {
+    return [...this.#held.keys()].map(printable);
+  }
+
+  #hold(key: string, entry: Held): void {
+    this.#held.delete(key);
+    this.#held.set(key, entry);
+    if (this.#held.size <= MAX_HELD_WRITES) return;
+    const [oldest] = this.#held.keys();
+    this.#held.delete(oldest);
+    this.log("error", "a held write was dropped: too many held", { key: printable(oldest) });
+  }
+
+  #refused(key: string, entry: Held, error: unknown): void {
+    if (!(error instanceof StoreUnavailableError)) throw error;
+    this.#hold(key, entry);
+    this.log("error", "cannot record the outcome yet; trying again", {
+      ...keyField(key),
+      error: describe(error),
+    });
+    this.rest();
+  }
+}
+
+/**
+ * One pass over the held writes, in order; synchronous until a write returns a promise.
+ * @returns false when the store refused one
+ */
+function writeHeld(
+  held: Map<string, Held>,
+  log: WorkerDeps["log"],
+): boolean | Promise<boolean> {
+  const entries = [...held];
+  const settle = (key: string, entry: Held, error?: unknown): boolean => {
+    // Only this entry: a newer one held under the same key meanwhile stays.
+    if (held.get(key) === entry) held.delete(key);
+    if (error === undefined) {
+      log("info", "outcome recorded", keyField(key));
+      return true;
+    }
+    if (error instanceof StoreUnavailableError) {
+      if (!held.has(key)) held.set(key, entry);
+      return false;
+    }
+    log("error", "cannot record the outcome", { ...keyField(key), error: describe(error) });
+    return true;
+  };
+  const next = (index: number): boolean | Promise<boolean> => {
+    for (let i = index; i < entries.length; i++) {
+      const [key, entry] = entries[i];
+      let result: unknown;
       try {
-        write();
-        unrecorded.delete(eventId);
-        log("info", "outcome recorded", { event_id: eventId });
+        result = entry.write();
       } catch (error) {
-        unrecorded.delete(eventId);
-        if (error instanceof StoreUnavailableError) {
-          unrecorded.set(eventId, write);
-          return false;
-        }
-        log("error", "cannot record the outcome", { event_id: eventId, error: describe(error) });
+        if (!settle(key, entry, error)) return false;
+        continue;
       }
+      if (result instanceof Promise) {
+        return result.then(
+          () => settle(key, entry) && next(i + 1),
+          (error) => settle(key, entry, error) && next(i + 1),
+        );
+      }
+      settle(key, entry);
     }
     return true;
-  }
-
-  const outcomes: HeldOutcomes = {
-    resting: false,
-    record,
-    writeNow,
-    recordHeld: recordHeldOutcomes,
-    heldIds: () => [...unrecorded.keys()],
   };
-  return outcomes;
+  return next(0);
+}
+
+/** The log field naming a held write: `event_id` for an event, the delivery for a direct record. */
+function keyField(key: string): Record<string, string> {
+  return key.includes("\u0000") ? { delivery: printable(key) } : { event_id: key };
+}
+
+/** A key as it can be logged: a direct delivery's key is `<subscription>\0<delivery id>`. */
+function printable(key: string): string {
+  return key.replace("\u0000", " ");
 }

@@ -58,11 +58,7 @@ export function createRunPause(now: () => number, retry: { initialDelayMs: numbe
    * them would fail the same way, so no new agent run starts for a while, instead of one run
    * after another failing at once. Events whose next step is a delivery (direct messages,
    * answers already saved) still start. During an outage the worker then tries the agent about
-   * once a second per slot, and the ingest path keeps the CPU: with the LLM's port closed,
-   * agent-mode ingest fell from 5,251 to 717 req/s (a hanging LLM against a closed port, in the
-   * same run) while every new event was tried at once, two write transactions per attempt; with
-   * a `command` agent that exits 1, it made 449 req/s, against 7,689 with the pause and 8,557
-   * with a hanging LLM (`deno task bench:spawn`), each spawn stalling the event loop. Events
+   * once a second per slot, so failing runs do not take the CPU from the ingest path. Events
    * wait in the queue meanwhile, their attempts unspent, and a run that succeeds ends the pause.
    * It lasts 1 s, or what the endpoint's `Retry-After` asks, and at most {@link MAX_PAUSE_MS} or
    * half the first retry delay (so no event's own retry waits for it beyond its jitter).

@@ -9,10 +9,11 @@
  */
 import { setImmediate } from "node:timers";
 import { TargetError } from "../errors.ts";
-import { needsAgentRun, type StateStore, type StoredEvent } from "../state/mod.ts";
+import { needsAgentRun, type NewEvent, type StateStore, type StoredEvent } from "../state/mod.ts";
 import type { DeliveryJob } from "../targets/mod.ts";
-import type { Attempt, WorkerCore } from "./_core.ts";
+import type { AttemptInProgress, WorkerCore } from "./_core.ts";
 import { decide, isPermanent } from "./_decide.ts";
+import { deliveryKey } from "./_direct.ts";
 
 /**
  * Makes one attempt at an event and records its outcome: delivered, retried later, failed, or
@@ -53,8 +54,8 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
 }
 
 /** A new attempt at `event`, at its delivery step, with nothing refused yet. */
-function createAttempt(store: StateStore, event: StoredEvent): Attempt {
-  const attempt: Attempt = {
+function createAttempt(store: StateStore, event: StoredEvent): AttemptInProgress {
+  const attempt: AttemptInProgress = {
     event,
     context: { event_id: event.id, subscription: event.subscription, attempt: event.attempts },
     step: "delivery",
@@ -101,7 +102,7 @@ function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
  * The text to deliver: the saved answer or the message itself, or the agent's answer, run now.
  * @returns null when `stop()` came before the run began (the event is then back in the queue)
  */
-async function answerFor(worker: WorkerCore, attempt: Attempt): Promise<string | null> {
+async function answerFor(worker: WorkerCore, attempt: AttemptInProgress): Promise<string | null> {
   const { deps } = worker;
   const { event, context } = attempt;
   if (!needsAgentRun(event)) {
@@ -136,7 +137,7 @@ async function answerFor(worker: WorkerCore, attempt: Attempt): Promise<string |
 /** Delivers `text`, saving the parts sent as they go out. */
 async function deliverAnswer(
   worker: WorkerCore,
-  { attempt, text }: { attempt: Attempt; text: string },
+  { attempt, text }: { attempt: AttemptInProgress; text: string },
 ): Promise<void> {
   const { event } = attempt;
   let job = jobFor(event, text);
@@ -162,7 +163,13 @@ async function deliverAnswer(
  */
 function refuseIfSentMeanwhile(worker: WorkerCore, event: StoredEvent): void {
   const { deps } = worker;
-  if (deps.isBeingSent?.(event.subscription, event.deliveryId)) {
+  // Being sent, or delivered with its record held: a replay waits for the record, then finds
+  // that the message went out.
+  const key = deliveryKey(event.subscription, event.deliveryId);
+  if (
+    worker.directInFlight.has(key) ||
+    worker.outcomes.delivered(key, deps.now(), worker.idempotencyTtlMs)
+  ) {
     throw new TargetError(
       `not sent yet: a request with delivery id ${event.deliveryId} is being sent now`,
       { retryAfterSeconds: 5 },
@@ -186,17 +193,31 @@ function refuseIfSentMeanwhile(worker: WorkerCore, event: StoredEvent): void {
  * like an outcome and tried once more before the stop ends; if that fails too, the event
  * stays `running` and the next start resumes it all the same.
  */
-function requeueStopped(worker: WorkerCore, { event, context }: Attempt): void {
+function requeueStopped(worker: WorkerCore, { event, context }: AttemptInProgress): void {
   const { deps } = worker;
   deps.log("warn", "agent run stopped by shutdown", context);
   worker.outcomes.record(event.id, () => deps.store.recoverInterrupted(deps.now(), event.id));
 }
 
-function jobFor(event: StoredEvent, text: string): DeliveryJob {
-  let payload: unknown = event.payload;
-  try {
-    payload = JSON.parse(event.payload);
-  } catch { /* stored as received: deliver the text */ }
+/**
+ * What to deliver where, for a stored event or a direct message about to be sent.
+ * @param event the event; a stored one resumes after its `partsSent`
+ * @param text the message: the agent's answer, or the rendered template
+ * @param payload the parsed body, for targets that read it (@default {`event.payload` parsed,
+ *   or the text as stored when it is not JSON})
+ */
+export function jobFor(
+  event: NewEvent | StoredEvent,
+  text: string,
+  payload?: unknown,
+): DeliveryJob {
+  if (payload === undefined) {
+    payload = event.payload;
+    try {
+      payload = JSON.parse(event.payload);
+    } catch { /* stored as received: deliver the text */ }
+  }
+  const stored = "id" in event ? event : undefined;
   return {
     target: event.route.deliver,
     chatId: event.route.chatId,
@@ -205,8 +226,8 @@ function jobFor(event: StoredEvent, text: string): DeliveryJob {
     source: event.source,
     subscription: event.subscription,
     eventLabel: event.eventLabel,
-    eventId: event.id,
+    eventId: stored?.id ?? "",
     deliveryId: event.deliveryId,
-    partsAlreadySent: event.partsSent,
+    partsAlreadySent: stored?.partsSent ?? 0,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The worker (CONTRACT §8): claims queued events from the state store, runs the agent, delivers
+ * The worker (docs/durability.md): claims queued events from the state store, runs the agent, delivers
  * the answer, and decides what a failure means: retry later with backoff, or dead letter.
  *
  * Per event: when it has no saved response (agent mode), the agent runs with the system prompt
@@ -19,31 +19,37 @@
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { realTimer, type SetTimer } from "./timer.ts";
 import type { AgentRunner } from "../agents/mod.ts";
-import type { StateStore } from "../state/mod.ts";
-import type { DeliveryJob } from "../targets/mod.ts";
+import type { NewEvent, StateStore } from "../state/mod.ts";
+import type { DeliveryJob, DeliveryReceipt } from "../targets/mod.ts";
 import { createClockFollower } from "./_clock.ts";
 import type { WorkerCore } from "./_core.ts";
 import { pump, restStore, waitForRuns } from "./_loop.ts";
+import { deliverDirect, type DirectResult } from "./_direct.ts";
 import { createHeldOutcomes } from "./_outcomes.ts";
 import { createRunPause } from "./_pause.ts";
 
 export type { RetryPolicy } from "./retry.ts";
 export type { SetTimer } from "./timer.ts";
 export { AGENT_FAILURE_PAUSE_MS, MAX_PAUSE_MS, UNAVAILABLE_BEFORE_PAUSE } from "./_pause.ts";
-export { STORE_REFUSED_RETRY_MS } from "./_outcomes.ts";
+export { MAX_HELD_WRITES, STORE_REFUSED_RETRY_MS } from "./_outcomes.ts";
+export { deliveryKey, type DirectResult } from "./_direct.ts";
 
 /**
  * Delivers a message to its target.
  * @param job what to deliver where
  * @param onPartSent called after each part is delivered, with the number of parts delivered so
  *   far (counting `partsAlreadySent`) and the number of parts in all, so a crash in the middle
- *   does not resend them
+ *   does not resend them; a promise it returns is awaited before the next part goes out
+ * @param options `senderWaits`: a direct message whose sender waits for the answer (a
+ *   platform's rate limit is then waited out only briefly)
+ * @returns which target sent it, in how many parts
  * @throws TargetError when the delivery fails (`permanent`, `retryAfterSeconds`)
  */
 export type DeliverFn = (
   job: DeliveryJob,
-  onPartSent: (partsSent: number, parts: number) => void,
-) => Promise<unknown>;
+  onPartSent: (partsSent: number, parts: number) => void | Promise<void>,
+  options?: { senderWaits?: boolean },
+) => Promise<DeliveryReceipt>;
 
 /** What the worker needs. */
 export interface WorkerDeps {
@@ -72,10 +78,10 @@ export interface WorkerDeps {
   /** One line per decision. */
   log: (level: "info" | "warn" | "error", message: string, props: Record<string, unknown>) => void;
   /**
-   * Whether the sender's retry of a direct message is being sent by the HTTP side right now:
-   * a replay of it then waits, rather than send it a second time. @default {never}
+   * How long a delivery id is a duplicate after its message was delivered, in seconds: a
+   * direct record held while the store refuses it counts that long. @default {86400}
    */
-  isBeingSent?: (subscription: string, deliveryId: string) => boolean;
+  idempotencyTtlSeconds?: number;
 }
 
 /** A running worker. */
@@ -96,6 +102,23 @@ export interface EventWorker {
    * @returns once the worker has stopped; never throws
    */
   stop(options: { deadlineMs: number; hurry?: AbortSignal }): Promise<void>;
+  /**
+   * Sends a direct-delivery message now, while its sender waits, through the same delivery
+   * and held writes as the worker's events; see {@link DirectResult}.
+   * @param event the verified, rendered event, as it would be stored
+   * @param payload the parsed JSON body, for targets that read it (a forge comment's issue)
+   * @returns what became of it; never throws for a failed delivery or a refused record
+   * @example
+   * const result = await worker.deliverNow(event, payload);
+   * if (result.status === "failed") console.log(result.error, result.retryAfterSeconds);
+   */
+  deliverNow(event: NewEvent, payload: unknown): Promise<DirectResult>;
+  /**
+   * Tries the writes the store refused once more: at the very end of a stop, after the HTTP
+   * side drained, since a direct delivery that ended meanwhile may have held its record.
+   * @returns how many writes are still held (lost when the process exits)
+   */
+  flushHeld(): Promise<number>;
   /**
    * Resolves when nothing is in progress and nothing due now can start: none is due, the due
    * ones wait for an agent run the worker holds back after the agent failed, or the
@@ -133,6 +156,11 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       });
     },
     stop: (options) => stop(worker, options),
+    deliverNow: (event, payload) => deliverDirect(worker, event, payload),
+    async flushHeld() {
+      await worker.outcomes.recordHeld();
+      return worker.outcomes.heldKeys().length;
+    },
     idle: () => idle(worker),
   };
 }
@@ -155,6 +183,9 @@ function coreFor(deps: WorkerDeps): WorkerCore {
     pause: createRunPause(() => deps.now(), retry),
     outcomes: createHeldOutcomes(deps.log, () => restStore(worker)),
     followClockSteps: createClockFollower(deps),
+    directInFlight: new Set(),
+    idempotencyTtlMs: (deps.idempotencyTtlSeconds ?? 86_400) * 1000,
+    heldSequence: 0,
     started: false,
     stopping: false,
     pumpQueued: false,
@@ -178,8 +209,8 @@ async function stop(
     worker.stopRuns.abort();
     await waitForRuns(worker, { timeoutMs: ABORT_GRACE_MS });
   }
-  worker.outcomes.recordHeld();
-  const held = worker.outcomes.heldIds();
+  await worker.outcomes.recordHeld();
+  const held = worker.outcomes.heldKeys();
   if (held.length > 0) {
     log(
       "error",

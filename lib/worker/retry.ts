@@ -13,7 +13,7 @@
 export const MAX_WAIT_SECONDS = 604_800;
 
 /**
- * How failed agent runs and deliveries are retried (CONTRACT §8): how many attempts, and how the
+ * How failed agent runs and deliveries are retried (docs/durability.md): how many attempts, and how the
  * delay between two of them grows. `config.yaml` sets it (`agent.retry`); the worker uses it.
  */
 export interface RetryPolicy {

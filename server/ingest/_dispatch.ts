@@ -37,8 +37,6 @@ export interface Authentic {
   headers: Headers;
   /** The parsed body, and its JSON text. */
   payload: { value: unknown; json: string };
-  /** The direct deliveries under way, keyed by `deliveryKey`. */
-  directInFlight: Set<string>;
 }
 
 /** What the steps after parsing know of the event. */
@@ -53,15 +51,14 @@ interface Received {
 /**
  * The ping, filter, dedupe and dispatch steps, once the request is authentic and parsed.
  * @param deps the pipeline's collaborators
- * @param authentic the route, scheme, headers and parsed payload, and the direct deliveries
- *   under way
+ * @param authentic the route, scheme, headers and parsed payload
  * @returns 200 `pong`, a Slack challenge, `ignored` or `duplicate`; 202 `accepted`; direct
  *   mode's 200, 409 or 502
  * @throws StoreUnavailableError when the store cannot take or read the event (answered 503);
  *   what else the store throws (answered 500)
  */
 export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<Response> {
-  const { route, scheme, headers, payload: { value: payload, json }, directInFlight } = authentic;
+  const { route, scheme, headers, payload: { value: payload, json } } = authentic;
   const info = eventInfo(headers, payload, deps.newId, senderScheme(scheme, payload));
   const received: Received = { route, info, event: eventLabel(info), payload };
   const answered = answerWithoutEvent(received, scheme) ?? filter(received);
@@ -70,7 +67,7 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   const { subscription, eventLabel: event, deliveryId } = newEvent;
   // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
   // how many parts went out already): a store it cannot read is a 503 there too.
-  if (route.deliver_only) return deliverNow(newEvent, payload, deps, directInFlight);
+  if (route.deliver_only) return deliverNow(deps, { event: newEvent, payload });
   const result = await deps.store.accept(newEvent);
   if (result.status === "duplicate") return duplicate(subscription, event, deliveryId);
   deps.onAccepted();

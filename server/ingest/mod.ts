@@ -8,12 +8,11 @@
  * @module
  */
 import type { RateLimiter } from "../../lib/subscriptions/rate_limit.ts";
-import type { StateStore } from "../../lib/state/mod.ts";
+import type { NewEvent, StateStore } from "../../lib/state/mod.ts";
 import { NAME_PATTERN, type Route } from "../../lib/subscriptions/mod.ts";
-import type { DeliveryJob, DeliveryReceipt } from "../../lib/targets/mod.ts";
+import type { DirectResult } from "../../lib/worker/mod.ts";
 import { BodyBudget, BodyDeadlines, declaredLength, readBody } from "./_body.ts";
 import { parsePayload } from "./_payload.ts";
-import type { HeldDirectRecords } from "./_held_direct.ts";
 import { authenticate, formsSignedBy, refuseStaleLinear } from "./_auth.ts";
 import { dispatch } from "./_dispatch.ts";
 import { log } from "./_answers.ts";
@@ -24,8 +23,6 @@ import { detectScheme, type SchemeName, type SignatureVerifier } from "../../lib
 export { internalErrorAnswer } from "./_answers.ts";
 export { answerError, type LogLine, Refusal, type RefusalPool } from "./_refusal.ts";
 export type { RefusalLog, RefusalLogLimits } from "./_refusal_log.ts";
-export { deliveryKey } from "./_direct.ts";
-export { createHeldDirectRecords, type HeldDirectRecords } from "./_held_direct.ts";
 
 /** What the ingest pipeline needs; `gateway run` builds the real ones, tests pass fakes. */
 export interface IngestDeps {
@@ -58,28 +55,16 @@ export interface IngestDeps {
   /** Called after an agent-mode event is persisted, to wake the worker. */
   onAccepted(): void;
   /**
-   * Sends a direct-delivery message, from part `job.partsAlreadySent`; throws `TargetError` on
-   * failure. `onPartSent` is called after each part with the parts delivered so far and the
-   * parts in all, and awaited before the next part goes out.
+   * Sends a direct-delivery message while its sender waits: the worker's
+   * `EventWorker.deliverNow`, which records it (or holds the record while the store refuses
+   * it) and knows which delivery ids are being sent, by a request or a replay.
+   * @throws StoreUnavailableError when the store cannot be read (answered 503)
    */
-  deliverDirect(
-    job: DeliveryJob,
-    onPartSent?: (partsSent: number, parts: number) => void | Promise<void>,
-  ): Promise<DeliveryReceipt>;
+  deliverNow(event: NewEvent, payload: unknown): Promise<DirectResult>;
   /** Clock, in milliseconds since the epoch. */
   now(): number;
   /** Generates delivery ids for requests that carry none. */
   newId(): string;
-  /**
-   * The direct deliveries under way, keyed by {@link deliveryKey}; shared with the worker, so
-   * that a replay does not send a message the sender's retry is sending. @default {a new set}
-   */
-  directInFlight?: Set<string>;
-  /**
-   * Direct deliveries whose record the store refused, written later; a retry of one that was
-   * delivered is a duplicate meanwhile. @default {none: such a record is only logged}
-   */
-  heldDirect?: HeldDirectRecords;
   /**
    * Which refusals are written to the log (see `RefusalLog`); the gateway's start makes it and
    * writes the count of those left out. `createApp` makes one with the default limits when
@@ -101,8 +86,6 @@ export function createIngestRefusalLog(limits?: RefusalLogLimits): RefusalLog {
 /** The pipeline's collaborators and what it keeps between requests. */
 interface Pipeline {
   deps: IngestDeps;
-  /** The direct deliveries under way, keyed by `deliveryKey`. */
-  directInFlight: Set<string>;
   deadlines: BodyDeadlines;
   budget: BodyBudget;
 }
@@ -128,7 +111,6 @@ export type WebhookHandler = (request: Request, name: string) => Promise<Respons
 export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
   const pipeline: Pipeline = {
     deps,
-    directInFlight: deps.directInFlight ?? new Set<string>(),
     deadlines: new BodyDeadlines(deps.bodyTimeoutMs),
     budget: new BodyBudget(deps.maxBodyBytes, deps.bodyBudgetBytes),
   };
@@ -172,8 +154,7 @@ async function handleWebhook(
   const payload = parseBody(request, { body, scheme });
   refuseStaleLinear({ name, scheme, payload: payload.value, nowMs });
   // 7. ping, filter, dedupe, dispatch, store down
-  const { directInFlight } = pipeline;
-  return dispatch(deps, { route, scheme, headers: request.headers, payload, directInFlight });
+  return dispatch(deps, { route, scheme, headers: request.headers, payload });
 }
 
 /**

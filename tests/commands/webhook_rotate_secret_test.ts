@@ -216,7 +216,7 @@ Deno.test("the gateway accepts old and new secrets during the grace and only the
     rateLimiter: createMemoryRateLimiter(),
     store,
     onAccepted: () => {},
-    deliverDirect: () => Promise.reject(new Error("not used")),
+    deliverNow: () => Promise.reject(new Error("not used")),
     now: () => clock,
     newId: () => crypto.randomUUID(),
   });

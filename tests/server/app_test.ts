@@ -8,6 +8,7 @@ import type { Route } from "../../lib/subscriptions/mod.ts";
 import type { DeliveryJob } from "../../lib/targets/mod.ts";
 import { createApp, type IngestDeps, webhookName } from "../../server/app.ts";
 import { signedGitHubBody } from "../_helpers.ts";
+import { directWorker } from "../fakes/direct_worker.ts";
 import { createSignatureVerifier } from "../../lib/signatures/mod.ts";
 
 const SECRET = "test-secret-0123456789";
@@ -52,6 +53,11 @@ async function harness(overrides: Partial<IngestDeps> = {}): Promise<Harness> {
       await Deno.remove(dir, { recursive: true });
     },
   };
+  const direct = directWorker(store, (job) => {
+    if (h.failDelivery) return Promise.reject(new TargetError("telegram said no: token xyz"));
+    h.delivered.push(job);
+    return Promise.resolve({ target: job.target, parts: 1, destination: "chat" });
+  }, { now: () => NOW });
   const app = createApp({
     findRoute: (name) => routes.get(name),
     maxBodyBytes: 4096,
@@ -61,11 +67,7 @@ async function harness(overrides: Partial<IngestDeps> = {}): Promise<Harness> {
     rateLimiter: createMemoryRateLimiter(),
     store,
     onAccepted: () => void h.accepted++,
-    deliverDirect: (job) => {
-      if (h.failDelivery) return Promise.reject(new TargetError("telegram said no: token xyz"));
-      h.delivered.push(job);
-      return Promise.resolve({ target: job.target, parts: 1, destination: "chat" });
-    },
+    deliverNow: (event, payload) => direct.deliverNow(event, payload),
     now: () => NOW,
     newId: () => crypto.randomUUID(),
     ...overrides,

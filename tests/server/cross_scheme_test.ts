@@ -38,7 +38,7 @@ async function gateway() {
     rateLimiter: createMemoryRateLimiter(),
     store,
     onAccepted: () => {},
-    deliverDirect: () => Promise.reject(new Error("no direct routes here")),
+    deliverNow: () => Promise.reject(new Error("no direct routes here")),
     now: () => NOW_MS,
     newId: () => crypto.randomUUID(),
   });

@@ -10,10 +10,14 @@ import { ConflictError, StoreUnavailableError, TargetError } from "../../../lib/
 import type { NewEvent, StateStore } from "../../../lib/state/mod.ts";
 import { openStateStore } from "../../../lib/state/sqlite/mod.ts";
 import type { DeliveryJob } from "../../../lib/targets/mod.ts";
-import { createWorker, type DeliverFn, STORE_REFUSED_RETRY_MS } from "../../../lib/worker/mod.ts";
-import { deliverNow, deliveryKey } from "../../../server/ingest/_direct.ts";
-import type { IngestDeps } from "../../../server/ingest/mod.ts";
+import {
+  createWorker,
+  type DeliverFn,
+  type DirectResult,
+  type EventWorker,
+} from "../../../lib/worker/mod.ts";
 import { enabledConfig, fakeContext, tempHome } from "../../_helpers.ts";
+import { directWorker } from "../../fakes/direct_worker.ts";
 
 const T0 = 1_700_000_000_000;
 const HOUR = 3_600_000;
@@ -34,20 +38,33 @@ function direct(overrides: Partial<NewEvent> = {}): NewEvent {
   } as NewEvent;
 }
 
-/** Runs a worker over `store` until nothing is due, moving a fake clock. */
-async function runWorker(
+/** Fake deliveries: the worker's (of queued events) and the direct one (while a sender waits). */
+interface Deliveries {
+  worker?: DeliverFn;
+  direct?: DeliverFn;
+}
+
+/** One worker over `store`, on a fake clock, with its deliveries and the direct path. */
+interface Harness {
+  worker: EventWorker;
+  /** A sender's request for a direct message, sent by the worker while the sender waits. */
+  send(event: NewEvent): Promise<DirectResult>;
+  /** Runs the worker until nothing is due, moving the clock; `afterPass` runs after each pass. */
+  run(afterPass?: () => Promise<void>): Promise<void>;
+}
+
+function harness(
   store: StateStore,
   clock: { now: number },
-  deliver: DeliverFn,
+  deliveries: Deliveries,
   maxAttempts = 5,
-  isBeingSent?: (subscription: string, deliveryId: string) => boolean,
-  afterPass?: () => Promise<void>,
-): Promise<void> {
+): Harness {
   const timers: { at: number; cb: () => void }[] = [];
   const worker = createWorker({
     store,
     runAgent: () => Promise.resolve("answer"),
-    deliver,
+    deliver: (job, onPart, options) =>
+      (options?.senderWaits ? deliveries.direct : deliveries.worker)!(job, onPart, options),
     systemPrompt: () => Promise.resolve(""),
     now: () => clock.now,
     random: () => 0.5,
@@ -58,30 +75,45 @@ async function runWorker(
     },
     retry: { maxAttempts },
     log: () => {},
-    isBeingSent,
   });
-  worker.start();
-  await worker.idle();
-  await afterPass?.();
-  for (let due = store.nextDueAtMs(); due !== null; due = store.nextDueAtMs()) {
-    clock.now = Math.max(clock.now, due);
-    await worker.idle();
-    await afterPass?.();
-  }
-  await worker.stop({ deadlineMs: 0 });
+  return {
+    worker,
+    send: (event) => worker.deliverNow(event, {}),
+    async run(afterPass) {
+      worker.start();
+      await worker.idle();
+      await afterPass?.();
+      for (let due = store.nextDueAtMs(); due !== null; due = store.nextDueAtMs()) {
+        clock.now = Math.max(clock.now, due);
+        await worker.idle();
+        await afterPass?.();
+      }
+      await worker.stop({ deadlineMs: 0 });
+    },
+  };
 }
 
-/** The direct path's deps, as far as deliverNow uses them. */
-function directDeps(store: StateStore, sent: DeliveryJob[], gate?: Promise<void>): IngestDeps {
-  return {
-    store,
-    deliverDirect: async (job: DeliveryJob) => {
-      await gate;
-      sent.push(job);
-      return { target: job.target, parts: 1, destination: "x" };
-    },
-  } as unknown as IngestDeps;
+/** Runs a worker over `store` until nothing is due, moving a fake clock. */
+function runWorker(
+  store: StateStore,
+  clock: { now: number },
+  deliver: DeliverFn,
+  maxAttempts = 5,
+): Promise<void> {
+  return harness(store, clock, { worker: deliver }, maxAttempts).run();
 }
+
+/** A direct delivery that waits for `gate`, then sends the message whole. */
+function sendsTo(sent: DeliveryJob[], gate?: Promise<void>): DeliverFn {
+  return async (job) => {
+    await gate;
+    sent.push(job);
+    return { target: job.target, parts: 1, destination: "x" };
+  };
+}
+
+/** What a fake delivery answers. */
+const RECEIPT = { target: "telegram", parts: 1, destination: "chat 42" };
 
 Deno.test("a replay that fails leaves the sender's later retry deliverable", async () => {
   const store = openStateStore(":memory:", { idempotencyTtlSeconds: 86_400 });
@@ -89,27 +121,21 @@ Deno.test("a replay that fails leaves the sender's later retry deliverable", asy
   try {
     const failed = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
     store.replay(failed, T0 + 1);
+    const sent: DeliveryJob[] = [];
+    const h = harness(store, clock, {
+      worker: () => Promise.reject(new TargetError("Telegram 502")),
+      direct: sendsTo(sent),
+    }, 2);
     // While the replay waits, the sender's retry is told to come back, not that it is done.
-    const waiting = await deliverNow(
-      direct({ receivedAtMs: T0 + 2 }),
-      {},
-      directDeps(store, []),
-      new Set(),
-    );
-    assert.equal(waiting.status, 409);
-    assert.equal(waiting.headers.get("retry-after"), "5");
+    const waiting = await h.send(direct({ receivedAtMs: T0 + 2 }));
+    assert.equal(waiting.status, "busy");
+    assert.equal(waiting.retryAfterSeconds, 5);
     // The target is still down: the replay ends as a dead letter.
-    await runWorker(store, clock, () => Promise.reject(new TargetError("Telegram 502")), 2);
+    await h.run();
     assert.equal(store.getEvent(failed)!.status, "failed");
     // The target is back; the sender's next retry is sent.
-    const sent: DeliveryJob[] = [];
-    const answer = await deliverNow(
-      direct({ receivedAtMs: clock.now + HOUR }),
-      {},
-      directDeps(store, sent),
-      new Set(),
-    );
-    assert.equal(answer.status, 200, JSON.stringify(await answer.clone().json()));
+    const answer = await h.send(direct({ receivedAtMs: clock.now + HOUR }));
+    assert.equal(answer.status, "delivered", JSON.stringify(answer));
     assert.equal(sent.length, 1);
   } finally {
     await store.close();
@@ -131,7 +157,7 @@ Deno.test("replaying an earlier failed attempt resumes after the parts a later f
     await runWorker(
       store,
       clock,
-      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve()),
+      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve(RECEIPT)),
     );
     assert.deepEqual(from, [3]);
   } finally {
@@ -187,7 +213,7 @@ Deno.test("a replay delivered after a wait longer than the key's life holds its 
       () =>
         ++calls === 1
           ? Promise.reject(new TargetError("429", { retryAfterSeconds: 2 * 86_400 }))
-          : Promise.resolve(),
+          : Promise.resolve(RECEIPT),
     );
     assert.equal(store.getEvent(a)!.status, "delivered");
     assert.equal(store.keyHolder("ci", "d-1", clock.now + 1000) !== null, true);
@@ -205,31 +231,20 @@ Deno.test("a replay waits while the sender's retry of the same message is being 
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const sentDirect: DeliveryJob[] = [];
-    const directInFlight = new Set<string>();
-    const b = deliverNow(
-      direct({ receivedAtMs: T0 + 5000 }),
-      {},
-      directDeps(store, sentDirect, gate),
-      directInFlight,
-    );
-    assert.ok(directInFlight.has(deliveryKey("ci", "d-1")));
+    const sentByWorker: DeliveryJob[] = [];
+    const h = harness(store, clock, {
+      direct: sendsTo(sentDirect, gate),
+      worker: (job) => (sentByWorker.push(job), Promise.resolve(RECEIPT)),
+    });
+    const b = h.send(direct({ receivedAtMs: T0 + 5000 }));
+    assert.equal((await h.send(direct({ receivedAtMs: T0 + 5001 }))).status, "busy");
     // Meanwhile the operator replays A, and the worker would send it: it must not.
     store.replay(a, clock.now);
-    const sentByWorker: DeliveryJob[] = [];
-    const isBeingSent = (subscription: string, deliveryId: string) =>
-      directInFlight.has(deliveryKey(subscription, deliveryId));
     // B ends while the replay's first attempt waits for its retry.
-    await runWorker(
-      store,
-      clock,
-      (job) => (sentByWorker.push(job), Promise.resolve()),
-      5,
-      isBeingSent,
-      async () => {
-        release();
-        await b;
-      },
-    );
+    await h.run(async () => {
+      release();
+      await b;
+    });
     assert.equal(sentDirect.length + sentByWorker.length, 1, "sent once");
     assert.equal(store.getEvent(a)!.status, "failed");
     assert.match(store.getEvent(a)!.lastError ?? "", /delivered meanwhile/);
@@ -259,33 +274,25 @@ Deno.test("a replay that waited for the sender's retry resumes after the parts t
     const a = await store.recordDirect(direct(), { delivered: false, partsSent: 1 });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const directInFlight = new Set<string>();
-    const deps = {
-      store,
-      deliverDirect: async (job: DeliveryJob, onPart: (n: number) => void) => {
+    const from: number[] = [];
+    const h = harness(store, clock, {
+      direct: async (job, onPart) => {
         // The retry resumes after part 1, sends parts 2 and 3, then the target fails.
         assert.equal(job.partsAlreadySent, 1);
         await gate;
-        onPart(2);
-        onPart(3);
+        await onPart(2, 4);
+        await onPart(3, 4);
         throw new TargetError("Telegram 502");
       },
-    } as unknown as IngestDeps;
-    const b = deliverNow(direct({ receivedAtMs: T0 + 5000 }), {}, deps, directInFlight);
+      worker: (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve(RECEIPT)),
+    });
+    const b = h.send(direct({ receivedAtMs: T0 + 5000 }));
     store.replay(a, clock.now);
-    const from: number[] = [];
-    await runWorker(
-      store,
-      clock,
-      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve()),
-      5,
-      (subscription, deliveryId) => directInFlight.has(deliveryKey(subscription, deliveryId)),
-      async () => {
-        release();
-        await b;
-      },
-    );
-    assert.equal((await b).status, 502);
+    await h.run(async () => {
+      release();
+      await b;
+    });
+    assert.equal((await b).status, "failed");
     assert.deepEqual(from, [3], "resumed after part 3");
   } finally {
     await store.close();
@@ -298,28 +305,18 @@ Deno.test("a failed replay of a delivered direct message keeps its delivery id: 
   try {
     const a = await store.recordDirect(direct(), { delivered: true, partsSent: 1 });
     store.replay(a, clock.now);
-    // While the resend waits, the message counts as delivered (it was): a duplicate, not 409.
-    const waiting = await deliverNow(
-      direct({ receivedAtMs: clock.now }),
-      {},
-      directDeps(store, []),
-      new Set(),
-    );
-    assert.equal((await waiting.json()).status, "duplicate");
-    await runWorker(
-      store,
-      clock,
-      () => Promise.reject(new TargetError("down", { permanent: true })),
-    );
-    assert.equal(store.getEvent(a)!.status, "failed");
     const sent: DeliveryJob[] = [];
-    const answer = await deliverNow(
-      direct({ receivedAtMs: clock.now + 1000 }),
-      {},
-      directDeps(store, sent),
-      new Set(),
-    );
-    assert.equal((await answer.json()).status, "duplicate");
+    const h = harness(store, clock, {
+      worker: () => Promise.reject(new TargetError("down", { permanent: true })),
+      direct: sendsTo(sent),
+    });
+    // While the resend waits, the message counts as delivered (it was): a duplicate, not 409.
+    const waiting = await h.send(direct({ receivedAtMs: clock.now }));
+    assert.equal(waiting.status, "duplicate");
+    await h.run();
+    assert.equal(store.getEvent(a)!.status, "failed");
+    const answer = await h.send(direct({ receivedAtMs: clock.now + 1000 }));
+    assert.equal(answer.status, "duplicate");
     assert.equal(sent.length, 0);
   } finally {
     await store.close();
@@ -336,31 +333,20 @@ for (const delivered of [false, true]) {
       store.replay(a, clock.now);
       let sends = 0;
       let calls = 0;
-      const directInFlight = new Set<string>();
-      let httpResult: Promise<Response> | undefined;
-      await runWorker(
-        store,
-        clock,
-        async () => {
+      let httpResult: Promise<DirectResult> | undefined;
+      const h: Harness = harness(store, clock, {
+        worker: async () => {
           if (++calls === 1) throw new TargetError("429", { retryAfterSeconds: 120 });
           sends++;
           // While the worker sends (the event is running, its key expired), the sender retries.
-          const deps = {
-            store,
-            deliverDirect: () => (sends++, Promise.resolve({ target: "telegram", parts: 1 })),
-          } as unknown as IngestDeps;
-          httpResult = deliverNow(
-            direct({ receivedAtMs: clock.now + 10 }),
-            {},
-            deps,
-            directInFlight,
-          );
+          httpResult = h.send(direct({ receivedAtMs: clock.now + 10 }));
           await httpResult;
+          return RECEIPT;
         },
-        5,
-        (subscription, deliveryId) => directInFlight.has(deliveryKey(subscription, deliveryId)),
-      );
-      assert.equal((await httpResult!).status, 409);
+        direct: () => (sends++, Promise.resolve(RECEIPT)),
+      });
+      await h.run();
+      assert.equal((await httpResult!).status, "busy");
       assert.equal(sends, 1);
     } finally {
       await store.close();
@@ -384,7 +370,7 @@ Deno.test("replaying a delivered direct message sends it whole, not after an old
     await runWorker(
       store,
       clock,
-      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve()),
+      (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve(RECEIPT)),
     );
     assert.deepEqual(from, [0], "the whole message");
   } finally {
@@ -424,19 +410,16 @@ Deno.test("direct mode tries to record a long message's progress once per rest w
       refusals += 1; // each refusal held the event loop for the busy timeout
       return Promise.reject(new StoreUnavailableError("State database error: database is locked"));
     };
-    let now = T0;
-    const response = await deliverNow(direct(), {}, {
-      store,
-      now: () => now,
-      deliverDirect: async (_job: DeliveryJob, onPart: (n: number, parts: number) => unknown) => {
-        for (let part = 1; part <= 6; part++) {
-          if (part === 4) now += STORE_REFUSED_RETRY_MS; // a slow platform
-          await onPart(part, 6);
-        }
-        return { target: "telegram", parts: 6, destination: "chat 42" };
-      },
-    } as unknown as IngestDeps, new Set());
-    assert.equal(response.status, 200);
+    const rests: (() => void)[] = [];
+    const worker = directWorker(store, async (_job, onPart) => {
+      for (let part = 1; part <= 6; part++) {
+        if (part === 4) rests.splice(0).forEach((endRest) => endRest()); // a slow platform
+        await onPart(part, 6);
+      }
+      return { target: "telegram", parts: 6, destination: "chat 42" };
+    }, { now: () => T0, setTimer: (callback) => (rests.push(callback), () => {}) });
+    const result = await worker.deliverNow(direct(), {});
+    assert.equal(result.status, "delivered");
     assert.equal(refusals, 2, "at part 1, then once the rest was over, not once per part");
     const [recorded] = store.listEvents({});
     assert.deepEqual([recorded.status, recorded.partsSent], ["delivered", 6]);
@@ -448,30 +431,23 @@ Deno.test("direct mode tries to record a long message's progress once per rest w
 Deno.test("plain direct mode: first send, retry after 502 resumes, retry after 200 is a duplicate", async () => {
   const store = openStateStore(":memory:", { now: () => T0 });
   try {
-    const first = await deliverNow(direct(), {}, {
-      store,
-      deliverDirect: (_job: DeliveryJob, onPart: (n: number) => void) => {
-        onPart(2);
-        return Promise.reject(new TargetError("502"));
-      },
-    } as unknown as IngestDeps, new Set());
-    assert.equal(first.status, 502);
     const sent: DeliveryJob[] = [];
-    const retry = await deliverNow(
-      direct({ receivedAtMs: T0 + 1 }),
-      {},
-      directDeps(store, sent),
-      new Set(),
-    );
-    assert.equal(retry.status, 200);
+    let failing = true;
+    const worker = directWorker(store, async (job, onPart) => {
+      if (failing) {
+        await onPart(2, 3);
+        throw new TargetError("502");
+      }
+      return sendsTo(sent)(job, onPart);
+    }, { now: () => T0 });
+    const first = await worker.deliverNow(direct(), {});
+    assert.equal(first.status, "failed");
+    failing = false;
+    const retry = await worker.deliverNow(direct({ receivedAtMs: T0 + 1 }), {});
+    assert.equal(retry.status, "delivered");
     assert.equal(sent[0].partsAlreadySent, 2);
-    const again = await deliverNow(
-      direct({ receivedAtMs: T0 + 2 }),
-      {},
-      directDeps(store, sent),
-      new Set(),
-    );
-    assert.equal((await again.json()).status, "duplicate");
+    const again = await worker.deliverNow(direct({ receivedAtMs: T0 + 2 }), {});
+    assert.equal(again.status, "duplicate");
     assert.equal(sent.length, 1);
   } finally {
     await store.close();
@@ -483,17 +459,9 @@ Deno.test("a new message that reuses a delivery id past its key's life can be re
   try {
     await store.recordDirect(direct(), { delivered: true, partsSent: 1 });
     // An hour later the sender reuses the delivery id for a new message, which fails.
-    const deps = {
-      store,
-      deliverDirect: () => Promise.reject(new TargetError("502")),
-    } as unknown as IngestDeps;
-    const answer = await deliverNow(
-      direct({ receivedAtMs: T0 + HOUR, prompt: "new" }),
-      {},
-      deps,
-      new Set(),
-    );
-    assert.equal(answer.status, 502);
+    const worker = directWorker(store, () => Promise.reject(new TargetError("502")));
+    const answer = await worker.deliverNow(direct({ receivedAtMs: T0 + HOUR, prompt: "new" }), {});
+    assert.equal(answer.status, "failed");
     const failed = store.listEvents({ status: "failed" })[0];
     assert.equal(store.replay(failed.id, T0 + HOUR + 1000).status, "queued");
   } finally {

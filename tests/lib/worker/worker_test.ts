@@ -7,7 +7,7 @@ import {
 } from "../../../lib/errors.ts";
 import type { NewEvent, StateStore } from "../../../lib/state/mod.ts";
 import { openStateStore } from "../../../lib/state/sqlite/mod.ts";
-import type { DeliveryJob } from "../../../lib/targets/mod.ts";
+import type { DeliveryJob, DeliveryReceipt } from "../../../lib/targets/mod.ts";
 import {
   ABORT_GRACE_MS,
   createWorker,
@@ -19,6 +19,8 @@ import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.t
 import { eventually } from "../../_helpers.ts";
 
 const T0 = 1_700_000_000_000;
+/** What a fake delivery answers. */
+const RECEIPT: DeliveryReceipt = { target: "telegram", parts: 1, destination: "chat 123" };
 
 /** A clock and timers that move only when the test says so. */
 function fakeTime() {
@@ -81,7 +83,7 @@ async function withWorker(
     },
     deliver: (job) => {
       jobs.push(job);
-      return Promise.resolve();
+      return Promise.resolve(RECEIPT);
     },
     systemPrompt: (skills) => Promise.resolve(`base + ${skills.join(",")}`),
     now: time.now,
@@ -515,7 +517,7 @@ Deno.test("worker does not run the agent again when only the delivery failed", a
     texts.push(job.text);
     return ++deliveries === 1
       ? Promise.reject(new TargetError("502 from Slack"))
-      : Promise.resolve();
+      : Promise.resolve(RECEIPT);
   };
   await withWorker({ deliver }, async (h) => {
     const id = await accept(h.store);
@@ -533,7 +535,7 @@ Deno.test("worker does not run the agent again when only the delivery failed", a
 
 Deno.test("the agent's answer is stored before its delivery: a gateway that dies while sending does not run the agent again", async () => {
   // The first gateway's delivery never ends: it dies while sending.
-  const hanging = Promise.withResolvers<void>();
+  const hanging = Promise.withResolvers<DeliveryReceipt>();
   await withWorker({ deliver: () => hanging.promise }, async (h) => {
     const id = await accept(h.store);
     h.worker.start();
@@ -548,7 +550,7 @@ Deno.test("the agent's answer is stored before its delivery: a gateway that dies
     const next = createWorker({
       store: h.store,
       runAgent: () => Promise.resolve(`a second answer (run ${++agentRuns})`),
-      deliver: (job) => Promise.resolve(void delivered.push(job.text)),
+      deliver: (job) => (delivered.push(job.text), Promise.resolve(RECEIPT)),
       systemPrompt: () => Promise.resolve("base"),
       now: h.time.now,
       random: () => 0.5,
@@ -561,7 +563,7 @@ Deno.test("the agent's answer is stored before its delivery: a gateway that dies
     assert.equal(agentRuns, 0);
     assert.deepEqual(delivered, ["answer to Triage issue 7"]);
     assert.equal(h.store.getEvent(id)!.status, "delivered");
-    hanging.resolve();
+    hanging.resolve(RECEIPT);
   });
 });
 
@@ -574,7 +576,7 @@ Deno.test("worker resumes a split message after the parts already sent", async (
       onPartSent(2, 3);
       return Promise.reject(new TargetError("429", { retryAfterSeconds: 30 }));
     }
-    return Promise.resolve();
+    return Promise.resolve(RECEIPT);
   };
   await withWorker({ deliver }, async (h) => {
     const id = await accept(h.store);
@@ -597,7 +599,7 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
     const to = Math.min(PARTS, from + 3);
     for (let part = from + 1; part <= to; part++) onPartSent(part, PARTS);
     return to === PARTS
-      ? Promise.resolve()
+      ? Promise.resolve(RECEIPT)
       : Promise.reject(new TargetError("Slack rate limited", { retryAfterSeconds: 31 }));
   };
   await withWorker({ deliver, retry: { maxAttempts: 3 } }, async (h) => {
@@ -864,7 +866,8 @@ Deno.test("after the store refused a claim, the worker leaves it alone for a whi
 
 Deno.test("a write the store refuses during stop() is written by the stop, and no timer outlives it", async () => {
   let release!: () => void;
-  const deliver = () => new Promise<void>((resolve) => (release = resolve));
+  const deliver = () =>
+    new Promise<DeliveryReceipt>((resolve) => (release = () => resolve(RECEIPT)));
   await withWorker({ deliver }, async (h) => {
     const id = await accept(h.store);
     h.worker.start();
@@ -907,7 +910,9 @@ Deno.test("an answer the store refuses is delivered and kept, and the agent does
   const runAgent = () => (runs++, Promise.resolve("the answer"));
   let deliveries = 0;
   const deliver: WorkerDeps["deliver"] = () =>
-    ++deliveries === 1 ? Promise.reject(new TargetError("502 from Telegram")) : Promise.resolve();
+    ++deliveries === 1
+      ? Promise.reject(new TargetError("502 from Telegram"))
+      : Promise.resolve(RECEIPT);
   await withWorker({ runAgent, deliver }, async (h) => {
     const id = await accept(h.store);
     failNext(h.store, "saveResponse", 1); // locked while the answer is saved
@@ -928,7 +933,7 @@ Deno.test("worker keeps the parts already sent when the store fails between part
   const resumedAfter: (number | undefined)[] = [];
   const deliver: WorkerDeps["deliver"] = async (job, onPartSent) => {
     resumedAfter.push(job.partsAlreadySent);
-    if (resumedAfter.length > 1) return;
+    if (resumedAfter.length > 1) return RECEIPT;
     await onPartSent(1, 2);
     throw new TargetError("502 from Telegram on part 2");
   };
