@@ -1,5 +1,5 @@
 /**
- * Test senders: one per wire format of CONTRACT §5, signing with `node:crypto` so that the code
+ * Test senders: one per wire format of docs/signatures.md, signing with `node:crypto` so that the code
  * under test never signs its own inputs.
  *
  * @module
@@ -53,7 +53,7 @@ export interface Sender {
   sign(options: SignOptions): Record<string, string>;
 }
 
-/** Every sender, in CONTRACT §5 order. */
+/** Every sender, in the order of docs/signatures.md. */
 export const SENDERS: readonly Sender[] = [
   {
     label: "github",

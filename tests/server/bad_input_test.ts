@@ -1,5 +1,5 @@
 /**
- * Bad input against the real gateway on a real port: every case gets its 4xx from CONTRACT §4,
+ * Bad input against the real gateway on a real port: every case gets its 4xx from docs/http.md,
  * nothing is dispatched, the gateway keeps serving, and no secret reaches a response or the log.
  * Raw TCP is used where `fetch` cannot produce the bytes (lying Content-Length, chunked
  * framing, invalid header bytes, unnormalised paths).
