@@ -164,34 +164,20 @@ export async function startGatewayProcess(
   args: string[] = [],
   options: { maxOpenFiles?: number } = {},
 ): Promise<GatewayProcess> {
-  const deno = [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN, "gateway", "run", ...args];
-  const command = options.maxOpenFiles === undefined
-    ? deno
-    : ["sh", "-c", `ulimit -n ${options.maxOpenFiles} && exec "$@"`, "sh", ...deno];
-  const child = new Deno.Command(command[0], {
-    args: command.slice(1),
-    env: cleanEnv({ WEBHOOK_PORT: "0", ...env }),
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  const decoder = new TextDecoder();
+  const child = spawnGateway(env, args, options);
+  const output = collectOutput(child);
   const listening = Promise.withResolvers<string>();
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) {
-      text += decoder.decode(chunk, { stream: true });
-      const match = text.match(/listening on (http:\/\/\S+)/);
-      if (match) listening.resolve(match[1]);
-    }
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  output.onText((text) => {
+    const match = text.match(/listening on (http:\/\/\S+)/);
+    if (match) listening.resolve(match[1]);
+  });
   const timer = setTimeout(
-    () => listening.reject(new Error(`gateway did not start:\n${text}`)),
+    () => listening.reject(new Error(`gateway did not start:\n${output.text()}`)),
     30_000,
   );
-  child.status.then((s) => listening.reject(new Error(`gateway exited ${s.code}:\n${text}`)));
+  child.status.then((s) =>
+    listening.reject(new Error(`gateway exited ${s.code}:\n${output.text()}`))
+  );
   let stopped: Promise<number> | undefined;
   const stop = (signal: Deno.Signal = "SIGTERM") => {
     stopped ??= (async () => {
@@ -199,7 +185,7 @@ export async function startGatewayProcess(
         child.kill(signal);
       } catch { /* already exited */ }
       const status = await child.status;
-      await pumps;
+      await output.done;
       return status.code;
     })();
     return stopped;
@@ -209,7 +195,7 @@ export async function startGatewayProcess(
     return {
       url,
       child,
-      output: () => text,
+      output: output.text,
       stop,
       [Symbol.asyncDispose]: async () => void await stop(),
     };
@@ -219,6 +205,52 @@ export async function startGatewayProcess(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Spawns `main.ts gateway run`, under `ulimit -n` when `maxOpenFiles` is given.
+ * @param env AGENT_HOME and the rest; WEBHOOK_PORT defaults to 0 (a free port)
+ * @param args more arguments of `gateway run`
+ */
+function spawnGateway(
+  env: Record<string, string>,
+  args: string[],
+  options: { maxOpenFiles?: number },
+): Deno.ChildProcess {
+  const deno = [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN, "gateway", "run", ...args];
+  const command = options.maxOpenFiles === undefined
+    ? deno
+    : ["sh", "-c", `ulimit -n ${options.maxOpenFiles} && exec "$@"`, "sh", ...deno];
+  return new Deno.Command(command[0], {
+    args: command.slice(1),
+    env: cleanEnv({ WEBHOOK_PORT: "0", ...env }),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+/**
+ * Reads a process's standard output and error into one text as they come.
+ * @returns `text()`: everything printed so far; `onText`: called with it after each chunk;
+ *   `done`: settles once both streams have ended
+ */
+function collectOutput(child: Deno.ChildProcess) {
+  let text = "";
+  const listeners: ((text: string) => void)[] = [];
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk, { stream: true });
+      for (const listener of listeners) listener(text);
+    }
+  };
+  return {
+    text: () => text,
+    onText: (listener: (text: string) => void) => void listeners.push(listener),
+    done: Promise.all([pump(child.stdout), pump(child.stderr)]),
+  };
 }
 
 /** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */

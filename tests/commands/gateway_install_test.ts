@@ -1,110 +1,79 @@
 /**
- * `agent gateway install` / `uninstall`, run as the real CLI with a stand-in `systemctl` first
- * on the PATH (it records its arguments; these machines have no user systemd to talk to). The
- * unit it writes is checked by systemd's own `systemd-analyze verify`, and its ExecStart line,
- * read back as systemd reads it, must start a gateway that answers `/health`.
+ * `agent gateway install`, run as the real CLI with a stand-in `systemctl` first on the PATH
+ * (it records its arguments; these machines have no user systemd to talk to). The unit it
+ * writes is checked by systemd's own `systemd-analyze verify`, and its ExecStart line, read back
+ * as systemd reads it, must start a gateway that answers `/health`.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { systemdUnit } from "../../commands/_systemd_unit.ts";
 import { cleanEnv, enabledConfig, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
+import {
+  awkwardHome,
+  denoDir,
+  fakeSystemctl,
+  systemdVerifies,
+  systemdWords,
+} from "./_systemd_fakes.ts";
 
-/** A bin folder holding a fake `systemctl` that logs each call; `FAIL` makes a call fail. */
-async function fakeSystemctl(dir: string): Promise<{ path: string; calls(): Promise<string[]> }> {
-  const bin = join(dir, "bin");
-  await Deno.mkdir(bin);
-  const log = join(dir, "systemctl.log");
-  await Deno.writeTextFile(
-    join(bin, "systemctl"),
-    `#!/bin/sh
-echo "$*" >> '${log}'
-if [ "$2" = "is-active" ] && [ -n "$FAKE_SYSTEMCTL_INACTIVE" ]; then
-  exit 3
-fi
-if [ -n "$FAKE_SYSTEMCTL_FAIL" ] && [ "$2" = "$FAKE_SYSTEMCTL_FAIL" ]; then
-  echo "Failed to connect to bus: No medium found" >&2
-  exit 1
-fi
-exit 0
-`,
-    { mode: 0o755 },
+/** The `Environment=` assignments of a unit file, read as systemd reads them. */
+function unitEnvironment(unit: string): Record<string, string> {
+  return Object.fromEntries(
+    unitLines(unit, "Environment").map((l) => {
+      const [assignment] = systemdWords(l.slice("Environment=".length), "environment");
+      const equals = assignment.indexOf("=");
+      return [assignment.slice(0, equals), assignment.slice(equals + 1)];
+    }),
   );
-  return {
-    path: `${bin}:${Deno.env.get("PATH")}`,
-    calls: async () => (await Deno.readTextFile(log).catch(() => "")).split("\n").filter(Boolean),
-  };
+}
+
+/** The lines of a unit file that set `key`. */
+function unitLines(unit: string, key: string): string[] {
+  return unit.split("\n").filter((l) => l.startsWith(`${key}=`));
 }
 
 /**
- * Splits a unit file's command line or assignment as systemd does (systemd.syntax(7)): blanks
- * separate words, double quotes group them with C-style escapes inside, `%%` is `%` and, in a
- * command, `$$` is `$`. A lone `%` (a specifier systemd would resolve) or, in a command, a lone
- * `$` (a variable it would expand) throws: the word would not reach the program as written.
+ * Runs a unit's ExecStart, read as systemd reads it, with its environment from `/`, and calls
+ * `check` with the URL of the gateway it starts; stops it after.
+ * @throws Error with its output when the command starts no gateway
  */
-function systemdWords(line: string, where: "command" | "environment"): string[] {
-  const words: string[] = [];
-  let word = "";
-  let quoted = false;
-  let started = false;
-  for (let i = 0; i < line.length; i++) {
-    const char = line[i];
-    if (quoted && char === "\\") {
-      const next = line[++i];
-      word += next === "n" ? "\n" : next;
-    } else if (char === '"') {
-      quoted = !quoted;
-      started = true;
-    } else if (!quoted && /\s/.test(char)) {
-      if (started) words.push(word);
-      word = "";
-      started = false;
-    } else {
-      word += char;
-      started = true;
-    }
-  }
-  if (started) words.push(word);
-  return words.map((w) => {
-    if (/%/.test(w.replaceAll("%%", ""))) throw new Error(`unescaped % in ${w}`);
-    if (where === "command" && /\$/.test(w.replaceAll("$$", ""))) {
-      throw new Error(`unescaped $ in ${w}`);
-    }
-    const text = w.replaceAll("%%", "%");
-    return where === "command" ? text.replaceAll("$$", "$") : text;
-  });
-}
-
-/** A home whose path needs quoting in a unit file: a blank, `%` and `$`. */
-async function awkwardHome(root: string, config = enabledConfig(0)): Promise<string> {
-  const home = join(root, "my home 100% $HOME");
-  await Deno.mkdir(home);
-  await Deno.writeTextFile(join(home, "config.yaml"), config);
-  return home;
-}
-
-/** This Deno's cache folder (`deno info --json`). */
-async function denoDir(): Promise<string> {
-  const output = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
-  return JSON.parse(new TextDecoder().decode(output.stdout)).denoDir;
-}
-
-const hasSystemdAnalyze = new Deno.Command("sh", {
-  args: ["-c", "command -v systemd-analyze"],
-  stdout: "null",
-}).outputSync().success;
-
-/** Asserts that systemd's own checker finds no fatal error in a unit file, where it is installed. */
-async function systemdVerifies(file: string): Promise<void> {
-  if (!hasSystemdAnalyze) return;
-  const verify = await new Deno.Command("systemd-analyze", {
-    args: ["verify", file],
+async function startUnitCommand(
+  unit: string,
+  environment: Record<string, string>,
+  check: (url: string) => Promise<void>,
+): Promise<void> {
+  const [program, ...args] = systemdWords(
+    unitLines(unit, "ExecStart")[0].slice("ExecStart=".length),
+    "command",
+  );
+  const child = new Deno.Command(program, {
+    args,
+    env: cleanEnv({ ...environment, WEBHOOK_PORT: "0" }),
+    clearEnv: true,
+    cwd: "/",
+    stdin: "null",
     stdout: "piped",
     stderr: "piped",
-  }).output();
-  // It returns 0 even when it drops a line ("Invalid environment assignment, ignoring"), so
-  // it must say nothing at all.
-  const said = new TextDecoder().decode(verify.stderr);
-  assert.ok(verify.success && said.trim() === "", said);
+  }).spawn();
+  try {
+    let text = "";
+    const decoder = new TextDecoder();
+    const reader = child.stdout.getReader();
+    let url: string | undefined;
+    while (url === undefined) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the unit's command did not start a gateway:\n${text}`);
+      text += decoder.decode(value);
+      url = text.match(/listening on (http:\/\/\S+)/)?.[1];
+    }
+    reader.releaseLock();
+    await check(url);
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+    await child.stderr.cancel();
+  }
 }
 
 Deno.test("install writes agent-gateway.service, enables and starts it; the unit runs the gateway", async () => {
@@ -132,52 +101,15 @@ Deno.test("install writes agent-gateway.service, enables and starts it; the unit
   assert.match(unit, /^Restart=on-failure$/m);
   assert.match(unit, /^KillMode=mixed$/m);
   assert.match(unit, /^WantedBy=default\.target$/m);
-  const line = (key: string) => unit.split("\n").filter((l) => l.startsWith(`${key}=`));
-  const environment = Object.fromEntries(
-    line("Environment").map((l) => {
-      const [assignment] = systemdWords(l.slice("Environment=".length), "environment");
-      const equals = assignment.indexOf("=");
-      return [assignment.slice(0, equals), assignment.slice(equals + 1)];
-    }),
-  );
+  const environment = unitEnvironment(unit);
   assert.equal(environment.AGENT_HOME, home);
   assert.equal(environment.PATH, systemctl.path);
-
   // The command line, read back as systemd reads it, starts this gateway with this home.
-  const [program, ...args] = systemdWords(
-    line("ExecStart")[0].slice("ExecStart=".length),
-    "command",
-  );
-  const child = new Deno.Command(program, {
-    args,
-    env: cleanEnv({ ...environment, WEBHOOK_PORT: "0" }),
-    clearEnv: true,
-    cwd: "/",
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  try {
-    let text = "";
-    const decoder = new TextDecoder();
-    const reader = child.stdout.getReader();
-    let url: string | undefined;
-    while (url === undefined) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the unit's command did not start a gateway:\n${text}`);
-      text += decoder.decode(value);
-      url = text.match(/listening on (http:\/\/\S+)/)?.[1];
-    }
-    reader.releaseLock();
+  await startUnitCommand(unit, environment, async (url) => {
     const health = await fetch(`${url}/health`);
     assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" });
     assert.ok((await Deno.stat(join(home, "state", "gateway.db"))).isFile);
-  } finally {
-    child.kill("SIGTERM");
-    await child.status;
-    await child.stdout.cancel().catch(() => {});
-    await child.stderr.cancel();
-  }
+  });
 
   await systemdVerifies(unitFile);
 
@@ -189,28 +121,6 @@ Deno.test("install writes agent-gateway.service, enables and starts it; the unit
     "--user daemon-reload",
     "--user enable agent-gateway.service",
   ]);
-});
-
-Deno.test("uninstall stops, disables and removes the unit; a second uninstall says it is not installed", async () => {
-  await using h = await tempHome({ config: enabledConfig(0) });
-  const systemctl = await fakeSystemctl(h.home);
-  const xdg = join(h.home, "xdg");
-  const env = { AGENT_HOME: h.home, XDG_CONFIG_HOME: xdg, PATH: systemctl.path };
-  assert.equal((await runCli(["gateway", "install"], env)).code, 0);
-  const unitFile = join(xdg, "systemd", "user", "agent-gateway.service");
-
-  const removed = await runCli(["gateway", "uninstall"], env);
-  assert.equal(removed.code, 0, removed.stderr);
-  assert.match(removed.stdout, /Removed agent-gateway\.service/);
-  await assert.rejects(Deno.stat(unitFile), Deno.errors.NotFound);
-  assert.deepEqual((await systemctl.calls()).slice(5), [
-    "--user disable --now agent-gateway.service",
-    "--user daemon-reload",
-  ]);
-
-  const again = await runCli(["gateway", "uninstall"], env);
-  assert.equal(again.code, 0);
-  assert.match(again.stdout, /agent-gateway\.service is not installed/);
 });
 
 Deno.test("install where systemctl fails keeps the unit and prints the commands to finish", async () => {

@@ -113,3 +113,24 @@ Deno.test("subscribe --skills names a skill once however often it is given", asy
   );
   assert.deepEqual(await savedSkills(h.home, "gh"), ["triage"]);
 });
+
+Deno.test("subscribe refuses unknown skills with the list of installed ones", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const skill = join(h.home, "skills", "triage");
+  await Deno.mkdir(skill, { recursive: true });
+  await Deno.writeTextFile(
+    join(skill, "SKILL.md"),
+    "---\nname: triage\ndescription: Label and prioritise issues\n---\nLabel the issue.\n",
+  );
+  const env = { AGENT_HOME: h.home };
+  await assert.rejects(
+    () => runCommand(["webhook", "subscribe", "gh", "--skills", "triage,deploy"], fakeContext(env)),
+    /Unknown skill deploy\. Installed skills: triage/,
+  );
+  assert.equal(
+    await runCommand(["webhook", "subscribe", "gh", "--skills", "triage"], fakeContext(env)),
+    0,
+  );
+  const record = (await readSubscriptions(join(h.home, "webhook_subscriptions.json"))).gh;
+  assert.deepEqual(record.skills, ["triage"]);
+});

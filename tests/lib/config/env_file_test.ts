@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseEnv } from "node:util";
 import { setEnvValues } from "../../../lib/config/env_file.ts";
-import { tempHome } from "../../_helpers.ts";
+import { loadConfig } from "../../../lib/config/mod.ts";
+import { ConfigError } from "../../../lib/errors.ts";
+import { enabledConfig, tempHome } from "../../_helpers.ts";
 
 Deno.test("setEnvValues() replaces keys in place, appends new ones and keeps the rest", async () => {
   await using h = await tempHome({ env: "# comment\nA=1\nexport B=2\nC=3\n" });
@@ -37,3 +39,41 @@ Deno.test("setEnvValues() run ten times at once keeps every value (setup runs in
   await Promise.all(values.map((value) => setEnvValues(path, value)));
   assert.deepEqual({ ...parseEnv(await Deno.readTextFile(path)) }, Object.assign({}, ...values));
 });
+
+Deno.test("loadConfig() refuses a .env line that is not KEY=value, naming the line but not its text", async () => {
+  await using h = await tempHome({
+    env: "# tokens\nOPENAI_API_KEY=sk-1\nTELEGRAM_BOT_TOKEN 123:secret-token\n",
+  });
+  await assert.rejects(loadConfig({ AGENT_HOME: h.home }), (error: Error) => {
+    assert.ok(error instanceof ConfigError);
+    assert.match(error.message, /\.env line 3 is not KEY=value \(is the "=" missing\?\)/);
+    assert.doesNotMatch(error.message, /secret-token/);
+    return true;
+  });
+  // Comments, blank lines, export and values over several lines are fine.
+  await using ok = await tempHome({
+    env: "\n  # note\nexport A=1\nB=\"two\nlines\"\nC='x'\nD=`y`\nE=\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: ok.home });
+  assert.equal(config.env.A, "1");
+  assert.equal(config.env.B, "two\nlines");
+  assert.equal(config.env.E, "");
+});
+
+Deno.test("loadConfig() reads a .env saved with a byte-order mark, its first line included", async () => {
+  // Editors on Windows start the file with U+FEFF; parseEnv skipped that first line unsaid.
+  await using h = await tempHome({
+    config: enabledConfig(),
+    env: "\uFEFFWEBHOOK_PORT=9006\r\nTELEGRAM_BOT_TOKEN=123:abc\r\n",
+  });
+  const config = await loadConfig({ AGENT_HOME: h.home });
+  assert.equal(config.webhook.port, 9006);
+  assert.equal(config.env.TELEGRAM_BOT_TOKEN, "123:abc");
+});
+
+for (const line of ["my.key=1", "MY-KEY=1", "1PASSWORD_ITEM=x", "$A=1"]) {
+  Deno.test(`loadConfig() takes a .env name parseEnv takes: ${line}`, async () => {
+    await using h = await tempHome({ env: `OPENAI_API_KEY=sk-1\n${line}\n` });
+    assert.equal((await loadConfig({ AGENT_HOME: h.home })).env.OPENAI_API_KEY, "sk-1");
+  });
+}

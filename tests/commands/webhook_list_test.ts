@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { runCommand } from "../../commands/mod.ts";
+import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
+
+const STATIC = enabledConfig(
+  8644,
+  "      routes:\n        ci-alerts: {events: [pipeline], deliver: log}\n",
+);
+
+Deno.test("list shows dynamic subscriptions and static routes with URL, events, target, secret", async () => {
+  await using h = await tempHome({
+    config: STATIC.replace("enabled: true", "enabled: true\n    extra_unused: 1"),
+  });
+  const env = { AGENT_HOME: h.home, WEBHOOK_SECRET: "global-secret-xyz" };
+  await runCommand(
+    ["webhook", "subscribe", "gh", "--secret", "my-secret-123", "--events", "issues"],
+    fakeContext(env),
+  );
+  const ctx = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  const text = ctx.output();
+  assert.match(text, /ci-alerts\s+\[static, config\.yaml\]/);
+  assert.match(text, /global-secret-xyz \(global secret\)/);
+  assert.match(text, /gh\n\s+URL:\s+http:\/\/localhost:8644\/webhooks\/gh\n\s+Events:\s+issues/);
+  assert.match(text, /Secret:\s+my-secret-123/);
+
+  const json = fakeContext(env);
+  await runCommand(["webhook", "list", "--json"], json);
+  const rows = JSON.parse(json.output());
+  assert.deepEqual(rows.map((r: { name: string }) => r.name), ["ci-alerts", "gh"]);
+  assert.equal(rows[1].webhook_url, "http://localhost:8644/webhooks/gh");
+  assert.equal(rows[1].secret, "my-secret-123");
+});
+
+Deno.test("list warns of a subscription that a static route of the same name hides", async () => {
+  await using h = await tempHome({ config: STATIC });
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({ "ci-alerts": { secret: "hidden-secret-1" }, gh: { secret: "gh-secret-1" } }),
+  );
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  assert.match(
+    ctx.err.join("\n"),
+    /Warning: subscription "ci-alerts" in .*webhook_subscriptions\.json is never served: config\.yaml has a static route of that name/,
+  );
+  assert.doesNotMatch(ctx.out.join("\n"), /hidden-secret-1/);
+  assert.match(ctx.out.join("\n"), /ci-alerts\s+\[static, config\.yaml\]/);
+});
