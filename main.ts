@@ -60,21 +60,8 @@ async function readTyped(
   question: string,
   options: { echo: boolean; typing: TypedAhead },
 ): Promise<string | null> {
-  const encoder = new TextEncoder();
-  // Killed while reading, the terminal must not stay raw with echo off.
-  const signals = ["SIGTERM", "SIGHUP", "SIGINT"] as const;
-  const onSignal = () => {
-    Deno.stdin.setRaw(false);
-    Deno.stdout.writeSync(encoder.encode("\n"));
-    Deno.exit(130);
-  };
-  for (const signal of signals) Deno.addSignalListener(signal, onSignal);
-  // Raw before the question shows: an Enter typed once it shows must arrive as \r, not turned
-  // into \n by the terminal's cooked mode.
-  Deno.stdin.setRaw(true);
-  await Deno.stdout.write(encoder.encode(question));
-  const line = new LineEditor();
-  try {
+  return await inRawMode(question, async (interrupt) => {
+    const line = new LineEditor();
     for (;;) {
       const bytes = await nextBytes(options.typing);
       if (bytes === null) return null;
@@ -88,23 +75,59 @@ async function readTyped(
           options.typing.bytes = bytes.slice(i + 1 + lineFeed);
           return line.text();
         }
-        if (key.kind === "interrupt") onSignal();
+        if (key.kind === "interrupt") interrupt();
         if (key.kind === "endOfInput") return null;
-        if (!options.echo) continue;
-        if (key.kind === "echo") await Deno.stdout.write(new Uint8Array([bytes[i]]));
-        if (key.kind === "erase") {
-          const { columns } = key;
-          await Deno.stdout.write(
-            encoder.encode("\b".repeat(columns) + " ".repeat(columns) + "\b".repeat(columns)),
-          );
-        }
+        const echo = options.echo ? echoOf(key, bytes[i]) : undefined;
+        if (echo) await Deno.stdout.write(echo);
       }
     }
+  });
+}
+
+/**
+ * Shows `question` and runs `read` with the terminal in raw mode, then puts it back and ends
+ * the line. Killed while reading (SIGTERM, SIGHUP, SIGINT), the terminal must not stay raw with
+ * echo off: it is put back and the program exits 130.
+ * @param question written once the terminal is raw
+ * @param read reads the answer; `interrupt` puts the terminal back and exits 130
+ * @returns what `read` returns
+ */
+async function inRawMode<T>(
+  question: string,
+  read: (interrupt: () => never) => Promise<T>,
+): Promise<T> {
+  const encoder = new TextEncoder();
+  const signals = ["SIGTERM", "SIGHUP", "SIGINT"] as const;
+  const interrupt = (): never => {
+    Deno.stdin.setRaw(false);
+    Deno.stdout.writeSync(encoder.encode("\n"));
+    Deno.exit(130);
+  };
+  for (const signal of signals) Deno.addSignalListener(signal, interrupt);
+  // Raw before the question shows: an Enter typed once it shows must arrive as \r, not turned
+  // into \n by the terminal's cooked mode.
+  Deno.stdin.setRaw(true);
+  await Deno.stdout.write(encoder.encode(question));
+  try {
+    return await read(interrupt);
   } finally {
     Deno.stdin.setRaw(false);
-    for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+    for (const signal of signals) Deno.removeSignalListener(signal, interrupt);
     await Deno.stdout.write(encoder.encode("\n"));
   }
+}
+
+/**
+ * What the terminal shows for a key: the byte typed, or for an erased character as many
+ * backspaces, blanks and backspaces again as the columns it took; undefined for other keys.
+ */
+function echoOf(key: KeyAction, byte: number): Uint8Array | undefined {
+  if (key.kind === "echo") return new Uint8Array([byte]);
+  if (key.kind !== "erase") return undefined;
+  const { columns } = key;
+  return new TextEncoder().encode(
+    "\b".repeat(columns) + " ".repeat(columns) + "\b".repeat(columns),
+  );
 }
 
 /**
