@@ -101,9 +101,8 @@ async function editUnlocked(file: string, edits: ConfigEdit[]): Promise<void> {
     emptyKeysAsMappings(document, edit.path, file);
     document.setIn(edit.path, edit.value);
   }
-  // New lines with flow collections unpadded, as docs/configuration.md writes them
-  // (`{events: [pipeline]}`); lines the edit did not change as the file had them
-  // (`{ chat_id: C0123 }`, as deno fmt writes mappings).
+  // New lines with flow collections unpadded (`{events: [pipeline]}`); lines the edit did not
+  // change as the file had them (`{ chat_id: C0123 }`, as deno fmt writes mappings).
   await writeFileAtomic(
     file,
     keepFlowStyle(document.toString({ flowCollectionPadding: false }), text),
