@@ -85,7 +85,7 @@ Deno.test("held records are all written once the store takes them; a delivered o
   const store = openStateStore(":memory:", { now: () => T0 });
   const written: string[] = [];
   let refuse = new Set(["a", "b", "c"]);
-  store.recordDirect = (event: NewEvent, outcome: DirectOutcome) => {
+  store.recordDirect = (event: NewEvent, _outcome: DirectOutcome) => {
     if (refuse.has(event.deliveryId)) return LOCKED();
     written.push(event.deliveryId);
     return Promise.resolve(event.deliveryId);
