@@ -49,8 +49,8 @@ export interface HeldOutcomes {
    */
   record(key: string, write: StoreWrite, info?: HeldWriteInfo): void | Promise<void>;
   /**
-   * Like {@link record}, but tries the write even while the store rests: for a record the
-   * sender of a direct message waits for.
+   * Like {@link record}, but tries the write even while the store rests, and holds it whatever
+   * the failure: for the record of a direct message whose sender already has its answer.
    * @returns true once written, false when held
    */
   recordNow(key: string, write: StoreWrite, info?: HeldWriteInfo): Promise<boolean>;
@@ -123,7 +123,12 @@ class HeldWrites implements HeldOutcomes {
       await write();
       return true;
     } catch (error) {
-      this.#refused(key, { write, ...info }, error);
+      // The sender already has its answer: whatever the failure, the record is kept and tried
+      // again rather than lost.
+      const refusal = error instanceof StoreUnavailableError
+        ? error
+        : new StoreUnavailableError(describe(error), { cause: error });
+      this.#refused(key, { write, ...info }, refusal);
       return false;
     }
   }
