@@ -1,6 +1,8 @@
 /**
- * The worker (docs/durability.md): claims queued events from the state store, runs the agent, delivers
- * the answer, and decides what a failure means: retry later with backoff, or dead letter.
+ * The worker (docs/durability.md): claims queued events from the state store, runs the agent,
+ * delivers the answer, and decides what a failure means: retry later with backoff, or dead
+ * letter. It also sends direct-delivery messages while their senders wait, through the same
+ * delivery and the same held writes.
  *
  * Per event: when it has no saved response (agent mode), the agent runs with the system prompt
  * of the event's skills and its answer is saved at once (or, if the database refuses it for a
@@ -8,10 +10,10 @@
  * the answer (or, for a replayed direct-mode event, the message itself) is delivered, resuming
  * after the parts already sent. At most `maxConcurrency` events are in progress at once.
  *
- * This module is the worker's public face; its parts are the claim loop (`_loop.ts`),
- * one attempt at an event (`_run.ts`), the retry or dead-letter decision
- * (`_decide.ts`), the pause of new runs after the agent failed (`_pause.ts`),
- * the outcomes held while the store refuses them (`_outcomes.ts`) and clock steps
+ * This module is the worker's public face; its parts are the claim loop (`_loop.ts`), one
+ * attempt at an event (`_run.ts`), a direct message sent now (`_direct.ts`), the retry or
+ * dead-letter decision (`_decide.ts`), the pause of new runs after the agent failed
+ * (`_pause.ts`), the writes held while the store refuses them (`_outcomes.ts`) and clock steps
  * (`_clock.ts`), sharing one {@link WorkerCore} (`_core.ts`).
  *
  * @module
