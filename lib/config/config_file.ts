@@ -11,7 +11,7 @@ import { ConfigError } from "../errors.ts";
 import { cannotWrite, withFileLock, writeFileAtomic } from "./fs.ts";
 
 /** The `config.yaml` written when the gateway starts in a home that has none. */
-export const DEFAULT_CONFIG_YAML = `# agent gateway configuration. See the README for every key.
+export const DEFAULT_CONFIG_YAML = `# agent gateway configuration. Every key: docs/configuration.md.
 platforms:
   webhook:
     enabled: true

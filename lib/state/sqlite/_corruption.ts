@@ -31,7 +31,7 @@ export function corruption(error: unknown): string | undefined {
  */
 export function corruptionAdvice(path: string): string {
   return `${path} is corrupt: restore a backup, or salvage what it holds with sqlite3 ` +
-    `(".recover", which needs a sqlite3 with the dbpage table, or ".dump"); see the README`;
+    `(".recover", which needs a sqlite3 with the dbpage table, or ".dump"); see docs/running.md`;
 }
 
 /**
