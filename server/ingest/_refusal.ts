@@ -151,7 +151,7 @@ export function refusalOf(error: unknown, name: string): unknown {
  *   every line is written
  * @returns the JSON answer
  */
-export function answerRefusal(refusal: Refusal, refusals: RefusalLog | undefined): Response {
+function answerRefusal(refusal: Refusal, refusals: RefusalLog | undefined): Response {
   const { line, pool, status } = refusal;
   const write = () => writeLine(line.logger, line.level, line.template, line.properties);
   if (pool === "unlimited" || refusals === undefined) write();
