@@ -80,6 +80,8 @@ export interface HeldOutcomes {
 
 interface Held extends HeldWriteInfo {
   write: StoreWrite;
+  /** Kept and tried again whatever the failure (a direct record: its sender has its answer). */
+  keepOnAnyError?: boolean;
 }
 
 /**
@@ -128,7 +130,7 @@ class HeldWrites implements HeldOutcomes {
       const refusal = error instanceof StoreUnavailableError
         ? error
         : new StoreUnavailableError(describe(error), { cause: error });
-      this.#refused(key, { write, ...info }, refusal);
+      this.#refused(key, { write, ...info, keepOnAnyError: true }, refusal);
       return false;
     }
   }
@@ -202,7 +204,7 @@ function writeHeld(
       log("info", "outcome recorded", keyField(key));
       return true;
     }
-    if (error instanceof StoreUnavailableError) {
+    if (error instanceof StoreUnavailableError || entry.keepOnAnyError) {
       if (!held.has(key)) held.set(key, entry);
       return false;
     }

@@ -185,3 +185,23 @@ Deno.test("a record is written with the time of its delivery, and no timer start
     await store.close();
   }
 });
+
+Deno.test("a held direct record whose write fails with an unexpected error stays held, a duplicate meanwhile", async () => {
+  const store = openStateStore(":memory:", { now: () => T0 });
+  const recordDirect = store.recordDirect;
+  let failure: Error | undefined = new Error("disk I/O error");
+  store.recordDirect = (...args) => failure ? Promise.reject(failure) : recordDirect(...args);
+  const sent: DeliveryJob[] = [];
+  const worker = directWorker(store, sender(sent), { now: () => T0, setTimer: () => () => {} });
+  try {
+    assert.equal((await worker.deliverNow(direct("io"), {})).status, "delivered");
+    assert.equal(await worker.flushHeld(), 1, "tried again, and still held");
+    assert.equal((await worker.deliverNow(direct("io"), {})).status, "duplicate");
+    assert.equal(sent.length, 1);
+    failure = undefined;
+    assert.equal(await worker.flushHeld(), 0);
+    assert.equal(store.listEvents({})[0]?.status, "delivered");
+  } finally {
+    await store.close();
+  }
+});
