@@ -206,6 +206,9 @@ async function stop(
   worker.stopping = true;
   worker.cancelTimer?.();
   worker.cancelTimer = undefined;
+  // The timer that would end a rest is gone: what ends during the stop tries the store again
+  // (and a refusal rests it until the stop's last write), rather than nothing being written.
+  worker.outcomes.resting = false;
   if (running.size > 0) await waitForRuns(worker, { timeoutMs: deadlineMs, hurry });
   if (running.size > 0) {
     worker.stopRuns.abort();

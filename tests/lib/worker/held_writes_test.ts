@@ -205,3 +205,30 @@ Deno.test("a held direct record whose write fails with an unexpected error stays
     await store.close();
   }
 });
+
+Deno.test("a direct message sent while the gateway stops records its progress, though the store rested when the stop began", async () => {
+  const store = openStateStore(":memory:", { now: () => T0 });
+  const recordDirectProgress = store.recordDirectProgress;
+  let progressWrites = 0;
+  let locked = true;
+  store.recordDirectProgress = (...args) => {
+    progressWrites++;
+    return locked ? LOCKED() : recordDirectProgress(...args);
+  };
+  const worker = directWorker(store, async (_job, onPart) => {
+    for (let part = 1; part <= 3; part++) await onPart(part, 3);
+    return { target: "telegram", parts: 3, destination: "chat 42" };
+  }, { now: () => T0, setTimer: () => () => {} });
+  worker.start();
+  try {
+    await worker.deliverNow(direct("before"), {}); // refused: the store rests
+    assert.equal(progressWrites, 1);
+    locked = false;
+    await worker.stop({ deadlineMs: 0 });
+    // The HTTP side drains after the worker stopped: a long message still goes out.
+    await worker.deliverNow(direct("draining"), {});
+    assert.equal(progressWrites, 3, "parts 1 and 2 of 3 recorded before the next went out");
+  } finally {
+    await store.close();
+  }
+});
