@@ -57,6 +57,32 @@ export type {
 } from "./_records.ts";
 export { createIdGenerator, cryptoRandom, needsAgentRun, storableText } from "./_records.ts";
 
+/**
+ * Which events {@link StateStore.listEvents} lists: those that match every field given. Only
+ * `subscription` and `status` have indexes; the other fields are checked on the events read
+ * newest first until the page is full, as indexes would be paid for on the ingest path.
+ */
+export interface EventFilter {
+  /** The subscription's name. */
+  subscription?: string;
+  status?: EventStatus;
+  /**
+   * An event type or label: matches a label equal to it or starting with it and a dot, so
+   * `issues` matches `issues` and `issues.opened`, and `issues.opened` only that.
+   */
+  eventType?: string;
+  /** The delivery id, exactly. */
+  deliveryId?: string;
+  /**
+   * A cursor: only events accepted before the event with this id (the last one of the page
+   * before). An id no event has any more (pruned meanwhile) counts by id order, which is
+   * acceptance order.
+   */
+  beforeId?: string;
+  /** The most events to list. @default {20} */
+  limit?: number;
+}
+
 /** What every backend's `open` takes; a backend adds its own options to these. */
 export interface StateStoreOptions {
   /** How long a delivery id is remembered, in seconds. @default {86400} */
@@ -232,14 +258,13 @@ export interface StateStore {
    */
   moveQueued(byMs: number): number;
   /**
-   * Lists events, newest accepted first.
-   * @param filter by subscription and/or status; `limit` @default {20}
+   * Lists events, newest accepted first, a page at a time: the next page is the events before
+   * the last one of this page (`beforeId`).
+   * @param filter which events (see {@link EventFilter}); `limit` @default {20}
    * @returns the events
    * @throws StoreUnavailableError when the database cannot be read
    */
-  listEvents(
-    filter: { subscription?: string; status?: EventStatus; limit?: number },
-  ): StoredEvent[];
+  listEvents(filter: EventFilter): StoredEvent[];
   /**
    * Finds an event by id or by a prefix of its id.
    * @returns the event, or null when nothing matches (the empty prefix matches nothing)

@@ -7,7 +7,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { ConflictError } from "../../errors.ts";
 import { rowToEvent } from "./_schema.ts";
-import type { EventDispatch, EventStatus, StoredEvent } from "../mod.ts";
+import type { EventDispatch, EventFilter, StoredEvent } from "../mod.ts";
 
 type Row = Record<string, unknown>;
 type Transaction = (run: () => void) => void;
@@ -17,13 +17,10 @@ const INTERRUPTED = "interrupted: the gateway stopped during this attempt";
 /**
  * Lists events, newest accepted first (rowid order, which needs no index).
  * @param db the database
- * @param filter subscription and/or status; `limit` @default {20}
+ * @param filter which events (see {@link EventFilter}); `limit` @default {20}
  * @returns the events
  */
-export function listEvents(
-  db: DatabaseSync,
-  filter: { subscription?: string; status?: EventStatus; limit?: number },
-): StoredEvent[] {
+export function listEvents(db: DatabaseSync, filter: EventFilter): StoredEvent[] {
   const { sql, params } = listingQuery(filter);
   return (db.prepare(sql).all(...params) as Row[]).map(rowToEvent);
 }
@@ -33,9 +30,7 @@ export function listEvents(
  * @param filter as {@link listEvents} takes it
  * @returns the SQL and its parameters
  */
-export function listingQuery(
-  filter: { subscription?: string; status?: EventStatus; limit?: number },
-): { sql: string; params: (string | number)[] } {
+export function listingQuery(filter: EventFilter): { sql: string; params: (string | number)[] } {
   const where: string[] = [];
   const params: (string | number)[] = [];
   if (filter.subscription !== undefined) {
@@ -48,6 +43,23 @@ export function listingQuery(
   } else if (filter.status !== undefined) {
     where.push("status = ?");
     params.push(filter.status);
+  }
+  if (filter.eventType !== undefined) {
+    where.push("(event_type = ? OR substr(event_type, 1, ?) = ?)");
+    params.push(filter.eventType, filter.eventType.length + 1, `${filter.eventType}.`);
+  }
+  if (filter.deliveryId !== undefined) {
+    where.push("delivery_id = ?");
+    params.push(filter.deliveryId);
+  }
+  if (filter.beforeId !== undefined) {
+    // The cursor's own row, or, once pruned, the first event after it in id order: found
+    // through the index of ids, then a range of rowids.
+    where.push(
+      "rowid < coalesce((SELECT rowid FROM events WHERE id >= ? ORDER BY id LIMIT 1), " +
+        "(SELECT max(rowid) + 1 FROM events))",
+    );
+    params.push(filter.beforeId);
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   params.push(Math.max(0, Math.floor(filter.limit ?? 20)));

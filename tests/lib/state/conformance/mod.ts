@@ -19,6 +19,7 @@
 import { acceptCases } from "./_accept.ts";
 import { directCases } from "./_direct.ts";
 import { historyCases } from "./_history.ts";
+import { listingCases } from "./_listing.ts";
 import { registerCases, type StoreFactory } from "./_suite.ts";
 import { workerCases } from "./_worker.ts";
 
@@ -35,5 +36,6 @@ export function testStateStore(backend: string, factory: StoreFactory): void {
     ...directCases,
     ...workerCases,
     ...historyCases,
+    ...listingCases,
   ]);
 }
