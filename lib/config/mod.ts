@@ -14,6 +14,11 @@
 import type { AgentSettings } from "../agents/mod.ts";
 import type { RetryPolicy } from "../worker/retry.ts";
 import { agentSettings, agentWarnings } from "./_agent_settings.ts";
+import {
+  type DashboardSettings,
+  dashboardSettings,
+  dashboardWarnings,
+} from "./_dashboard_settings.ts";
 import { readYamlFile } from "./config_file.ts";
 import { readEnvFile } from "./env_file.ts";
 import { narrowMode } from "./fs.ts";
@@ -24,6 +29,7 @@ import type { Route } from "../subscriptions/mod.ts";
 
 export { MAX_RETRY_DELAY_SECONDS, MAX_TIMEOUT_SECONDS } from "./_agent_settings.ts";
 export { MAX_IDEMPOTENCY_TTL_SECONDS } from "./_webhook_settings.ts";
+export { type DashboardSettings, DEFAULT_DASHBOARD_PORT } from "./_dashboard_settings.ts";
 export { isListenHost, LISTEN_HOST_RULE, webhookBaseUrl, webhookUrl } from "./address.ts";
 
 /** The `platforms.webhook` section, after merging (docs/configuration.md). */
@@ -70,6 +76,8 @@ export interface Config {
    * agent runs at once (`maxConcurrency`) and the retry policy.
    */
   agent: AgentSettings & { maxConcurrency: number; retry: RetryPolicy };
+  /** The `dashboard` section, with `DASHBOARD_HOST` and `DASHBOARD_PORT` over it. */
+  dashboard: DashboardSettings;
   /** Process env merged over `.env`: tokens, home channels and API URLs for the targets. */
   env: Record<string, string | undefined>;
   /**
@@ -111,16 +119,24 @@ export async function loadConfig(
   const webhookYaml = objectAt(yaml.data, ["platforms", "webhook"], paths.config);
   const extra = objectAt(webhookYaml, ["extra"], paths.config, ["platforms", "webhook"]);
   const agentYaml = objectAt(yaml.data, ["agent"], paths.config);
+  const dashboardYaml = objectAt(yaml.data, ["dashboard"], paths.config);
   const sections = { webhook: webhookYaml, extra };
   return {
     paths,
     configFileExists: yaml.exists,
     webhook: webhookSettings(sections, { processEnv, dotEnv, paths, fileOnly: options.fileOnly }),
     agent: agentSettings(agentYaml, env, paths.config),
+    dashboard: dashboardSettings(dashboardYaml, {
+      processEnv,
+      dotEnv,
+      paths,
+      fileOnly: options.fileOnly,
+    }),
     env,
     warnings: [
       ...webhookWarnings(sections, paths.config),
       ...agentWarnings(agentYaml, paths.config),
+      ...dashboardWarnings(dashboardYaml, paths.config),
     ],
   };
 }
