@@ -13,11 +13,15 @@ import { startLogging, stopLogging } from "../lib/log.ts";
 import { type RunningGateway, startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { parseFlags, wholeNumber } from "./_flags.ts";
+import { agentSummary, formatCheck, readinessChecks } from "./_readiness.ts";
+import { tokenSummary } from "./_readiness_targets.ts";
 
 const usage = `Usage: agent gateway run [--port N] [--quiet]
 
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
-enables the platform on 127.0.0.1:8644. Stop it with Ctrl-C or SIGTERM: requests in flight
+enables the platform on 127.0.0.1:8644. Once it listens, it says which agent provider, model
+and base URL it uses and which targets have their token, and warns of what agent doctor finds
+missing (a key, a token, a public address); it runs on all the same. Stop it with Ctrl-C or SIGTERM: requests in flight
 and running agent work get 10 s in all (a second Ctrl-C or SIGTERM: none); an agent run still
 going then is stopped (a command agent is killed) and its event goes back to the queue, that
 attempt not counting toward max_attempts; queued work stays queued for the next start. If the
@@ -118,13 +122,46 @@ async function start(
     },
   );
   log.info("started on {url}", { url: gateway.url, pid: Deno.pid });
-  ctx.stdout(
+  await announce(config, gateway, options);
+  return gateway;
+}
+
+/**
+ * Says where the gateway listens and what it will use (provider, model, base URL, which
+ * targets have their token: never a token), then logs each failed readiness check as a
+ * warning (docs/commands.md#agent-doctor): the gateway runs on, whatever they say.
+ * @param gateway the started gateway: its URL, and the port it really listens on
+ * @param options `ctx`: standard output; `log`: the gateway's logger
+ */
+async function announce(
+  config: Config,
+  gateway: RunningGateway,
+  options: { ctx: CommandContext; log: Logger },
+): Promise<void> {
+  // A check that cannot be made must not stop a gateway that already serves.
+  const checks = await readinessChecks(config, {
+    webhook: { ...config.webhook, port: gateway.port },
+    files: false, // it opened both as it started
+  }).catch((error) => error as Error);
+  const problems = checks instanceof Error ? [] : checks.filter((check) => !check.ok);
+  const ready = checks instanceof Error
+    ? `not checked (${checks.message})`
+    : problems.length === 0
+    ? "✓"
+    : `✗ ${problems.length} to fix: see the warnings, or run agent doctor`;
+  options.ctx.stdout(
     `Gateway listening on ${gateway.url}\n` +
       `  health:   ${gateway.url}/health\n` +
       `  webhooks: ${gateway.url}/webhooks/<name>\n` +
-      `  log:      ${config.paths.log}`,
+      `  log:      ${config.paths.log}\n` +
+      `  agent:    ${agentSummary(config.agent)}\n` +
+      `  tokens:   ${tokenSummary(config.env)}\n` +
+      `  ready:    ${ready}`,
   );
-  return gateway;
+  for (const line of problems.flatMap((check) => formatCheck(check).split("\n"))) {
+    // Braces are LogTape's placeholders; a chat id or a path may hold some.
+    options.log.warn(line.replaceAll("{", "{{").replaceAll("}", "}}"));
+  }
 }
 
 /** Resolves (to undefined) once `signal` is aborted, or at once when it is already. */

@@ -6,6 +6,7 @@
 import { resolve } from "node:path";
 import { UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
+import { doctor } from "./doctor.ts";
 import { gatewayRun } from "./gateway_run.ts";
 import { gatewayInstall } from "./gateway_install.ts";
 import { gatewayUninstall } from "./gateway_uninstall.ts";
@@ -33,6 +34,7 @@ export const COMMANDS: readonly Command[] = [
   gatewayRun,
   gatewayInstall,
   gatewayUninstall,
+  doctor,
 ];
 
 /**

@@ -14,6 +14,7 @@ import { homeChannelOf } from "../lib/targets/mod.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
+import { addressCheck, agentCheck } from "./_readiness.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
 import { checkSkills } from "./_subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "./_subscribe_flags.ts";
@@ -86,13 +87,23 @@ export const webhookSubscribe: Command = {
     for (const warning of [...warnings, ...eventFilterWarnings(changes.events)]) {
       ctx.stderr(`Warning: ${warning}`);
     }
-    const url = webhookUrl(await advertisedWebhook(config), name);
+    // As for a target's token: the subscription is kept, but its runs fail until this is fixed.
+    const agent = agentCheck(config);
+    if (!record.deliver_only && !agent.ok) ctx.stderr(`Warning: ${agent.text}`);
+    const webhook = await advertisedWebhook(config);
+    const url = webhookUrl(webhook, name);
     if (values.json) {
       ctx.stdout(JSON.stringify({ name, webhook_url: url, ...record }, null, 2));
       return 0;
     }
     const verb = updated ? "Updated" : "Created";
     ctx.stdout(describe(record, { name, url, verb, env: config.env }));
+    if (!addressCheck(webhook, config.paths).ok) {
+      ctx.stdout(
+        "Senders elsewhere cannot use a localhost URL: agent doctor shows how to get a public " +
+          "one (a tunnel or a reverse proxy, then public_url).",
+      );
+    }
     return 0;
   },
 };

@@ -18,6 +18,8 @@ import { createCommandRunner } from "./command.ts";
 import { createOpenAiRunner } from "./openai.ts";
 
 export { type AgentProcessNotes, agentProcessNotes, killLeftoverAgents } from "./_leftovers.ts";
+export { programPath } from "./_program_path.ts";
+export { DEFAULT_BASE_URL } from "./openai.ts";
 
 /** The `agent:` section of `config.yaml`, resolved. */
 export interface AgentSettings {

@@ -20,7 +20,8 @@ import {
 } from "./_completion.ts";
 import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
 
-const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+/** The endpoint used when neither `agent.base_url` nor `OPENAI_BASE_URL` is set. */
+export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
 /** API keys shorter than this are placeholders, left in messages. */
 const MIN_SECRET_CHARS = 8;

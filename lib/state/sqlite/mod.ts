@@ -32,6 +32,7 @@ import {
 } from "../mod.ts";
 
 export { corruptionAdvice } from "./_corruption.ts";
+export { SCHEMA_VERSION } from "./_schema.ts";
 export type { DatabaseOptions, GroupCommitStats };
 
 /** Options of {@link openStateStore}: every backend's, and SQLite's own. */
