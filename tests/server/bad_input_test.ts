@@ -366,8 +366,9 @@ const CASES: Case[] = [
     name: "a Host that routes POST /health to a subscription",
     request: () => signed(issue, { host: "x/webhooks/gh?" }, "/health"),
     status: 400,
-    match: /invalid Host header: x\/webhooks\/gh\?"/,
+    match: /^\{"error":"invalid Host header \(14 characters\): expected host\[:port\]"\}$/,
   },
+
   {
     name: "a Host that routes a webhook URL to /health",
     request: () => http("GET /webhooks/nope", { host: "x/health#" }),
@@ -468,7 +469,7 @@ Deno.test("bad input gets its 4xx, dispatches nothing, and leaks no secret", asy
       },
     });
     await t.step(
-      "a name or Host that is not one is quoted in its log line, so it reads as no other line's words",
+      "a name that is not one is quoted in its log line, and a Host that is not one is told by its length only",
       async () => {
         const fake = "zz 2026-11-22T10:00:00.000Z INFO ingest accepted gh issues.opened";
         const byName = await exchange(
@@ -486,7 +487,13 @@ Deno.test("bad input gets its 4xx, dispatches nothing, and leaks no secret", asy
           ),
           JSON.stringify(props.slice(-3)),
         );
-        assert.ok(props.some((p) => p.host === JSON.stringify(`evil ${fake}`)));
+        const hostLine = records.at(-1)!;
+        assert.deepEqual(hostLine.properties, {
+          host_chars: `evil ${fake}`.length,
+          method: "POST",
+          status: 400,
+        });
+        assert.doesNotMatch(JSON.stringify(hostLine.message), /evil|accepted/);
       },
     );
     await t.step("control: a well-formed signed request is accepted", async () => {
@@ -522,6 +529,33 @@ Deno.test("bad input gets its 4xx, dispatches nothing, and leaks no secret", asy
   const records_ = records.map((r) => JSON.stringify([r.message, r.properties]));
   for (const text of [...suite.responses, logText, ...records_]) {
     assert.ok(!text.includes(SECRET) && !text.includes(GLOBAL_SECRET), `a secret leaked: ${text}`);
+  }
+});
+
+Deno.test("a Host header with an Authorization line merged into it is refused, and no log line or answer holds the token", async () => {
+  await using home = await tempHome({ config: CONFIG });
+  const logFile = join(home.home, "logs", "gateway.log");
+  const records: LogRecord[] = [];
+  await startLogging({ file: logFile, extraSinks: [(record) => void records.push(record)] });
+  const gateway = await startSuite(home.home);
+  const token = "glpat-Zx9Qw3Er7Ty1Ui5Op";
+  const host = `127.0.0.1 Authorization: Bearer ${token}`;
+  try {
+    // What a broken client or proxy sends when it loses the line break between two headers.
+    const response = await exchange(gateway.port, await signed(issue, { host }));
+    assert.equal(response?.status, 400, response?.text);
+    assert.deepEqual(JSON.parse(response.body), {
+      error: `invalid Host header (${host.length} characters): expected host[:port]`,
+    });
+    await assertStillServing({ gateway, records, responses: [] });
+  } finally {
+    await gateway.stop({ deadlineMs: 0 });
+    await stopLogging();
+  }
+  const logText = await Deno.readTextFile(logFile);
+  assert.match(logText, new RegExp(`invalid Host header of ${host.length} characters on POST`));
+  for (const text of [logText, ...records.map((r) => JSON.stringify([r.message, r.properties]))]) {
+    assert.doesNotMatch(text, /glpat-|Bearer|Authorization/, text);
   }
 });
 
