@@ -138,9 +138,34 @@ export function matchesEvents(
   filter: readonly string[] | undefined,
   info: Pick<EventInfo, "type" | "action">,
 ): boolean {
-  if (filter === undefined || filter.length === 0) return true;
+  return matchedEventType(filter, info) !== undefined;
+}
+
+/**
+ * The event type a subscription's `events` filter let the event through as: the `event_type`
+ * of the gateway's 202 and 200 answers (docs/http.md), as Hermes Agent's webhook platform
+ * answers.
+ *
+ * @param filter The subscription's event names; absent or empty lets every event through.
+ * @param info The event's type and action.
+ * @returns The filter's name that matched, `<type>.<action>` rather than the type when it has
+ *   both; the event's label ({@link eventLabel}) when there is no filter; undefined when the
+ *   filter does not let the event through.
+ * @example
+ * ```ts
+ * matchedEventType(["pull_request"], { type: "pull_request", action: "opened" }); // "pull_request"
+ * matchedEventType([], { type: "pull_request", action: "opened" }); // "pull_request.opened"
+ * matchedEventType(["push"], { type: "issues" }); // undefined
+ * ```
+ */
+export function matchedEventType(
+  filter: readonly string[] | undefined,
+  info: Pick<EventInfo, "type" | "action">,
+): string | undefined {
   const label = eventLabel(info);
-  return filter.some((name) => name === info.type || name === label);
+  if (filter === undefined || filter.length === 0) return label;
+  if (filter.includes(label)) return label;
+  return filter.includes(info.type) ? info.type : undefined;
 }
 
 /**

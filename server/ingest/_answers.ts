@@ -34,23 +34,83 @@ export function answer(status: number, body: Json, headers: Record<string, strin
 }
 
 /**
+ * How the answers to a dispatched event name it (docs/http.md), as Hermes Agent's webhook
+ * platform does, so that senders and tools written against it read them alike.
+ */
+export interface EventNames {
+  /** The event type as the sender gave it: `X-GitHub-Event`'s `pull_request`. */
+  event: string;
+  /** The payload's `action` (`opened`), when it has one. */
+  action?: string;
+  /**
+   * The type the route's filter let through: `pull_request.opened` or `pull_request`, as the
+   * filter names it; the event's label (`pull_request.opened`) when the route has no filter.
+   */
+  eventType: string;
+}
+
+/** The answer fields of {@link EventNames}: `event`, `action` when there is one, `event_type`. */
+export function eventFields({ event, action, eventType }: EventNames): Json {
+  return { event, ...(action === undefined ? {} : { action }), event_type: eventType };
+}
+
+/**
  * The answer to an event made durable for the worker.
- * @param accepted the subscription's name, the event's label, its delivery id and the id of the
- *   stored event
- * @returns 202 `{"status":"accepted",…}`
+ * @param accepted the subscription's name, how the event is named, its delivery id and the id
+ *   of the stored event
+ * @returns 202 `{"status":"accepted","route","subscription","event","action","event_type",
+ *   "delivery_id","event_id"}`; `route` is the subscription's name, as Hermes calls it
+ * @example
+ * ```ts
+ * accepted({
+ *   subscription: "gh",
+ *   names: { event: "pull_request", action: "opened", eventType: "pull_request.opened" },
+ *   deliveryId: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+ *   eventId: "0192…",
+ * });
+ * ```
  */
 export function accepted(
-  { subscription, event, deliveryId, eventId }: {
+  { subscription, names, deliveryId, eventId }: {
     subscription: string;
-    event: string;
+    names: EventNames;
     deliveryId: string;
     eventId: string;
   },
 ): Response {
   return answer(202, {
     status: "accepted",
+    route: subscription,
     subscription,
-    event,
+    ...eventFields(names),
+    delivery_id: deliveryId,
+    event_id: eventId,
+  });
+}
+
+/**
+ * The answer to a direct-delivery message the target took.
+ * @param delivered the subscription's name, how the event is named, the target that sent it
+ *   (`telegram`; for `origin`, the one it resolved to), the delivery id and the id of the
+ *   stored record (null when the state database could not take it yet)
+ * @returns 200 `{"status":"delivered","route","subscription","event","action","event_type",
+ *   "target","delivery_id","event_id"}`
+ */
+export function delivered(
+  { subscription, names, target, deliveryId, eventId }: {
+    subscription: string;
+    names: EventNames;
+    target: string;
+    deliveryId: string;
+    eventId: string | null;
+  },
+): Response {
+  return answer(200, {
+    status: "delivered",
+    route: subscription,
+    subscription,
+    ...eventFields(names),
+    target,
     delivery_id: deliveryId,
     event_id: eventId,
   });

@@ -7,7 +7,7 @@
  * @module
  */
 import type { NewEvent } from "../../lib/state/mod.ts";
-import { answer, duplicate, log } from "./_answers.ts";
+import { answer, delivered, duplicate, eventFields, type EventNames, log } from "./_answers.ts";
 import { refusalFor } from "./_refusal.ts";
 import type { IngestDeps } from "./mod.ts";
 
@@ -19,17 +19,19 @@ import type { IngestDeps } from "./mod.ts";
  * @param deps the pipeline's collaborators: `deliverNow`
  * @param event the verified, rendered event, as it would be stored
  * @param payload the parsed JSON body, for targets that read it (a forge comment's issue)
- * @returns 200 `{"status":"delivered",…}`, a duplicate's answer when the delivery id was already
- *   delivered, or 502 `{"error":…}`
+ * @param names how the answer names the event: its type, action and the filter's match
+ * @returns 200 `{"status":"delivered",…,"target":…}`, a duplicate's answer when the delivery id
+ *   was already delivered, or 502 `{"status":"error","error":"delivery failed",…}`
  * @throws Refusal 409 with `Retry-After` while an earlier request or a replay is sending the
  *   same delivery id; StoreUnavailableError when the store cannot be read (answered 503)
  */
 export async function deliverNow(
   deps: IngestDeps,
-  { event, payload }: { event: NewEvent; payload: unknown },
+  { event, payload, names }: { event: NewEvent; payload: unknown; names: EventNames },
 ): Promise<Response> {
   const { subscription, eventLabel, deliveryId } = event;
   const result = await deps.deliverNow(event, payload);
+  // The log lines name the event by its label, as every other ingest line does.
   const base = { subscription, event: eventLabel, delivery_id: deliveryId };
   switch (result.status) {
     case "duplicate":
@@ -46,7 +48,7 @@ export async function deliverNow(
         parts,
         event_id: eventId,
       });
-      return answer(200, { status: "delivered", ...base, event_id: eventId });
+      return delivered({ subscription, names, target, deliveryId, eventId });
     }
     case "failed": {
       log.error("failed {subscription} {event} to {target}: {reason}", {
@@ -62,7 +64,13 @@ export async function deliverNow(
       const headers: Record<string, string> = seconds === undefined
         ? {}
         : { "retry-after": String(Math.ceil(seconds)) };
-      return answer(502, { status: "error", error: "delivery failed", ...base }, headers);
+      return answer(502, {
+        status: "error",
+        error: "delivery failed",
+        subscription,
+        ...eventFields(names),
+        delivery_id: deliveryId,
+      }, headers);
     }
   }
 }

@@ -12,7 +12,7 @@ import {
   type EventInfo,
   eventInfo,
   eventLabel,
-  matchesEvents,
+  matchedEventType,
 } from "../../lib/subscriptions/event_info.ts";
 import { dispatchFor } from "../../lib/subscriptions/routes.ts";
 import type { NewEvent } from "../../lib/state/mod.ts";
@@ -20,7 +20,15 @@ import type { Route } from "../../lib/subscriptions/mod.ts";
 import { isOwnComment, postsComments } from "../../lib/targets/own_comments.ts";
 import type { IngestDeps } from "./mod.ts";
 import { deliverNow } from "./_direct.ts";
-import { accepted, duplicate, ignored, log, pong, slackChallenge } from "./_answers.ts";
+import {
+  accepted,
+  duplicate,
+  type EventNames,
+  ignored,
+  log,
+  pong,
+  slackChallenge,
+} from "./_answers.ts";
 import type { SchemeName } from "../../lib/signatures/mod.ts";
 
 /** The lines written on every request they answer, read once (see `writeLine`). */
@@ -61,13 +69,16 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   const { route, scheme, headers, payload: { value: payload, json } } = authentic;
   const info = eventInfo(headers, payload, deps.newId, senderScheme(scheme, payload));
   const received: Received = { route, info, event: eventLabel(info), payload };
-  const answered = answerWithoutEvent(received, scheme) ?? filter(received);
+  const answered = answerWithoutEvent(received, scheme);
   if (answered) return answered;
+  const eventType = filter(received);
+  if (typeof eventType !== "string") return eventType;
   const newEvent = buildEvent(received, { json, receivedAtMs: deps.now() });
   const { subscription, eventLabel: event, deliveryId } = newEvent;
+  const names: EventNames = { event: info.type, action: info.action, eventType };
   // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
   // how many parts went out already): a store it cannot read is a 503 there too.
-  if (route.deliver_only) return deliverNow(deps, { event: newEvent, payload });
+  if (route.deliver_only) return deliverNow(deps, { event: newEvent, payload, names });
   const result = await deps.store.accept(newEvent);
   if (result.status === "duplicate") return duplicate(subscription, event, deliveryId);
   deps.onAccepted();
@@ -77,7 +88,7 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
     delivery_id: deliveryId,
     event_id: result.eventId,
   });
-  return accepted({ subscription, event, deliveryId, eventId: result.eventId });
+  return accepted({ subscription, names, deliveryId, eventId: result.eventId });
 }
 
 /** GitHub's `ping` and Slack's URL check: answered, never dispatched; `undefined` for events. */
@@ -104,10 +115,14 @@ function answerWithoutEvent(
   return undefined;
 }
 
-/** The "filter" step: `ignored` for an event not in the route's filter or about its own comment. */
-function filter({ route, info, event, payload }: Received): Response | undefined {
+/**
+ * The "filter" step: `ignored` for an event not in the route's filter or about its own comment;
+ * else the type the filter let it through as (see `matchedEventType`).
+ */
+function filter({ route, info, event, payload }: Received): Response | string {
   const subscription = route.name;
-  if (!matchesEvents(route.events, info)) {
+  const eventType = matchedEventType(route.events, info);
+  if (eventType === undefined) {
     writeLine(log, "info", IGNORED, {
       subscription,
       event,
@@ -119,7 +134,7 @@ function filter({ route, info, event, payload }: Received): Response | undefined
     writeLine(log, "info", OWN_COMMENT, { subscription, event });
     return ignored(event, "the gateway's own comment");
   }
-  return undefined;
+  return eventType;
 }
 
 /**

@@ -101,9 +101,18 @@ Deno.test("POST persists a signed GitHub event and answers 202 with its event id
   const response = await h.request("/webhooks/gh", await github(ISSUE, { delivery: "d-1" }));
   const { status, body } = await json(response);
   assert.equal(status, 202);
-  assert.equal(body.status, "accepted");
-  assert.equal(body.event, "issues.opened");
-  assert.equal(body.delivery_id, "d-1");
+  // As Hermes Agent answers: `event` is X-GitHub-Event's value, the action has its own field.
+  assert.deepEqual(body, {
+    status: "accepted",
+    route: "gh",
+    subscription: "gh",
+    event: "issues",
+    action: "opened",
+    event_type: "issues.opened",
+    delivery_id: "d-1",
+    event_id: body.event_id,
+  });
+  assert.equal(typeof body.event_id, "string");
   const stored = h.store.getEvent(body.event_id);
   assert.equal(stored?.prompt, "Issue Crash");
   assert.equal(stored?.status, "queued");
@@ -332,12 +341,33 @@ Deno.test("direct delivery answers 200 and records the delivery id only after su
   assert.equal(failed.body.error, "delivery failed");
   assert.doesNotMatch(JSON.stringify(failed.body), /xyz/, "target error details are not echoed");
 
+  assert.deepEqual(failed.body, {
+    status: "error",
+    error: "delivery failed",
+    subscription: "direct",
+    event: "issues",
+    action: "opened",
+    event_type: "issues.opened",
+    delivery_id: "x1",
+  });
+
   h.failDelivery = false;
   const retried = await json(
     await h.request("/webhooks/direct", await github(ISSUE, { delivery: "x1" })),
   );
   assert.equal(retried.status, 200);
-  assert.equal(retried.body.status, "delivered");
+  assert.deepEqual(retried.body, {
+    status: "delivered",
+    route: "direct",
+    subscription: "direct",
+    event: "issues",
+    action: "opened",
+    event_type: "issues.opened",
+    target: "telegram",
+    delivery_id: "x1",
+    event_id: retried.body.event_id,
+  });
+  assert.equal(typeof retried.body.event_id, "string");
   assert.equal(h.delivered[0].text, "Hello Crash");
   assert.equal(h.delivered[0].target, "telegram");
 
@@ -453,4 +483,40 @@ Deno.test("a static route with an empty secret uses the global one, and without 
   const refused = await json(await h.request("/webhooks/empty-dynamic", await github(ISSUE)));
   assert.equal(refused.status, 403);
   assert.equal(refused.body.error, "no secret configured for this subscription");
+});
+
+Deno.test("the 202 names the event as Hermes Agent does: the sender's type, its action, and what the filter matched", async () => {
+  await using h = await harness();
+  const route = (name: string, events: string[]): Route => ({
+    name,
+    origin: "dynamic",
+    secret: SECRET,
+    events,
+  });
+  h.routes.set("by-type", route("by-type", ["push", "pull_request"]));
+  h.routes.set("by-action", route("by-action", ["pull_request", "pull_request.opened"]));
+  const pull = JSON.stringify({ action: "opened", pull_request: { title: "Fix" } });
+  const names = async (path: string, body: string, event: string) => {
+    const answer = await json(await h.request(path, await github(body, { event })));
+    assert.equal(answer.status, 202, JSON.stringify(answer.body));
+    const { event: type, action, event_type } = answer.body;
+    return { event: type, action, event_type };
+  };
+  assert.deepEqual(await names("/webhooks/by-type", pull, "pull_request"), {
+    event: "pull_request",
+    action: "opened",
+    event_type: "pull_request",
+  });
+  assert.deepEqual(await names("/webhooks/by-action", pull, "pull_request"), {
+    event: "pull_request",
+    action: "opened",
+    event_type: "pull_request.opened",
+  });
+  // A payload without an action: no action field, the type alone.
+  const push = await json(
+    await h.request("/webhooks/by-type", await github("{}", { event: "push" })),
+  );
+  assert.equal(push.status, 202);
+  assert.equal("action" in push.body, false);
+  assert.deepEqual([push.body.event, push.body.event_type], ["push", "push"]);
 });

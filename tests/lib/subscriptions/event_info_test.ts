@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   eventInfo,
   eventLabel,
+  matchedEventType,
   matchesEvents,
   MAX_ID_CHARS,
   payloadTypeField,
@@ -246,4 +247,20 @@ Deno.test("matchesEvents() filters real GitHub deliveries", () => {
 Deno.test("eventLabel() joins type and action with a dot", () => {
   assert.equal(eventLabel({ type: "issues", action: "opened" }), "issues.opened");
   assert.equal(eventLabel({ type: "pipeline" }), "pipeline");
+});
+
+Deno.test("matchedEventType() gives the filter's name that let the event through, the more specific first", () => {
+  const opened = { type: "pull_request", action: "opened" };
+  assert.equal(matchedEventType(undefined, opened), "pull_request.opened");
+  assert.equal(matchedEventType([], opened), "pull_request.opened");
+  assert.equal(matchedEventType(["push", "pull_request"], opened), "pull_request");
+  assert.equal(
+    matchedEventType(["pull_request", "pull_request.opened"], opened),
+    "pull_request.opened",
+  );
+  assert.equal(matchedEventType(["pull_request.closed"], opened), undefined);
+  assert.equal(
+    matchedEventType(["payment_intent.succeeded"], { type: "payment_intent.succeeded" }),
+    "payment_intent.succeeded",
+  );
 });
