@@ -6,32 +6,35 @@
  */
 import { UsageError } from "../lib/errors.ts";
 import { findSkill, listSkills } from "../lib/agents/skills.ts";
-
-/**
- * The schemes whose senders send the secret itself as a header value (`X-Gitlab-Token`,
- * `Authorization: Bearer`), rather than signing with it.
- */
-const HEADER_TOKEN_SCHEMES: readonly string[] = ["gitlab", "bearer"];
-
-/** Visible ASCII, with spaces inside only: what a header value can carry unchanged. */
-const HEADER_TOKEN = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+import { HEADER_TOKEN, HEADER_TOKEN_SCHEMES } from "../lib/subscriptions/file_store.ts";
+import type { Subscription } from "../lib/subscriptions/mod.ts";
 
 /**
  * Checks that a subscription's secret can work under its scheme.
  * @param secret the secret the subscription will have
  * @param auth its pinned scheme, if any
  * @returns warnings: a Standard Webhooks secret not written `whsec_<base64>`, which the
- *   providers' libraries cannot sign with
+ *   providers' libraries cannot sign with; with no pinned scheme, a secret a header cannot
+ *   carry, which GitLab and Bearer senders could never send (signing senders can)
  * @throws UsageError for a gitlab or bearer secret that a header cannot carry (letters outside
  *   ASCII, control characters, blanks at either end): no sender could ever authenticate
  */
 export function checkSecretForScheme(secret: string, auth: string | undefined): string[] {
-  if (auth !== undefined && HEADER_TOKEN_SCHEMES.includes(auth) && !HEADER_TOKEN.test(secret)) {
+  const carried = HEADER_TOKEN.test(secret);
+  if (auth !== undefined && HEADER_TOKEN_SCHEMES.includes(auth) && !carried) {
     throw new UsageError(
       `--auth ${auth} senders send the secret as a header, which carries only ASCII letters, ` +
         "digits and punctuation (spaces inside): this secret could never match. Give another " +
         "--secret, or none for a generated one",
     );
+  }
+  if (auth === undefined && !carried) {
+    return [
+      "the secret has characters no header can carry (outside ASCII, control characters, or " +
+      "blanks at its ends): GitLab and Bearer senders, which send it as a header, would always " +
+      "get 401. If the sender signs with it (GitHub, Stripe...), pin that scheme with --auth; " +
+      "else give an ASCII --secret",
+    ];
   }
   if (auth === "standard" && !secret.startsWith("whsec_")) {
     return [
@@ -40,6 +43,26 @@ export function checkSecretForScheme(secret: string, auth: string | undefined): 
     ];
   }
   return [];
+}
+
+/**
+ * Says when `subscribe` generated a secret for a stored record that had none (edited by hand,
+ * or with `"secret": ""`): the gateway refused every request to it with 403, and its sender
+ * now needs the new secret.
+ * @param existing the record as stored before, if the name had one
+ * @param changes the fields the flags give: a `--secret` given is no surprise
+ * @returns one warning, or none
+ */
+export function generatedForEmptySecret(
+  existing: Subscription | undefined,
+  changes: Subscription,
+): string[] {
+  if (existing === undefined || existing.secret || changes.secret !== undefined) return [];
+  return [
+    `it had no secret (${existing.secret === "" ? "an empty one" : "none in the file"}), so ` +
+    "the gateway refused every request with 403: a new one was generated (printed below); give " +
+    "it to the sender",
+  ];
 }
 
 /**

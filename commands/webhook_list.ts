@@ -1,12 +1,14 @@
 /**
  * `agent webhook list`: every dynamic subscription and static route with its URL, events,
- * target and secret (docs/commands.md).
+ * target and secret, and warnings about what the gateway refuses or cannot serve: records it
+ * cannot read, hidden names, skills gone, secrets no sender can satisfy (docs/commands.md).
  *
  * @module
  */
 import { type Config, webhookUrl } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
 import { routesAndHidden } from "../lib/subscriptions/routes.ts";
+import { secretProblem } from "../lib/subscriptions/file_store.ts";
 import { findSkill, listSkills } from "../lib/agents/skills.ts";
 import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
 import type { Command } from "./_command.ts";
@@ -42,6 +44,10 @@ export const webhookList: Command = {
     }
     for (const problem of await skillProblems(routes, loaded.paths.skills)) {
       ctx.stderr(`Warning: ${problem}`);
+    }
+    for (const route of routes) {
+      const problem = secretProblem(route, loaded.webhook.secret);
+      if (problem !== undefined) ctx.stderr(`Warning: "${route.name}": ${problem}`);
     }
     const config = { ...loaded, webhook: await advertisedWebhook(loaded) };
     if (values.json) {
@@ -94,7 +100,8 @@ async function skillProblems(routes: Route[], skillsDir: string): Promise<string
  * @returns the route's lines, joined
  */
 function describeRoute(route: Route, config: Config, nowMs: number): string {
-  const secret = route.secret ??
+  // An empty secret is none, as the gateway reads it (`currentSecret`).
+  const secret = route.secret ||
     (currentSecret(route, config.webhook.secret) === undefined
       ? "(none: requests are refused with 403)"
       : `${config.webhook.secret} (global secret)`);

@@ -16,7 +16,7 @@ import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { addressCheck, agentCheck } from "./_readiness.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
-import { checkSkills } from "./_subscribe_checks.ts";
+import { checkSkills, generatedForEmptySecret } from "./_subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "./_subscribe_flags.ts";
 import { mergeSubscription } from "./_subscribe_merge.ts";
 
@@ -78,6 +78,7 @@ export const webhookSubscribe: Command = {
       (records) => {
         const existing = Object.hasOwn(records, name) ? records[name] : undefined;
         const merged = mergeSubscription(existing, { name, changes, nowIso, config });
+        merged.warnings.push(...generatedForEmptySecret(existing, changes));
         records[name] = merged.record;
         return { ...merged, updated: existing !== undefined };
       },

@@ -11,7 +11,7 @@ import { createMemoryRateLimiter } from "../lib/subscriptions/rate_limit.ts";
 import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { StateStore } from "../lib/state/mod.ts";
 import { SubscriptionFileCache } from "../lib/subscriptions/file_cache.ts";
-import { unusableSubscriptions } from "../lib/subscriptions/file_store.ts";
+import { secretWarnings, unusableSubscriptions } from "../lib/subscriptions/file_store.ts";
 import type { IngestDeps, RefusalLog } from "./ingest/mod.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
 import { createSignatureVerifier } from "../lib/signatures/mod.ts";
@@ -43,6 +43,9 @@ export function routeFinder(config: Config): IngestDeps["findRoute"] {
       unusable = unusableSubscriptions(records, paths.subscriptions, webhook.routes);
       for (const reason of unusable.values()) {
         subscriptionLog.error("{reason}; its requests are refused until it is fixed", { reason });
+      }
+      for (const reason of secretWarnings(records, paths.subscriptions, webhook.routes)) {
+        subscriptionLog.warn("{reason}", { reason });
       }
     },
   });

@@ -8,7 +8,14 @@
  */
 import { withFileLock, withoutByteOrderMark, writeFileAtomic } from "../config/fs.ts";
 import { ConfigError } from "../errors.ts";
-import { checkRecord, checkTargetAndScheme, NAME_PATTERN, type Subscription } from "./mod.ts";
+import {
+  checkRecord,
+  checkTargetAndScheme,
+  currentSecret,
+  NAME_PATTERN,
+  type Route,
+  type Subscription,
+} from "./mod.ts";
 
 /** The file's content: subscription records keyed by name. */
 export type SubscriptionRecords = Record<string, Subscription>;
@@ -16,8 +23,9 @@ export type SubscriptionRecords = Record<string, Subscription>;
 /**
  * Reads the subscription file.
  * @param path the file's path
- * @returns the records; an empty object when the file does not exist
- * @throws ConfigError naming the file when it is not a JSON object of records (never replaced)
+ * @returns the records; an empty object when the file does not exist (and only then)
+ * @throws ConfigError naming the file when it is not a JSON object of records, an empty file
+ *   included (never replaced)
  */
 export async function readSubscriptions(path: string): Promise<SubscriptionRecords> {
   let text: string;
@@ -51,13 +59,27 @@ export function wrongFieldType(record: Subscription): string | undefined {
 /**
  * Parses the subscription file's text. A record whose fields have the wrong type is kept as it
  * was read, unchecked: {@link unusableSubscriptions} reports it.
- * @throws ConfigError naming the file when the text is not a JSON object of objects
+ * @param text the file's content
+ * @param path the file, for the messages
+ * @returns the records by name
+ * @throws ConfigError naming the file when the text is not a JSON object of objects; an empty
+ *   text (or only blanks) too: only a missing file stands for no subscriptions
  */
 export function parseSubscriptions(text: string, path: string): SubscriptionRecords {
+  const json = withoutByteOrderMark(text);
+  // An emptied file (a crash mid-write, a full disk, `: > file`) is not "no subscriptions":
+  // read as {}, the next command would write back only its own record, and every other
+  // subscription and secret would be lost. Only a missing file means none yet.
+  if (json.trim() === "") {
+    throw new ConfigError(
+      `${path} is corrupt: it is empty, where a JSON object keyed by subscription name is ` +
+        "expected ({} when there are none); restore it from a backup or move it away",
+      { file: path },
+    );
+  }
   let data: unknown;
   try {
-    const json = withoutByteOrderMark(text);
-    data = json.trim() === "" ? {} : JSON.parse(json);
+    data = JSON.parse(json);
   } catch (error) {
     // V8's message quotes the text around the error, which may be a secret: keep only where.
     const where = (error as Error).message.match(/line \d+ column \d+|position \d+/)?.[0];
@@ -129,6 +151,83 @@ export function unusableSubscriptions(
     }
   }
   return problems;
+}
+
+/**
+ * The schemes whose senders send the secret itself as a header value (`X-Gitlab-Token`,
+ * `Authorization: Bearer`), rather than signing with it (docs/signatures.md).
+ */
+export const HEADER_TOKEN_SCHEMES: readonly string[] = ["gitlab", "bearer"];
+
+/**
+ * Visible ASCII, with spaces inside only: what a header value can carry unchanged (RFC 9110
+ * §5.5 field-value; senders and proxies drop or mangle the rest).
+ */
+export const HEADER_TOKEN = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * Why some senders can never authenticate to a route, whatever they send: it has no secret
+ * (an empty one counts as none), so every request gets 403; or its secret has characters no
+ * header can carry while GitLab and Bearer senders, which send it as a header, may be the ones
+ * using it (every request of theirs gets 401). A route pinned to a scheme that signs with the
+ * secret (`--auth github`) has no such problem with it.
+ * @param route the subscription or static route
+ * @param globalSecret `extra.secret`, which serves static routes without a secret of their own
+ * @returns the problem and what to do, to follow `subscription "<name>": `; undefined when
+ *   every sender of its scheme can authenticate
+ * @example
+ * ```ts
+ * secretProblem({ name: "gl", origin: "dynamic", secret: "gl-tökén" }, undefined);
+ * // "its secret has characters no header can carry (...): GitLab and Bearer senders ..."
+ * ```
+ */
+export function secretProblem(route: Route, globalSecret: string | undefined): string | undefined {
+  const secret = currentSecret(route, globalSecret);
+  const dynamic = route.origin === "dynamic";
+  const renew = dynamic
+    ? `agent webhook rotate-secret ${route.name}`
+    : "set its secret in config.yaml";
+  if (secret === undefined) {
+    return "it has no secret (an empty one counts as none), so every request is refused with " +
+      `403; give it one: ${renew}`;
+  }
+  if (HEADER_TOKEN.test(secret)) return undefined;
+  const uncarried = "its secret has characters no header can carry (outside ASCII, control " +
+    "characters, or blanks at its ends)";
+  if (route.auth !== undefined && HEADER_TOKEN_SCHEMES.includes(route.auth)) {
+    return `${uncarried}, and ${route.auth} senders send it as a header, so every request is ` +
+      `refused with 401; give it another: ${renew}`;
+  }
+  if (route.auth !== undefined) return undefined;
+  const pin = dynamic
+    ? `agent webhook subscribe ${route.name} --auth <scheme>`
+    : "its auth in config.yaml";
+  return `${uncarried}: GitLab and Bearer senders, which send it as a header, are always ` +
+    `refused with 401. If its sender signs with it (GitHub, Stripe...), pin that scheme: ${pin}; ` +
+    `else give it another: ${renew}`;
+}
+
+/**
+ * The records of the subscription file whose secret some senders can never satisfy (see
+ * {@link secretProblem}), which the gateway still serves: it says so in its log each time it
+ * reads the file. Records it does not serve ({@link unusableSubscriptions}, or hidden by a
+ * static route) are not named here.
+ * @param records the file's records
+ * @param path the file, for the messages
+ * @param staticRoutes the routes of `config.yaml`
+ * @returns one message per such record: `subscription "x" in <path>: it has no secret ...`
+ */
+export function secretWarnings(
+  records: SubscriptionRecords,
+  path: string,
+  staticRoutes: ReadonlyMap<string, unknown>,
+): string[] {
+  const unusable = unusableSubscriptions(records, path, staticRoutes);
+  return Object.entries(records).flatMap(([name, record]) => {
+    if (staticRoutes.has(name) || unusable.has(name)) return [];
+    const problem = secretProblem({ ...record, name, origin: "dynamic" }, undefined);
+    return problem === undefined ? [] : [`subscription "${name}" in ${path}: ${problem}`];
+  });
 }
 
 /**

@@ -42,3 +42,26 @@ Deno.test("SubscriptionFileCache keeps the last good records when the file turns
   assert.deepEqual(Object.keys(cache.current()), ["a"]);
   assert.match(cache.lastError!.message, /corrupt/);
 });
+
+Deno.test("SubscriptionFileCache keeps the last good records when the file is emptied, and says so", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  const errors: (string | undefined)[] = [];
+  const cache = new SubscriptionFileCache(path, {
+    recheckMs: 0,
+    onErrorChange: (error) => errors.push(error?.message),
+  });
+  await updateSubscriptions(path, (records) => void (records.a = { secret: "secret-1" }));
+  assert.deepEqual(Object.keys(cache.current()), ["a"]);
+  await Deno.writeTextFile(path, "");
+  assert.deepEqual(Object.keys(cache.current()), ["a"], "the last good copy is served");
+  assert.equal(cache.lastError?.file, path);
+  assert.deepEqual(errors, [
+    `${path} is corrupt: it is empty, where a JSON object keyed by ` +
+    "subscription name is expected ({} when there are none); restore it from a backup or move " +
+    "it away",
+  ]);
+  await Deno.remove(path);
+  assert.deepEqual(cache.current(), {}, "a removed file is none");
+  assert.deepEqual(errors.at(-1), undefined);
+});

@@ -2,9 +2,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   readSubscriptions,
+  secretProblem,
+  secretWarnings,
   unusableSubscriptions,
   updateSubscriptions,
 } from "../../../lib/subscriptions/file_store.ts";
+import type { Route } from "../../../lib/subscriptions/mod.ts";
 import { ConfigError } from "../../../lib/errors.ts";
 import { tempHome } from "../../_helpers.ts";
 
@@ -102,4 +105,79 @@ Deno.test("readSubscriptions() reads a file saved with a byte-order mark", async
   const path = join(h.home, "webhook_subscriptions.json");
   await Deno.writeTextFile(path, '\uFEFF{"gh": {"secret": "s"}}');
   assert.deepEqual(await readSubscriptions(path), { gh: { secret: "s" } });
+});
+
+Deno.test("an emptied subscription file is an error naming it, and is left as it is: only a missing file means none", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  assert.deepEqual(await readSubscriptions(path), {}, "no file yet: no subscriptions");
+  for (const emptied of ["", "  \n", "\uFEFF"]) {
+    await Deno.writeTextFile(path, emptied);
+    const named = (error: Error) =>
+      error instanceof ConfigError && error.file === path &&
+      error.message === `${path} is corrupt: it is empty, where a JSON object keyed by ` +
+          "subscription name is expected ({} when there are none); restore it from a backup or " +
+          "move it away";
+    await assert.rejects(() => readSubscriptions(path), named, JSON.stringify(emptied));
+    await assert.rejects(
+      () => updateSubscriptions(path, (records) => void (records.x = {})),
+      named,
+    );
+    assert.equal(await Deno.readTextFile(path), emptied, "never overwritten");
+  }
+});
+
+Deno.test("secretProblem() names a secret no sender can satisfy, and says what to do", () => {
+  const route = (fields: Partial<Route>): Route => ({ name: "gl", origin: "dynamic", ...fields });
+  const problem = (fields: Partial<Route>, global?: string) => secretProblem(route(fields), global);
+  for (const none of [{}, { secret: "" }]) {
+    assert.equal(
+      problem(none),
+      "it has no secret (an empty one counts as none), so every request is refused with 403; " +
+        "give it one: agent webhook rotate-secret gl",
+    );
+  }
+  assert.match(
+    problem({ secret: "gl-tökén" })!,
+    /^its secret has characters no header can carry \(outside ASCII, control characters, or blanks at its ends\): GitLab and Bearer senders, which send it as a header, are always refused with 401\. If its sender signs with it \(GitHub, Stripe\.\.\.\), pin that scheme: agent webhook subscribe gl --auth <scheme>; else give it another: agent webhook rotate-secret gl$/,
+  );
+  assert.match(
+    problem({ secret: "gl-tökén", auth: "gitlab" })!,
+    /gitlab senders send it as a header, so every request is refused with 401/,
+  );
+  assert.match(problem({ secret: " padded-secret", auth: "bearer" })!, /bearer senders/);
+  // Senders that sign with it carry it in no header.
+  assert.equal(problem({ secret: "gl-tökén", auth: "github" }), undefined);
+  assert.equal(problem({ secret: "two words-123" }), undefined);
+  // A static route without a secret of its own uses the global one; without either, 403.
+  assert.equal(problem({ origin: "static" }, "global-secret-1"), undefined);
+  assert.match(
+    problem({ origin: "static", secret: "" })!,
+    /403; give it one: set its secret in config\.yaml$/,
+  );
+});
+
+Deno.test("secretWarnings() names each served record of the file whose secret no sender can satisfy", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      empty: { secret: "" },
+      accented: { secret: "gl-tökén" },
+      signed: { secret: "gl-tökén", auth: "github" },
+      good: { secret: "good-secret-1" },
+      // Refused (404) for its target, and hidden by a static route: said elsewhere.
+      pig: { secret: "", deliver: "pigeon" },
+      ci: { secret: "" },
+    }),
+  );
+  const records = await readSubscriptions(path);
+  const warnings = secretWarnings(records, path, new Map([["ci", {}]]));
+  assert.deepEqual(warnings.map((w) => w.slice(0, w.indexOf(":"))), [
+    `subscription "empty" in ${path}`,
+    `subscription "accented" in ${path}`,
+  ]);
+  assert.match(warnings[0], /: it has no secret .* refused with 403/);
+  assert.match(warnings[1], /: its secret has characters no header can carry/);
 });
