@@ -66,8 +66,9 @@ export class SubscriptionFileCache {
   }
 
   /**
-   * The current records. A file that became corrupt keeps the last good records and sets
-   * {@link lastError}, so a bad edit never takes the running gateway down.
+   * The current records. A file that became corrupt (an emptied one too) keeps the last good
+   * records and sets {@link lastError}, so a bad edit never takes the running gateway down; only
+   * a file that is gone means no subscriptions.
    * @param options `fresh`: stat the file now even when the copy is younger than `recheckMs`
    */
   current(options: { fresh?: boolean } = {}): SubscriptionRecords {

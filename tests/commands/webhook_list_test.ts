@@ -48,3 +48,35 @@ Deno.test("list warns of a subscription that a static route of the same name hid
   assert.doesNotMatch(ctx.out.join("\n"), /hidden-secret-1/);
   assert.match(ctx.out.join("\n"), /ci-alerts\s+\[static, config\.yaml\]/);
 });
+
+Deno.test("list says why no sender can satisfy a secret: empty, or one no header can carry", async () => {
+  await using h = await tempHome({ config: STATIC });
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({
+      empty: { secret: "" },
+      accented: { secret: "gl-tökén" },
+      signed: { secret: "gl-tökén", auth: "github" },
+      good: { secret: "good-secret-1" },
+    }),
+  );
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  const warnings = ctx.err.filter((line) => /secret/.test(line));
+  // Sorted as listed: the static route first, which has no secret and no global one to use.
+  assert.deepEqual(warnings, [
+    'Warning: "ci-alerts": it has no secret (an empty one counts as none), so every request is ' +
+    "refused with 403; give it one: set its secret in config.yaml",
+    'Warning: "accented": its secret has characters no header can carry (outside ASCII, control ' +
+    "characters, or blanks at its ends): GitLab and Bearer senders, which send it as a header, " +
+    "are always refused with 401. If its sender signs with it (GitHub, Stripe...), pin that " +
+    "scheme: agent webhook subscribe accented --auth <scheme>; else give it another: agent " +
+    "webhook rotate-secret accented",
+    'Warning: "empty": it has no secret (an empty one counts as none), so every request is ' +
+    "refused with 403; give it one: agent webhook rotate-secret empty",
+  ]);
+  assert.match(
+    ctx.output(),
+    /empty\n(?:.*\n){3}\s+Secret:\s+\(none: requests are refused with 403\)/,
+  );
+});

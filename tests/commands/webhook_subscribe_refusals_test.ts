@@ -170,3 +170,51 @@ Deno.test("subscribe refuses a gitlab or bearer secret no header can carry, and 
   await runCommand(["webhook", "subscribe", "sw", "--description", "x"], quiet);
   assert.deepEqual(quiet.err, [], "warned only when the secret or the scheme changes");
 });
+
+Deno.test("subscribe warns of a secret no header can carry when no scheme is pinned, and stores it", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const path = join(h.home, "webhook_subscriptions.json");
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "gl", "--secret", "gl-tökén"], ctx);
+  assert.equal((await readSubscriptions(path)).gl.secret, "gl-tökén");
+  assert.ok(
+    ctx.err.includes(
+      "Warning: the secret has characters no header can carry (outside ASCII, control " +
+        "characters, or blanks at its ends): GitLab and Bearer senders, which send it as a " +
+        "header, would always get 401. If the sender signs with it (GitHub, Stripe...), pin " +
+        "that scheme with --auth; else give an ASCII --secret",
+    ),
+    ctx.err.join("\n"),
+  );
+  // Pinned to a scheme that signs with it, the secret never travels in a header.
+  const pinned = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "gl", "--auth", "github"], pinned);
+  assert.doesNotMatch(pinned.err.join("\n"), /no header can carry/);
+});
+
+Deno.test("subscribe says so when it gives a hand-edited record without a secret a new one", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({ empty: { secret: "" }, none: { deliver: "log" }, kept: { secret: "" } }),
+  );
+  for (const [name, had] of [["empty", "an empty one"], ["none", "none in the file"]]) {
+    const ctx = fakeContext({ AGENT_HOME: h.home });
+    await runCommand(["webhook", "subscribe", name, "--description", "x"], ctx);
+    const secret = (await readSubscriptions(path))[name].secret!;
+    assert.equal(secret.length, 43, "a generated secret");
+    assert.ok(
+      ctx.err.includes(
+        `Warning: it had no secret (${had}), so the gateway refused every request with 403: a ` +
+          "new one was generated (printed below); give it to the sender",
+      ),
+      ctx.err.join("\n"),
+    );
+    assert.match(ctx.output(), new RegExp(`Secret:\\s+${secret}`));
+  }
+  // A --secret given is no surprise.
+  const given = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "kept", "--secret", "given-secret-1"], given);
+  assert.doesNotMatch(given.err.join("\n"), /had no secret/);
+});

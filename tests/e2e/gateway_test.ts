@@ -781,3 +781,75 @@ Deno.test("webhook test signs as the scheme a subscription is pinned to, for eve
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /gives no standard signing key \(a whsec_ secret must be base64\)/);
 });
+
+Deno.test("an emptied subscription file: the gateway keeps serving its last good copy, and subscribe exits 1 naming the file and leaves it", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(path, JSON.stringify({ gh: { secret: "gh-secret-123" } }));
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+  const post = async () => {
+    const response = await fetch(`${gateway.url}/webhooks/gh`, await signedIssue("gh-secret-123"));
+    await response.body?.cancel();
+    return response.status;
+  };
+  assert.equal(await post(), 202);
+  await Deno.writeTextFile(path, ""); // `: > webhook_subscriptions.json`
+  const emptied = `${path} is corrupt: it is empty`;
+  await eventually(async () => (await post(), gateway.output().includes(emptied)), {
+    what: "the gateway's error naming the file",
+  });
+  assert.match(gateway.output(), /serving the last good copy \(1 subscriptions\)/);
+  assert.equal(await post(), 202, "the last good copy is served");
+
+  const env = { AGENT_HOME: h.home, WEBHOOK_PORT: String(new URL(gateway.url).port) };
+  const sub = await runCli(["webhook", "subscribe", "other", "--secret", "other-secret-1"], env);
+  assert.equal(sub.code, 1, sub.stdout + sub.stderr);
+  assert.ok(sub.stderr.includes(emptied), sub.stderr);
+  assert.equal(await Deno.readTextFile(path), "", "the file is left as it was");
+  const list = await runCli(["webhook", "list"], env);
+  assert.equal(list.code, 1);
+  assert.ok(list.stderr.includes(emptied), list.stderr);
+  assert.equal(await post(), 202);
+});
+
+Deno.test("the gateway warns of each subscription whose secret no sender can satisfy, at start and on each reload", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const path = join(h.home, "webhook_subscriptions.json");
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      empty: { secret: "" },
+      accented: { secret: "gl-tökén" },
+      good: { secret: "good-secret-1" },
+    }),
+  );
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+  const lines = (name: string) =>
+    gateway.output().split("\n").filter((line) => line.includes(`subscription "${name}" in`));
+  await eventually(() => lines("empty").length === 1 && lines("accented").length === 1, {
+    what: "one warning per record at start",
+  });
+  assert.match(
+    lines("empty")[0],
+    /WARN.*it has no secret .*refused with 403; give it one: agent webhook rotate-secret empty/,
+  );
+  assert.match(
+    lines("accented")[0],
+    /WARN.*its secret has characters no header can carry .*GitLab and Bearer senders/,
+  );
+  assert.doesNotMatch(gateway.output(), /gl-tökén/, "the secret itself is never written");
+  assert.deepEqual(lines("good"), []);
+  const empty = await fetch(`${gateway.url}/webhooks/empty`, await signedIssue("anything-1"));
+  await empty.body?.cancel();
+  assert.equal(empty.status, 403);
+
+  const env = { AGENT_HOME: h.home, WEBHOOK_PORT: String(new URL(gateway.url).port) };
+  const sub = await runCli(["webhook", "subscribe", "late", "--secret", "late-secret-1"], env);
+  assert.equal(sub.code, 0, sub.stderr);
+  const post = await fetch(`${gateway.url}/webhooks/late`, await signedIssue("late-secret-1"));
+  await post.body?.cancel();
+  assert.equal(post.status, 202);
+  await eventually(() => lines("empty").length === 2 && lines("accented").length === 2, {
+    what: "the warnings again once the file is read anew",
+  });
+});
