@@ -98,8 +98,8 @@ function explainParseError(error: Error, options: ParseArgsConfig["options"]): s
     : `Unknown option ${unknown}.`;
 }
 
-/** Levenshtein distance between two short strings. */
-function editDistance(a: string, b: string): number {
+/** Levenshtein distance between two short strings: the edits that turn `a` into `b`. */
+export function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];

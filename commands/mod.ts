@@ -4,8 +4,10 @@
  * @module
  */
 import { resolve } from "node:path";
+import denoConfig from "../deno.json" with { type: "json" };
 import { UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
+import { editDistance } from "./_flags.ts";
 import { doctor } from "./doctor.ts";
 import { gatewayRun } from "./gateway_run.ts";
 import { gatewayInstall } from "./gateway_install.ts";
@@ -20,6 +22,12 @@ import { webhookSubscribe } from "./webhook_subscribe.ts";
 import { webhookTest } from "./webhook_test_event.ts";
 
 export type { Command, CommandContext } from "./_command.ts";
+
+/**
+ * This program's version: deno.json's `"version"`, imported as JSON so that `deno compile`
+ * builds it into the executable. `agent --version` prints it.
+ */
+export const VERSION: string = denoConfig.version;
 
 /** Every subcommand, in the order `agent --help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -44,6 +52,7 @@ export const COMMANDS: readonly Command[] = [
 export function helpText(agentHome?: string): string {
   return [
     "Usage: agent <command> [options]   (agent <command> --help for its options)",
+    "       agent --version",
     "",
     "Commands:",
     commandList(COMMANDS),
@@ -79,6 +88,10 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
     ctx.stdout(helpText(home));
     return argv.length === 0 ? 2 : 0;
   }
+  if (argv[0] === "--version" || argv[0] === "-V") {
+    ctx.stdout(`agent ${VERSION}`);
+    return 0;
+  }
   const command = COMMANDS.find((c) => c.path.every((word, i) => argv[i] === word));
   const group = COMMANDS.filter((c) => c.path[0] === argv[0]);
   if (!command && group.length > 0 && ["--help", "-h", "help", undefined].includes(argv[1])) {
@@ -87,9 +100,11 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
     return argv[1] === undefined ? 2 : 0;
   }
   if (!command) {
-    throw new UsageError(
-      `Unknown command: agent ${argv.slice(0, 2).join(" ")}\n\n${helpText(home)}`,
-    );
+    // The words that should have named a command: the first two, flags after the first aside.
+    const typed = [argv[0], ...argv.slice(1, 2).filter((word) => !word.startsWith("-"))];
+    const closest = closestCommand(argv);
+    const hint = closest ? `. Did you mean "agent ${closest}"?` : "";
+    throw new UsageError(`Unknown command: agent ${typed.join(" ")}${hint}\n\n${helpText(home)}`);
   }
   const rest = argv.slice(command.path.length);
   if (rest.includes("--help") || rest.includes("-h")) {
@@ -97,4 +112,32 @@ export async function runCommand(argv: string[], ctx: CommandContext): Promise<n
     return 0;
   }
   return await command.run(rest, ctx);
+}
+
+/**
+ * The command the words of `argv` were probably meant to name, as unknown flags get theirs
+ * (`--event` → `--events`): `webhok list` → `webhook list`. A command whose words are within
+ * two edits of as many words typed, else a group within two edits of the first word typed
+ * (`webhok` → `webhook`); the closest, in the order of {@link COMMANDS} on a tie.
+ * @param argv the process arguments, naming no command
+ * @returns the command's words, space-separated, or undefined when none is that close
+ */
+function closestCommand(argv: string[]): string | undefined {
+  const groups = [...new Set(COMMANDS.filter((c) => c.path.length > 1).map((c) => c.path[0]))];
+  const stages = [
+    COMMANDS.map((c) => c.path.join(" ")),
+    // A group typed right needs no suggestion of itself: its commands were not near enough.
+    groups.includes(argv[0]) ? [] : groups,
+  ];
+  for (const candidates of stages) {
+    let best: { name: string; distance: number } | undefined;
+    for (const name of candidates) {
+      const words = name.split(" ").length;
+      if (argv.length < words) continue;
+      const distance = editDistance(argv.slice(0, words).join(" "), name);
+      if (distance <= 2 && (!best || distance < best.distance)) best = { name, distance };
+    }
+    if (best) return best.name;
+  }
+  return undefined;
 }

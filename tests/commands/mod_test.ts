@@ -229,3 +229,40 @@ Deno.test("an unknown option names the closest one", async () => {
       error instanceof UsageError && error.message.startsWith("Unknown option --bogus.\n"),
   );
 });
+
+Deno.test("an unknown command names the closest one, as an unknown option does", async () => {
+  const unknown = async (argv: string[]) => {
+    const error = await runCommand(argv, fakeContext({})).then(() => undefined, (e) => e);
+    assert.ok(error instanceof UsageError, argv.join(" "));
+    return error.message.split("\n")[0];
+  };
+  assert.equal(
+    await unknown(["webhok", "list"]),
+    'Unknown command: agent webhok list. Did you mean "agent webhook list"?',
+  );
+  assert.equal(
+    await unknown(["webhook", "lst", "--json"]),
+    'Unknown command: agent webhook lst. Did you mean "agent webhook list"?',
+  );
+  assert.equal(
+    await unknown(["gatway", "--help"]),
+    'Unknown command: agent gatway. Did you mean "agent gateway"?',
+  );
+  // Nothing within two edits: no guess, and the help follows as before.
+  assert.equal(await unknown(["webhook", "bogus"]), "Unknown command: agent webhook bogus");
+  assert.equal(await unknown(["deploy"]), "Unknown command: agent deploy");
+});
+
+Deno.test("agent --version prints the version deno.json gives", async () => {
+  const { version } = JSON.parse(
+    await Deno.readTextFile(new URL("../../deno.json", import.meta.url)),
+  );
+  for (const flag of ["--version", "-V"]) {
+    const ctx = fakeContext({});
+    assert.equal(await runCommand([flag], ctx), 0);
+    assert.equal(ctx.output(), `agent ${version}`);
+  }
+  const help = fakeContext({});
+  await runCommand(["--help"], help);
+  assert.match(help.output(), /agent --version/);
+});
