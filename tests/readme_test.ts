@@ -1,9 +1,10 @@
 /**
- * The README stays true: its quick-start gateway command starts a working gateway in a fresh
- * home, and the worked example's commands run as written.
+ * The README stays true: its quick start installs the `agent` command (into a temporary root)
+ * and that command starts a working gateway in a fresh home, and the worked example's commands
+ * run as written with the installed `agent`.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { cleanEnv, eventually, ROOT, tempHome } from "./_helpers.ts";
 
 const README = await Deno.readTextFile(join(ROOT, "README.md"));
@@ -27,15 +28,44 @@ function words(line: string): string[] {
   return [...line.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]);
 }
 
-Deno.test("README quick start: `deno task gateway` in a fresh home answers /health", async () => {
-  const [quick] = shellBlocks("Quick start");
-  const gatewayCommand = commands(quick).find((line) => line.includes("gateway"));
-  assert.equal(gatewayCommand, "deno task gateway");
-  await using h = await tempHome();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: words(gatewayCommand!).slice(1),
+/**
+ * Runs the README's `deno task install` line with `--root` added: a temporary install root.
+ * @returns the PATH a user has once the install's bin folder is on it, and the cleanup
+ */
+async function install(line: string): Promise<{ path: string } & AsyncDisposable> {
+  const root = await Deno.makeTempDir({ prefix: "agent-install-" });
+  const dispose = () => Deno.remove(root, { recursive: true }).catch(() => {});
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [...words(line).slice(1), "--root", root],
     cwd: ROOT,
-    env: cleanEnv({ AGENT_HOME: h.home, WEBHOOK_PORT: "0" }),
+    env: cleanEnv({}),
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  if (!output.success) {
+    await dispose();
+    assert.fail(`${line}\n${decoder.decode(output.stdout)}${decoder.decode(output.stderr)}`);
+  }
+  const path = `${join(root, "bin")}:${dirname(Deno.execPath())}:/usr/bin:/bin`;
+  return { path, [Symbol.asyncDispose]: dispose };
+}
+
+Deno.test("README quick start: install, then `agent gateway run` in a fresh home answers /health", async () => {
+  const [quick] = shellBlocks("Quick start");
+  const [installLine, gatewayLine, ...rest] = commands(quick);
+  assert.deepEqual([installLine, gatewayLine, rest], [
+    "deno task install",
+    "agent gateway run",
+    [],
+  ]);
+  await using installed = await install(installLine);
+  await using h = await tempHome();
+  const child = new Deno.Command("agent", {
+    args: words(gatewayLine).slice(1),
+    cwd: h.home,
+    env: cleanEnv({ PATH: installed.path, AGENT_HOME: h.home, WEBHOOK_PORT: "0" }),
     clearEnv: true,
     stdout: "piped",
     stderr: "piped",
@@ -70,12 +100,13 @@ Deno.test("README worked example: setup and subscribe run as written", async () 
   );
   assert.ok(lines.some((line) => line.startsWith("agent gateway setup")));
   assert.ok(lines.some((line) => line.startsWith("agent webhook subscribe github-issues")));
+  await using installed = await install(commands(shellBlocks("Quick start")[0])[0]);
   await using h = await tempHome();
   for (const line of lines) {
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: ["task", "--quiet", ...words(line)],
-      cwd: ROOT,
-      env: cleanEnv({ AGENT_HOME: h.home, TELEGRAM_BOT_TOKEN: "1:readme" }),
+    const output = await new Deno.Command("agent", {
+      args: words(line).slice(1),
+      cwd: h.home,
+      env: cleanEnv({ PATH: installed.path, AGENT_HOME: h.home, TELEGRAM_BOT_TOKEN: "1:readme" }),
       clearEnv: true,
       stdout: "piped",
       stderr: "piped",
@@ -85,7 +116,14 @@ Deno.test("README worked example: setup and subscribe run as written", async () 
     if (line.includes("subscribe")) {
       assert.match(text, /Created subscription "github-issues"/);
       assert.match(text, /URL:\s+http:\/\/localhost:8644\/webhooks\/github-issues/);
+      assert.match(text, /Events:\s+issues\.opened\n/);
       assert.match(text, /Deliver: telegram \(chat 123456789\)/);
     }
   }
+  // The subscription fires on new issues only, with a prompt about the issue.
+  const record = JSON.parse(
+    await Deno.readTextFile(join(h.home, "webhook_subscriptions.json")),
+  )["github-issues"];
+  assert.deepEqual(record.events, ["issues.opened"]);
+  assert.doesNotMatch(record.prompt, /pull_request|__event__/);
 });
