@@ -7,8 +7,25 @@
  */
 
 import type { EventSource } from "../subscriptions/event_info.ts";
+import type { Dialect } from "./_markdown.ts";
 
 export type { EventSource };
+
+/**
+ * How a message's text is meant: `plain`, sent as written, or `markdown`, rendered in each
+ * chat's own formatting (docs/targets.md#formatting).
+ */
+export type MessageFormat = "plain" | "markdown";
+
+/** One message part as a target sends it. */
+export interface MessagePart {
+  /** The text to send: plain, or in the target's formatting when `formatted`. */
+  text: string;
+  /** Whether `text` is rendered in the target's formatting (Telegram HTML, Slack mrkdwn, ...). */
+  formatted: boolean;
+  /** The same part as written (its Markdown), sent instead when the platform refuses `text`. */
+  plain: string;
+}
 
 /** One message to deliver: the text, where it should go, and the event it answers. */
 export interface DeliveryJob {
@@ -18,6 +35,8 @@ export interface DeliveryJob {
   chatId?: string;
   /** The whole message: the agent's answer or the rendered template. */
   text: string;
+  /** How `text` is meant; `markdown` is rendered for the chat targets. @default {"plain"} */
+  format?: MessageFormat;
   /** The parsed JSON payload; comment targets and `origin` find the issue or merge request here. */
   payload: unknown;
   /** Who sent the event; `origin` replies there. */
@@ -82,6 +101,8 @@ export interface Target<D = unknown> {
   readonly name: string;
   /** Longest message the platform accepts, in UTF-16 code units; absent means no limit. */
   readonly maxChars?: number;
+  /** How the platform shows Markdown; absent: Markdown is sent as written (GitHub, GitLab). */
+  readonly dialect?: Dialect;
   /** What the target needs (tokens), for the README and CLI. */
   readonly needs: string;
   /** Where it delivers, for the README and CLI. */
@@ -100,7 +121,7 @@ export interface Target<D = unknown> {
    * Sends one message part (already within {@link maxChars}).
    * @throws {TargetError} permanent or retryable, as the platform answered.
    */
-  send(destination: D, text: string, ctx: SendContext): Promise<void>;
+  send(destination: D, part: MessagePart, ctx: SendContext): Promise<void>;
   /**
    * Checks a subscription's settings when it is created (`agent webhook subscribe`).
    * @returns Warnings that do not block the subscription (a token the gateway may still get).

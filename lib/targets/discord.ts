@@ -1,6 +1,7 @@
 /**
  * The `discord` target: `POST /channels/{channel.id}/messages` with a bot token. Mentions in the
  * text are not resolved (`allowed_mentions.parse = []`), so a payload cannot ping `@everyone`.
+ * Markdown goes as written, but for what Discord does not draw (`_discord_markdown.ts`).
  * https://discord.com/developers/docs/resources/message#create-message
  *
  * @module
@@ -10,6 +11,7 @@ import { TargetError } from "../errors.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import { createdWithId } from "./_platform_answers.ts";
+import { discordMarkdown } from "./_discord_markdown.ts";
 import type { Target } from "./_target.ts";
 
 /** Where a Discord message goes. */
@@ -58,6 +60,7 @@ export const discord: Target<DiscordDestination> = {
   name: "discord",
   homeChannel: HOME_CHANNEL,
   maxChars: 2000,
+  dialect: discordMarkdown,
   needs: "DISCORD_BOT_TOKEN",
   destination: "channel id (--deliver-chat-id) or DISCORD_HOME_CHANNEL",
   resolve(job, ctx) {
@@ -68,7 +71,7 @@ export const discord: Target<DiscordDestination> = {
     const baseUrl = apiBase(ctx.env, "DISCORD_API_URL", "https://discord.com/api/v10");
     return { label: channelId, destination: { token, baseUrl, channelId } };
   },
-  async send({ token, baseUrl, channelId }, text, ctx) {
+  async send({ token, baseUrl, channelId }, { text }, ctx) {
     await postJson(ctx, {
       platform: "Discord",
       action: `message to channel ${channelId}`,

@@ -108,7 +108,7 @@ export const githubComment: Target<GitHubDestination> = {
     const baseUrl = apiBase(ctx.env, "GITHUB_API_URL", "https://api.github.com");
     return { label: `${item.repo}#${item.number}`, destination: { ...item, token, baseUrl } };
   },
-  async send({ repo, number, token, baseUrl }, text, ctx) {
+  async send({ repo, number, token, baseUrl }, { text }, ctx) {
     await postJson(ctx, {
       platform: "GitHub",
       action: `comment on ${repo}#${number}`,

@@ -114,7 +114,7 @@ export const gitlabComment: Target<GitLabDestination> = {
     const baseUrl = apiBase(ctx.env, "GITLAB_URL", "https://gitlab.com");
     return { label: gitlabLabel(item), destination: { ...item, token, baseUrl } };
   },
-  async send({ project, kind, iid, token, baseUrl }, text, ctx) {
+  async send({ project, kind, iid, token, baseUrl }, { text }, ctx) {
     const noun = kind === "merge_requests" ? "merge request" : "issue";
     await postJson(ctx, {
       platform: "GitLab",

@@ -28,7 +28,7 @@ export const log: Target<LogDestination> = {
       destination: { subscription: job.subscription, event: job.eventLabel, eventId: job.eventId },
     };
   },
-  send({ subscription, event, eventId }, text, ctx) {
+  send({ subscription, event, eventId }, { text }, ctx) {
     ctx.log("delivered to log", { subscription, event, event_id: eventId, text });
     return Promise.resolve();
   },

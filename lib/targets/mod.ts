@@ -2,8 +2,9 @@
  * Delivery targets (docs/targets.md): where an agent's answer or a direct-delivery message goes.
  *
  * `deliver()` resolves the destination first (a missing token or chat fails before anything is
- * sent), splits the text to the platform's limit, then sends the parts in order and reports
- * each one so a crash can resume where it stopped. `validateTarget()` is the subscribe-time
+ * sent), splits the text to the platform's limit (rendering Markdown in each chat's formatting,
+ * `_format.ts`), then sends the parts in order and reports each one so a crash can resume where
+ * it stopped. `validateTarget()` is the subscribe-time
  * check (docs/subscriptions.md). Each target is one module (`telegram.ts`, `slack.ts`, ...)
  * and one line in the registry below.
  *
@@ -11,7 +12,15 @@
  */
 
 import { TargetError, UsageError } from "../errors.ts";
-import type { DeliveryJob, Resolved, SendContext, Target, TargetContext } from "./_target.ts";
+import type {
+  DeliveryJob,
+  MessageFormat,
+  Resolved,
+  SendContext,
+  Target,
+  TargetContext,
+} from "./_target.ts";
+import { messageParts } from "./_format.ts";
 import { discord } from "./discord.ts";
 import { githubComment } from "./github_comment.ts";
 import { gitlabComment } from "./gitlab_comment.ts";
@@ -21,8 +30,23 @@ import { slack } from "./slack.ts";
 import { splitMessage } from "./split.ts";
 import { telegram } from "./telegram.ts";
 
-export type { DeliveryJob, EventSource, TargetContext } from "./_target.ts";
+export type { DeliveryJob, EventSource, MessageFormat, TargetContext } from "./_target.ts";
 export { splitMessage };
+
+/** The values of a subscription's `format` (`--format`): `plain`, `markdown`. */
+export const MESSAGE_FORMATS: readonly MessageFormat[] = ["plain", "markdown"];
+
+/**
+ * How an event's message is meant: the subscription's `format` when it sets one, else Markdown
+ * for an agent's answer (the default system prompt asks for it) and plain text for a direct
+ * message (a template is sent as written). docs/targets.md#formatting
+ * @param mode the event's mode
+ * @param format the subscription's `format`, if set
+ * @returns the format to deliver with
+ */
+export function messageFormat(mode: "agent" | "direct", format?: MessageFormat): MessageFormat {
+  return format ?? (mode === "agent" ? "markdown" : "plain");
+}
 
 /** Every target, in the order messages list them. Adding a target is one line here. */
 const REGISTRY: readonly Target[] = [
@@ -109,8 +133,9 @@ function resolveTarget(
 }
 
 /**
- * Delivers one message: resolves the destination, splits the text to the target's limit, sends
- * the parts in order (skipping `job.partsAlreadySent`), and calls `onPartSent` after each.
+ * Delivers one message: resolves the destination, splits the text to the target's limit (and,
+ * for `job.format` `markdown`, renders each part in the target's formatting), sends the parts in
+ * order (skipping `job.partsAlreadySent`), and calls `onPartSent` after each.
  *
  * @param job What to send, where, and for which event.
  * @param ctx Env (tokens, home channels, API URLs), `fetch`, `sleep`, the gateway log.
@@ -148,9 +173,11 @@ export async function deliver(
   if (target.name !== "log" && job.text.trim() === "") {
     throw new TargetError(`Cannot deliver an empty message to ${target.name}`, { permanent: true });
   }
-  const parts = target.maxChars === undefined
-    ? [job.text]
-    : splitMessage(job.text, target.maxChars);
+  const parts = messageParts(job.text, {
+    format: job.format ?? "plain",
+    maxChars: target.maxChars,
+    dialect: target.dialect,
+  });
   const sendCtx: SendContext = {
     ...ctx,
     rateLimitBudget: { remainingMs: ctx.maxRateLimitWaitMs ?? DEFAULT_MAX_RATE_LIMIT_WAIT_MS },

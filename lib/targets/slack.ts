@@ -3,11 +3,12 @@
  * reply. Slack answers most failures with HTTP 200 and `ok: false`; its `error` code decides.
  * https://api.slack.com/methods/chat.postMessage
  *
- * The text is escaped as Slack asks for text it should not parse (`&`, `<`, `>` become
+ * Plain text is escaped as Slack asks for text it should not parse (`&`, `<`, `>` become
  * `&amp;`, `&lt;`, `&gt;`: https://api.slack.com/reference/surfaces/formatting#escaping), so a
  * payload cannot ping the channel with `<!channel>` or disguise a link as `<url|other text>`.
  * Splitting counts the text before escaping; the escaped part stays far below the 40,000
- * characters at which Slack truncates.
+ * characters at which Slack truncates. Markdown is rendered as `mrkdwn` (`_slack_mrkdwn.ts`),
+ * escaped the same way outside the links it writes.
  *
  * @module
  */
@@ -18,6 +19,7 @@ import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import { type Failure, notThePlatformsAnswer } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
+import { escapeSlackText, slackMrkdwn } from "./_slack_mrkdwn.ts";
 
 /** Where a Slack message goes. */
 export interface SlackDestination {
@@ -59,11 +61,6 @@ export function parseSlackChannel(value: string): { channel: string; threadTs?: 
   return { channel, threadTs };
 }
 
-/** Escapes Slack's three control characters, so the text shows as written. */
-function escapeSlackText(text: string): string {
-  return text.replace(/[&<>]/g, (char) => char === "&" ? "&amp;" : char === "<" ? "&lt;" : "&gt;");
-}
-
 /**
  * Reads Slack's `ok` / `error` answer. An `ok: false` is classed by its `error` code; a body
  * without a boolean `ok` (a proxy's page) is retryable, as for every chat target.
@@ -85,6 +82,7 @@ export const slack: Target<SlackDestination> = {
   name: "slack",
   homeChannel: HOME_CHANNEL,
   maxChars: 4000,
+  dialect: slackMrkdwn,
   needs: "SLACK_BOT_TOKEN",
   destination: "channel id (--deliver-chat-id) or SLACK_HOME_CHANNEL; <channel>:<thread_ts>",
   resolve(job, ctx) {
@@ -101,7 +99,7 @@ export const slack: Target<SlackDestination> = {
       destination: { token, baseUrl, channel, threadTs },
     };
   },
-  async send({ token, baseUrl, channel, threadTs }, text, ctx) {
+  async send({ token, baseUrl, channel, threadTs }, { text, formatted }, ctx) {
     await postJson(ctx, {
       platform: "Slack",
       action: `chat.postMessage to ${channel}`,
@@ -109,7 +107,7 @@ export const slack: Target<SlackDestination> = {
       headers: { Authorization: `Bearer ${token}` },
       body: {
         channel,
-        text: escapeSlackText(text),
+        text: formatted ? text : escapeSlackText(text),
         ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
       },
       secret: token,

@@ -10,14 +10,18 @@
  * part reopens it with the same info string (CommonMark fences:
  * https://spec.commonmark.org/0.31.2/#fenced-code-blocks). No cut leaves a code block empty:
  * a part does not end on the line that opens a fence, nor start with the line that closes one.
+ * {@link splitText} does the same without numbers, and keeps given spans of the text (a
+ * Markdown link, a bold phrase) whole unless one alone is longer than a part.
  *
  * @module
  */
 
-/** An open code fence: its backtick or tilde run and its info string (`ts`, `json`, ...). */
-interface Fence {
-  marker: string;
-  info: string;
+import { closes, type Fence, FENCE_LINE, scanFences } from "./_fences.ts";
+
+/** A stretch of text, `[start, end)` in UTF-16 code units, that a cut should not fall inside. */
+export interface Span {
+  start: number;
+  end: number;
 }
 
 /** One part before numbering: what it reopens, its slice of the text, what it closes. */
@@ -27,7 +31,6 @@ interface Chunk {
   close: string;
 }
 
-const FENCE_LINE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
 /** A part needs room for text once the number and fences are added; below this, refuse. */
 const MIN_ROOM = 8;
 
@@ -55,9 +58,34 @@ export function splitMessage(text: string, maxChars: number): string[] {
     if (room < MIN_ROOM) {
       throw new RangeError(`Cannot split a message into parts of ${maxChars} characters`);
     }
-    const chunks = chunk(text, room);
+    const chunks = chunk(text, room, []);
     if (String(chunks.length).length <= digits) return chunks.map(numbered);
   }
+}
+
+/**
+ * Splits `text` into parts of at most `maxChars` UTF-16 code units, as {@link splitMessage}
+ * cuts them (fences closed and reopened) but without numbers, and never inside one of `keep`
+ * unless that span alone does not fit in a part.
+ *
+ * @param text The text to cut, such as one Markdown block too long for a message.
+ * @param maxChars The most each part may hold, in UTF-16 code units.
+ * @param keep Spans of `text` to keep whole, sorted by start and not overlapping.
+ * @returns The parts in order; `[text]` when it fits.
+ * @throws {RangeError} When `maxChars` is below 8.
+ * @example
+ * ```ts
+ * const text = "See [the build log](https://ci.example/42) for details.";
+ * splitText(text, 40, [{ start: 4, end: 42 }]);
+ * // ["See", "[the build log](https://ci.example/42)", "for details."]
+ * ```
+ */
+export function splitText(text: string, maxChars: number, keep: readonly Span[]): string[] {
+  if (text.length <= maxChars) return [text];
+  if (maxChars < MIN_ROOM) {
+    throw new RangeError(`Cannot split a text into parts of ${maxChars} characters`);
+  }
+  return chunk(text, maxChars, keep).map((part) => part.reopen + part.body + part.close);
 }
 
 function numbered(chunk: Chunk, index: number, chunks: Chunk[]): string {
@@ -68,7 +96,7 @@ function numbered(chunk: Chunk, index: number, chunks: Chunk[]): string {
 }
 
 /** The parts of `text`, each at most `room` UTF-16 code units with its fence repair. */
-function chunk(text: string, room: number): Chunk[] {
+function chunk(text: string, room: number, keep: readonly Span[]): Chunk[] {
   const chunks: Chunk[] = [];
   let fence: Fence | undefined;
   let pos = 0;
@@ -83,7 +111,7 @@ function chunk(text: string, room: number): Chunk[] {
       continue;
     }
     const reopen = repaired ? `${fence!.marker}${fence!.info}\n` : "";
-    const part = fill(text, pos, { open: fence, space: room - reopen.length, room });
+    const part = fill(text, pos, { open: fence, space: room - reopen.length, room, keep });
     if (part.body !== "") chunks.push({ reopen, body: part.body, close: part.close });
     fence = part.after;
     pos = part.next;
@@ -115,7 +143,12 @@ interface Part {
 function fill(
   text: string,
   pos: number,
-  { open, space, room }: { open: Fence | undefined; space: number; room: number },
+  { open, space, room, keep }: {
+    open: Fence | undefined;
+    space: number;
+    room: number;
+    keep: readonly Span[];
+  },
 ): Part {
   let limit = space;
   // The fence state at each line of what the part may hold, scanned once for all its cuts.
@@ -123,7 +156,7 @@ function fill(
   for (;;) {
     let fallback: Part | undefined;
     let tooLong = 0;
-    for (const { end, next } of cuts(text, pos, limit)) {
+    for (const { end, next } of cuts(text, pos, { limit, keep })) {
       const body = text.slice(pos, end).trimEnd();
       const { before, after } = lines.around(pos + body.length);
       const more = hasText(text, next);
@@ -158,33 +191,62 @@ const SEPARATORS = [
  * The places a part that starts at `pos` and holds at most `limit` UTF-16 code units may end,
  * nicest first. `end` is the end of its text, `next` where the following part starts (after the
  * whitespace at the cut). A separator counts only in the second half of the part, so a reader
- * gets few parts, each nearly full; failing that, the part is filled to the last grapheme that
- * fits, which is always the last place offered.
+ * gets few parts, each nearly full, and never inside a span of `keep` that fits in a part; such a
+ * span across the limit goes whole to the next part. Failing that, the part is filled to the last
+ * grapheme that fits, which is always the last place offered.
  */
-function* cuts(text: string, pos: number, limit: number): Generator<{ end: number; next: number }> {
+function* cuts(
+  text: string,
+  pos: number,
+  { limit, keep }: { limit: number; keep: readonly Span[] },
+): Generator<{ end: number; next: number }> {
   if (text.length - pos <= limit) {
     yield { end: text.length, next: text.length };
     return;
   }
+  // A span longer than a part is cut like any text.
+  const kept = (at: number) => {
+    const span = spanAround(keep, at);
+    return span !== undefined && span.end - span.start <= limit ? span : undefined;
+  };
+  const free = (at: number) => kept(pos + at) === undefined;
   // One character past the limit: a separator right there still leaves a part of `limit`.
   const window = text.slice(pos, pos + limit + 2);
   for (const separator of SEPARATORS) {
     const starts = [...window.matchAll(separator)].map((match) => match.index);
-    for (const at of starts.filter((at) => at >= limit / 2 && at <= limit).reverse()) {
+    for (const at of starts.filter((at) => at >= limit / 2 && at <= limit && free(at)).reverse()) {
       yield { end: pos + at, next: skipSpace(text, pos + at) };
     }
+  }
+  const across = kept(pos + limit);
+  if (across && skipSpace(text, pos) < across.start) {
+    yield { end: across.start, next: skipSpace(text, across.start) };
   }
   // No separator in the second half: the run of text across the limit (a URL, a long word) is
   // kept whole when it fits in the next part and this part keeps a quarter of the limit, cut at
   // the blank before the run rather than inside it.
   const runStart = lastSpace(window, limit);
-  if (runStart >= limit / 4) {
+  if (runStart >= limit / 4 && free(runStart)) {
     const rest = text.slice(pos + limit, pos + runStart + limit + 1);
     const fits = /\s/.test(rest) || pos + runStart + limit + 1 >= text.length;
     if (fits) yield { end: pos + runStart, next: skipSpace(text, pos + runStart) };
   }
   const end = pos + graphemeCut(window, limit);
   yield { end, next: end };
+}
+
+/** The span of `spans` (sorted, disjoint) that `index` falls strictly inside, if any. */
+function spanAround(spans: readonly Span[], index: number): Span | undefined {
+  let low = 0;
+  let high = spans.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    const span = spans[middle];
+    if (span.end <= index) low = middle + 1;
+    else if (span.start >= index) high = middle - 1;
+    else return span;
+  }
+  return undefined;
 }
 
 /** Where the last whitespace before `limit` in `window` is, or -1. */
@@ -196,46 +258,6 @@ function lastSpace(window: string, limit: number): number {
     if (/\s/.test(window[at])) return at;
   }
   return -1;
-}
-
-/** The fences open along the lines of a stretch of text, for {@link fill}'s cuts. */
-interface FenceScan {
-  /**
-   * The fence open before the line that holds `end`, and after the text up to `end` (that line
-   * read up to `end`, as a part ending there reads it).
-   */
-  around(end: number): { before: Fence | undefined; after: Fence | undefined };
-}
-
-/**
- * Scans the lines of `text` from `pos` to `end` once, so that each cut {@link fill} weighs
- * costs a search, not a scan of the whole part again (slow for a part of thousands of short
- * fenced lines).
- * @param open the fence open at `pos`
- */
-function scanFences(text: string, pos: number, end: number, open: Fence | undefined): FenceScan {
-  const starts = [pos];
-  const before = [open];
-  let fence = open;
-  for (let at = text.indexOf("\n", pos); at !== -1 && at < end; at = text.indexOf("\n", at + 1)) {
-    fence = fenceAfterLine(fence, text.slice(starts[starts.length - 1], at));
-    starts.push(at + 1);
-    before.push(fence);
-  }
-  return {
-    around(bodyEnd) {
-      // The last line start at or before bodyEnd (a body never ends past `end`).
-      let low = 0;
-      let high = starts.length - 1;
-      while (low < high) {
-        const middle = (low + high + 1) >> 1;
-        if (starts[middle] <= bodyEnd) low = middle;
-        else high = middle - 1;
-      }
-      const line = text.slice(starts[low], bodyEnd);
-      return { before: before[low], after: fenceAfterLine(before[low], line) };
-    },
-  };
 }
 
 /** Whether anything but whitespace is left from `from` on. */
@@ -264,23 +286,4 @@ function graphemeCut(window: string, limit: number): number {
   if (straddling === undefined || straddling.index > 0) return straddling?.index ?? limit;
   const high = window.charCodeAt(limit - 1);
   return high >= 0xd800 && high <= 0xdbff && limit > 1 ? limit - 1 : limit;
-}
-
-/** Whether `line` closes `fence` (CommonMark: same character, at least as long, no info). */
-function closes(fence: Fence, line: string): boolean {
-  const match = FENCE_LINE.exec(line.trimEnd());
-  return match !== null && match[1][0] === fence.marker[0] &&
-    match[1].length >= fence.marker.length && match[2].trim() === "";
-}
-
-/** The fence still open after `line`, given the one open before it. */
-function fenceAfterLine(open: Fence | undefined, line: string): Fence | undefined {
-  const match = FENCE_LINE.exec(line.trimEnd());
-  if (match === null) return open;
-  const [, marker, rest] = match;
-  if (open === undefined) {
-    // A backtick fence's info string cannot hold a backtick (that line is inline code).
-    return marker[0] === "`" && rest.includes("`") ? undefined : { marker, info: rest.trim() };
-  }
-  return closes(open, line) ? undefined : open;
 }

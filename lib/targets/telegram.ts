@@ -1,6 +1,8 @@
 /**
- * The `telegram` target: Bot API `sendMessage`, plain text (no `parse_mode`, so an agent's
- * Markdown can never make Telegram refuse the message), optionally into a forum topic.
+ * The `telegram` target: Bot API `sendMessage`, optionally into a forum topic. Plain text goes
+ * without `parse_mode`; Markdown is rendered for the HTML `parse_mode` (`_telegram_html.ts`), and
+ * a part Telegram refuses to parse ("can't parse entities") is sent again as plain text, so a
+ * formatting slip never loses the message.
  * https://core.telegram.org/bots/api#sendmessage
  *
  * @module
@@ -16,7 +18,8 @@ import {
   notThePlatformsAnswer,
   retryAfter,
 } from "./_platform_answers.ts";
-import type { Target } from "./_target.ts";
+import type { SendContext, Target } from "./_target.ts";
+import { telegramHtml } from "./_telegram_html.ts";
 
 /** Where a Telegram message goes. */
 export interface TelegramDestination {
@@ -72,11 +75,44 @@ function inspect(body: unknown): Failure | undefined {
 /** Where a message goes when its subscription names no chat. */
 const HOME_CHANNEL = "TELEGRAM_HOME_CHANNEL";
 
+/** One `sendMessage`: plain text, or HTML with `parseMode`. */
+async function sendMessage(
+  destination: TelegramDestination,
+  text: string,
+  { ctx, parseMode }: { ctx: SendContext; parseMode?: "HTML" },
+): Promise<void> {
+  const { token, baseUrl, chatId, threadId } = destination;
+  await postJson(ctx, {
+    platform: "Telegram",
+    action: `sendMessage to chat ${chatId}`,
+    url: `${baseUrl}/bot${token}/sendMessage`,
+    headers: {},
+    body: {
+      chat_id: chatId,
+      text,
+      ...(parseMode === undefined ? {} : { parse_mode: parseMode }),
+      ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+    },
+    secret: token,
+    inspect,
+  });
+}
+
+/**
+ * Whether Telegram refused a message for its formatting: HTTP 400 "Bad Request: can't parse
+ * entities: ..." (https://core.telegram.org/bots/api#formatting-options).
+ */
+function refusedFormatting(error: unknown): error is TargetError {
+  return error instanceof TargetError && error.status === 400 &&
+    /can't parse entities/i.test(error.message);
+}
+
 /** Telegram Bot API, `TELEGRAM_BOT_TOKEN`, chat id or `TELEGRAM_HOME_CHANNEL`, 4,096 characters. */
 export const telegram: Target<TelegramDestination> = {
   name: "telegram",
   homeChannel: HOME_CHANNEL,
   maxChars: 4096,
+  dialect: telegramHtml,
   needs: "TELEGRAM_BOT_TOKEN",
   destination: "--deliver-chat-id or TELEGRAM_HOME_CHANNEL; <chat>:<thread> for a forum topic",
   resolve(job, ctx) {
@@ -93,21 +129,18 @@ export const telegram: Target<TelegramDestination> = {
       destination: { token, baseUrl, chatId, threadId },
     };
   },
-  async send(destination, text, ctx) {
-    const { token, baseUrl, chatId, threadId } = destination;
-    await postJson(ctx, {
-      platform: "Telegram",
-      action: `sendMessage to chat ${chatId}`,
-      url: `${baseUrl}/bot${token}/sendMessage`,
-      headers: {},
-      body: {
-        chat_id: chatId,
-        text,
-        ...(threadId === undefined ? {} : { message_thread_id: threadId }),
-      },
-      secret: token,
-      inspect,
-    });
+  async send(destination, part, ctx) {
+    if (!part.formatted) return await sendMessage(destination, part.text, { ctx });
+    try {
+      await sendMessage(destination, part.text, { ctx, parseMode: "HTML" });
+    } catch (error) {
+      if (!refusedFormatting(error)) throw error;
+      ctx.log("telegram refused the formatting; sending the part as plain text", {
+        chat: destination.chatId,
+        error: error.message,
+      });
+      await sendMessage(destination, part.plain, { ctx });
+    }
   },
   check(options) {
     return checkTarget(options, {

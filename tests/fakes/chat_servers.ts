@@ -2,7 +2,8 @@
  * Loopback servers that play Telegram, Discord, Slack, GitHub and GitLab for tests. Each checks
  * what the real API checks (path, token, required fields, the length limit) and answers in the
  * real API's shapes, records the messages it accepted, and can be told to answer 429 or 5xx
- * for the next requests.
+ * for the next requests. The Telegram fake reads the HTML `parse_mode` as strictly as its
+ * documentation states (`telegram_entities.ts`) and refuses what breaks it, as Telegram does.
  *
  * ```ts
  * await using telegram = startFakeTelegram();
@@ -13,6 +14,8 @@
  *
  * @module
  */
+
+import { parseTelegramHtml } from "./telegram_entities.ts";
 
 /** The platforms a fake can play. */
 export type PlatformKind = "telegram" | "discord" | "slack" | "github" | "gitlab";
@@ -25,6 +28,8 @@ export interface ReceivedMessage {
   to: string;
   /** The message text (`text`, `content` or `body`). */
   text: string;
+  /** Telegram with `parse_mode: "HTML"`: the text a reader sees, tags removed and entities read. */
+  shown?: string;
   /** Telegram `message_thread_id` or Slack `thread_ts`, as a string. */
   thread?: string;
   /** The whole JSON request body. */
@@ -33,12 +38,14 @@ export interface ReceivedMessage {
   headers: Record<string, string>;
 }
 
-/** A failure to answer instead of processing: 429 (with a wait) or 5xx. */
+/** A failure to answer instead of processing: 429 (with a wait), 5xx, or a Telegram 400. */
 export interface PlannedFailure {
-  /** HTTP status to answer: 429, 403 (GitHub rate limit) or 5xx. */
+  /** HTTP status to answer: 429, 403 (GitHub rate limit), 400 (Telegram) or 5xx. */
   status: number;
   /** Seconds in the platform's 429 shape (`retry_after`, `Retry-After`). */
   retryAfterSeconds?: number;
+  /** Telegram: the `description` of the answer, such as "Bad Request: can't parse entities: ...". */
+  description?: string;
 }
 
 /** A running fake platform. `await using` closes it. */
@@ -103,7 +110,10 @@ const isKnown = (request: Request, name: string) =>
   request.known === undefined || request.known.includes(name);
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
 
-/** Telegram Bot API: token in the path, `chat_id` and `text` required, 4,096 characters. */
+/**
+ * Telegram Bot API: token in the path, `chat_id` and `text` required, 4,096 characters after
+ * entities parsing; `parse_mode` `HTML` read strictly.
+ */
 const telegram: Platform = {
   env: (url, token) => ({ TELEGRAM_API_URL: url, TELEGRAM_BOT_TOKEN: token }),
   handle(request) {
@@ -112,11 +122,20 @@ const telegram: Platform = {
     const match = /^\/bot([^/]+)\/sendMessage$/.exec(request.path);
     if (match === null) return error(404, "Not Found");
     if (match[1] !== request.token) return error(401, "Unauthorized");
-    const { chat_id: chat, message_thread_id: thread } = request.body;
+    const { chat_id: chat, message_thread_id: thread, parse_mode: parseMode } = request.body;
     const message = text(request.body.text);
     if (chat === undefined || chat === "") return error(400, "Bad Request: chat_id is empty");
-    if (!message) return error(400, "Bad Request: message text is empty");
-    if (message.length > 4096) return error(400, "Bad Request: message is too long");
+    let shown = message;
+    if (parseMode !== undefined && message) {
+      if (parseMode !== "HTML") return error(400, `Bad Request: unsupported parse_mode`);
+      const parsed = parseTelegramHtml(message);
+      if ("error" in parsed) {
+        return error(400, `Bad Request: can't parse entities: ${parsed.error}`);
+      }
+      shown = parsed.text;
+    }
+    if (!shown?.trim()) return error(400, "Bad Request: message text is empty");
+    if (shown.length > 4096) return error(400, "Bad Request: message is too long");
     if (thread !== undefined && !Number.isInteger(thread)) {
       return error(400, "Bad Request: message thread not found");
     }
@@ -135,18 +154,19 @@ const telegram: Platform = {
     }
     const id = request.record({
       to: String(chat),
-      text: message,
+      text: message!,
+      ...(parseMode === undefined ? {} : { shown }),
       thread: thread === undefined ? undefined : String(thread),
     });
-    return json(200, { ok: true, result: { message_id: id, chat: { id: chat }, text: message } });
+    return json(200, { ok: true, result: { message_id: id, chat: { id: chat }, text: shown } });
   },
-  fail: ({ status, retryAfterSeconds }) =>
+  fail: ({ status, retryAfterSeconds, description }) =>
     json(status, {
       ok: false,
       error_code: status,
-      description: status === 429
+      description: description ?? (status === 429
         ? `Too Many Requests: retry after ${retryAfterSeconds ?? 1}`
-        : "Internal Server Error",
+        : "Internal Server Error"),
       ...(status === 429 ? { parameters: { retry_after: retryAfterSeconds ?? 1 } } : {}),
     }),
 };

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { splitMessage } from "../../../lib/targets/mod.ts";
+import { splitText } from "../../../lib/targets/split.ts";
 
 const MARKER = /^\((\d+)\/(\d+)\)[ \n]/;
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
@@ -297,4 +298,27 @@ Deno.test("splitMessage() moves a link that fits in the next part there whole, r
   assert.equal(parts.length, 2);
   assert.ok(parts[1].endsWith(` ${url}`) || parts[1].endsWith(`\n${url}`), parts[1].slice(0, 80));
   assert.ok(parts.every((part) => part.length <= 2000));
+});
+
+Deno.test("splitText() cuts before a kept Markdown link rather than inside it, and numbers nothing", () => {
+  const text = "See [the build log](https://ci.example/42) for details.";
+  const link = { start: 4, end: 42 };
+  assert.deepEqual(splitText(text, 40, [link]), [
+    "See",
+    "[the build log](https://ci.example/42)",
+    "for details.",
+  ]);
+  // Unkept, the same text is cut between the link's words.
+  assert.deepEqual(splitText(text, 40, []), [
+    "See [the build",
+    "log](https://ci.example/42) for details.",
+  ]);
+});
+
+Deno.test("splitText() cuts inside a kept span between words when the span alone is longer than a part", () => {
+  const text = `Intro [${"word ".repeat(20)}](https://a.example) end`;
+  const parts = splitText(text, 40, [{ start: 6, end: text.length - 4 }]);
+  assert.ok(parts.length > 1 && parts.every((part) => part.length <= 40));
+  // Joined with a space, the parts give the text back: no word was cut in two.
+  assert.equal(parts.join(" ").replace(/\s+/g, " "), text.replace(/\s+/g, " "));
 });

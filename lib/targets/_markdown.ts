@@ -1,0 +1,147 @@
+/**
+ * What the per-platform Markdown renderers share: the lexer (marked, GFM), the shape of a
+ * {@link Dialect}, and the pieces every chat renders alike: plain text of inline tokens, tables as
+ * aligned columns, list markers and the links a chat can open.
+ *
+ * marked's lexer gives each token its source text (`raw`), so an answer can be cut between
+ * blocks and each part rendered on its own (`_format.ts`); its GFM mode reads tables, task lists
+ * and strikethrough as agents write them. https://marked.js.org/using_pro#lexer
+ *
+ * @module
+ */
+
+import { Lexer, type Token, type Tokens } from "marked";
+
+export type { Token, Tokens };
+
+/** How one platform shows Markdown: its rendering of a top-level block, and its length rule. */
+export interface Dialect {
+  /**
+   * Renders one top-level block (a marked token) as the platform shows formatted text; blocks
+   * are joined with a blank line.
+   */
+  block(token: Token): string;
+  /** How much of the platform's limit `rendered` takes, in UTF-16 code units. */
+  length(rendered: string): number;
+}
+
+/**
+ * The top-level blocks of `markdown`, without the blank space between them and without link
+ * reference definitions (marked has already resolved the links that use them).
+ * @param markdown the text, as the agent wrote it
+ * @returns the blocks in order, each with its source in `raw`
+ */
+export function lexBlocks(markdown: string): Token[] {
+  return Lexer.lex(markdown, { gfm: true }).filter((token) =>
+    token.type !== "space" && token.type !== "def"
+  );
+}
+
+/** The entities CommonMark decodes in text that agents write most: named basics and numbers. */
+const ENTITY = /&(amp|lt|gt|quot|apos|nbsp|#\d{1,7}|#x[\da-f]{1,6});/gi;
+const NAMED: Record<string, string> = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: "\u00a0",
+};
+
+/**
+ * Text as a reader should see it: `&amp;`, `&lt;`, `&#39;` and the like decoded (marked keeps
+ * them as written). Others stay as written.
+ * @param text a text token's text
+ * @returns the decoded text
+ */
+export function decodeEntities(text: string): string {
+  return text.replace(ENTITY, (entity, name: string) => {
+    const lower = name.toLowerCase();
+    if (lower in NAMED) return NAMED[lower];
+    const code = lower.startsWith("#x") ? parseInt(lower.slice(2), 16) : parseInt(lower.slice(1));
+    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : entity;
+  });
+}
+
+/**
+ * The plain text of inline tokens: formatting dropped, links as their text, images as their
+ * description. Used where a platform allows no formatting (a table cell, a link's text).
+ * @param tokens inline tokens
+ * @returns the text
+ */
+export function plainInline(tokens: readonly Token[] | undefined): string {
+  return (tokens ?? []).map((token): string => {
+    switch (token.type) {
+      case "text":
+        return token.tokens ? plainInline(token.tokens) : decodeEntities(token.text);
+      case "escape":
+      case "codespan":
+        return token.text;
+      case "image":
+        return token.text;
+      case "br":
+        return " ";
+      case "html":
+        return token.raw;
+      default:
+        return "tokens" in token && token.tokens ? plainInline(token.tokens) : token.raw;
+    }
+  }).join("");
+}
+
+/**
+ * A table as lines of aligned columns (`a | b`), the header underlined, for a monospaced block:
+ * no chat platform draws Markdown tables.
+ * @param table the table token
+ * @returns the lines, without a trailing newline
+ */
+export function tableText(table: Tokens.Table): string {
+  const rows = [table.header, ...table.rows].map((row) =>
+    row.map((cell) => plainInline(cell.tokens))
+  );
+  const widths = table.header.map((_, column) =>
+    Math.max(...rows.map((row) => (row[column] ?? "").length))
+  );
+  const line = (row: string[]) =>
+    widths.map((width, column) => pad(row[column] ?? "", width, table.align[column])).join(" | ")
+      .trimEnd();
+  const rule = widths.map((width) => "-".repeat(width)).join("-+-");
+  return [line(rows[0]), rule, ...rows.slice(1).map(line)].join("\n");
+}
+
+function pad(text: string, width: number, align: string | null): string {
+  const room = width - text.length;
+  if (align === "right") return " ".repeat(room) + text;
+  if (align === "center") {
+    const left = Math.floor(room / 2);
+    return " ".repeat(left) + text + " ".repeat(room - left);
+  }
+  return text + " ".repeat(room);
+}
+
+/**
+ * The marker of a list item: its number in an ordered list, a checkbox for a task, else a
+ * bullet that changes with the depth (`•`, `◦`, `▪`).
+ * @param list the list
+ * @param index the item's index in the list
+ * @param depth how deep the list is nested, 0 at the top
+ * @returns the marker, without the space after it
+ */
+export function listMarker(list: Tokens.List, index: number, depth: number): string {
+  const item = list.items[index];
+  if (item.task) return item.checked ? "☑" : "☐";
+  if (list.ordered) return `${(Number(list.start) || 1) + index}.`;
+  return ["•", "◦", "▪"][Math.min(depth, 2)];
+}
+
+/**
+ * Whether a chat can open `href` as a link: an absolute `http`, `https`, `mailto` or `tg` URL.
+ * A relative link (`docs/x.md`) means nothing in a chat, and Telegram refuses some.
+ * @param href the link's target
+ */
+export function isOpenableUrl(href: string): boolean {
+  return /^(https?:\/\/[^\s]+|mailto:[^\s]+|tg:\/\/[^\s]+)$/i.test(href);
+}
+
+/** A line for a thematic break (`---`), which chats do not draw. */
+export const RULE = "──────────";

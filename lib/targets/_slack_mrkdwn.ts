@@ -1,0 +1,120 @@
+/**
+ * Markdown as Slack's `mrkdwn` shows it (https://api.slack.com/reference/surfaces/formatting):
+ * `*bold*`, `_italic_`, `~strike~`, `` `code` ``, ```` ``` ```` blocks, `> ` quotes and
+ * `<url|text>` links, with `&`, `<` and `>` escaped everywhere else, so a payload's `<!channel>`
+ * shows as written. Headings become bold lines, lists bullet or number lines, tables aligned
+ * columns in a code block: mrkdwn has none of them.
+ *
+ * @module
+ */
+
+import {
+  decodeEntities,
+  type Dialect,
+  isOpenableUrl,
+  listMarker,
+  plainInline,
+  RULE,
+  tableText,
+  type Token,
+  type Tokens,
+} from "./_markdown.ts";
+
+/**
+ * Escapes Slack's three control characters, so the text shows as written.
+ * https://api.slack.com/reference/surfaces/formatting#escaping
+ * @param text any text
+ * @returns the text with `&`, `<` and `>` as `&amp;`, `&lt;` and `&gt;`
+ */
+export function escapeSlackText(text: string): string {
+  return text.replace(/[&<>]/g, (char) => char === "&" ? "&amp;" : char === "<" ? "&lt;" : "&gt;");
+}
+
+function inline(tokens: readonly Token[] | undefined): string {
+  return (tokens ?? []).map(inlineToken).join("");
+}
+
+function inlineToken(token: Token): string {
+  switch (token.type) {
+    case "text":
+      return token.tokens ? inline(token.tokens) : escapeSlackText(decodeEntities(token.text));
+    case "escape":
+      return escapeSlackText(token.text);
+    case "strong":
+      return `*${inline(token.tokens)}*`;
+    case "em":
+      return `_${inline(token.tokens)}_`;
+    case "del":
+      return `~${inline(token.tokens)}~`;
+    case "codespan":
+      return `\`${escapeSlackText(token.text)}\``;
+    case "link":
+    case "image":
+      return link(token as Tokens.Link | Tokens.Image);
+    case "br":
+      return "\n";
+    default:
+      return escapeSlackText(token.raw);
+  }
+}
+
+/**
+ * `<url|text>`, or `<url>` when the text is the URL; a link Slack cannot open shows its text and
+ * its target. Slack shows a link's text as written, so it is the plain text, and a `|` in the
+ * URL would end it early.
+ */
+function link(token: Tokens.Link | Tokens.Image): string {
+  const text = token.type === "image" ? token.text : plainInline(token.tokens);
+  if (!isOpenableUrl(token.href)) {
+    const target = token.href ? ` (${token.href})` : "";
+    return escapeSlackText(text + target);
+  }
+  const url = escapeSlackText(token.href.replaceAll("|", "%7C"));
+  return text === "" || text === token.href ? `<${url}>` : `<${url}|${escapeSlackText(text)}>`;
+}
+
+function block(token: Token, depth: number): string {
+  switch (token.type) {
+    case "paragraph":
+      return inline(token.tokens);
+    case "text":
+      return token.tokens ? inline(token.tokens) : escapeSlackText(token.text);
+    case "heading":
+      return `*${inline(token.tokens)}*`;
+    case "code":
+      return "```\n" + escapeSlackText(token.text) + "\n```";
+    case "blockquote":
+      return blocks(token.tokens ?? [], depth).split("\n").map((line) => `> ${line}`).join("\n");
+    case "list":
+      return list(token as Tokens.List, depth);
+    case "table":
+      return "```\n" + escapeSlackText(tableText(token as Tokens.Table)) + "\n```";
+    case "hr":
+      return RULE;
+    case "checkbox":
+    case "space":
+    case "def":
+      return "";
+    default:
+      return escapeSlackText(token.raw.trimEnd());
+  }
+}
+
+function blocks(tokens: readonly Token[], depth: number): string {
+  return tokens.map((token) => block(token, depth)).filter((text) => text !== "").join("\n");
+}
+
+/** A list as lines: marker, then the item, its further lines (nested lists) indented under it. */
+function list(token: Tokens.List, depth: number): string {
+  return token.items.map((item, index) => {
+    const marker = listMarker(token, index, depth);
+    const content = blocks(item.tokens, depth + 1);
+    return `${marker} ${content.replaceAll("\n", "\n" + " ".repeat(marker.length + 1))}`;
+  }).join("\n");
+}
+
+/** Slack's `mrkdwn`; its length is the text as sent. */
+export const slackMrkdwn: Dialect = {
+  block: (token) => block(token, 0),
+  length: (rendered) => rendered.length,
+};
