@@ -103,6 +103,16 @@ Deno.test("deno task install puts an agent on PATH that runs from any folder, of
   assert.equal(list.stderr, "");
 });
 
+Deno.test("deno task -q agent on a cold Deno cache prints the command's output alone", async () => {
+  // An empty cache: every npm package is downloaded first, with no line about it.
+  await using cache = await tempDir("agent-deno-dir-");
+  const result = await run(Deno.execPath(), ["task", "-q", "agent", "--version"], {
+    cwd: ROOT,
+    env: cleanEnv({ DENO_DIR: cache.path }),
+  });
+  assert.deepEqual(result, { code: 0, stdout: `agent ${VERSION}\n`, stderr: "" });
+});
+
 Deno.test("deno task install leaves an agent it did not install in place", async () => {
   await using root = await tempDir("agent-install-");
   const mine = join(root.path, "bin", "agent");
