@@ -7,7 +7,7 @@
 import { UsageError } from "../lib/errors.ts";
 import type { Subscription } from "../lib/subscriptions/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../lib/signatures/mod.ts";
-import { TARGET_NAMES } from "../lib/targets/mod.ts";
+import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../lib/targets/mod.ts";
 import { commaList, wholeNumber } from "./_flags.ts";
 
 /**
@@ -15,7 +15,8 @@ import { commaList, wholeNumber } from "./_flags.ts";
  * @param values the parsed flags of `subscribe`
  * @returns the fields the flags give; a flag not given leaves its field out
  * @throws UsageError for an empty --events or --deliver, a --secret shorter than 8 characters,
- *   a --rate-limit that is no whole number ≥ 1, or an --auth that is no scheme
+ *   a --rate-limit that is no whole number ≥ 1, an --auth that is no scheme, or a --format that
+ *   is neither plain nor markdown
  */
 export function optionsToRecord(
   values: Record<string, string | boolean | undefined>,
@@ -38,6 +39,7 @@ export function optionsToRecord(
     record.deliver_extra = { chat_id: text("deliver-chat-id") };
   }
   if (values["deliver-only"] !== undefined) record.deliver_only = values["deliver-only"] as boolean;
+  if (text("format") !== undefined) record.format = messageFormat(text("format")!);
   if (text("secret") !== undefined) {
     if (text("secret")!.length < 8) throw new UsageError("--secret must be at least 8 characters");
     record.secret = text("secret");
@@ -57,6 +59,21 @@ export function optionsToRecord(
     record.auth = text("auth");
   }
   return record;
+}
+
+/**
+ * Reads `--format`: `plain` or `markdown` (docs/targets.md#formatting).
+ * @param value the flag's value
+ * @returns the format
+ * @throws UsageError for any other value
+ */
+function messageFormat(value: string): MessageFormat {
+  const format = value.trim().toLowerCase() as MessageFormat;
+  if (MESSAGE_FORMATS.includes(format)) return format;
+  throw new UsageError(
+    `--format must be ${MESSAGE_FORMATS.join(" or ")} (markdown: render the message in each ` +
+      `chat's formatting), got ${JSON.stringify(value)}`,
+  );
 }
 
 /**

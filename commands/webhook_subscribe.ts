@@ -35,6 +35,7 @@ Options:
   --deliver-chat-id ID     chat, channel or item on the target
   --deliver-only           direct delivery: send the rendered prompt itself, no agent run
                            (--no-deliver-only switches an existing subscription back)
+  --format FORMAT          markdown: render for each chat (agent default); plain: as written
   --secret SECRET          HMAC secret (default: 32 random bytes, kept on update)
   --rate-limit N           requests per minute for this subscription
   --auth SCHEME            accept only this signature scheme (${SCHEME_NAMES.join(", ")})
@@ -48,6 +49,7 @@ const options = {
   deliver: { type: "string" },
   "deliver-chat-id": { type: "string" },
   "deliver-only": { type: "boolean" },
+  format: { type: "string" },
   secret: { type: "string" },
   "rate-limit": { type: "string" },
   auth: { type: "string" },

@@ -23,6 +23,11 @@ export interface RouteSnapshot {
   chatId?: string;
   /** Skill names added to the system prompt, in order. */
   skills: string[];
+  /**
+   * The subscription's `format` (`plain` or `markdown`), when it sets one; absent, the mode
+   * decides (docs/targets.md#formatting). The values of `MessageFormat` in lib/targets.
+   */
+  format?: "plain" | "markdown";
 }
 
 /** An event as the receiver hands it to the store. */

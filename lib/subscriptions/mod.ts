@@ -6,7 +6,7 @@
  * @module
  */
 import { ConfigError } from "../errors.ts";
-import { TARGET_NAMES } from "../targets/mod.ts";
+import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../targets/mod.ts";
 import { isSchemeName, SCHEME_NAMES } from "../signatures/mod.ts";
 
 /** Where a subscription comes from: the CLI-managed file, or `config.yaml` (read-only). */
@@ -37,6 +37,12 @@ export interface Subscription {
   deliver_extra?: { chat_id?: string };
   /** Direct delivery: the rendered template is the message, no agent run. */
   deliver_only?: boolean;
+  /**
+   * How the message is meant: `markdown` is rendered in each chat's formatting, `plain` sent as
+   * written. Absent: `markdown` for an agent's answer, `plain` for a direct message
+   * (docs/targets.md#formatting).
+   */
+  format?: MessageFormat;
   /** Requests per minute for this subscription, overriding `extra.rate_limit`. */
   rate_limit?: number;
   /** When `subscribe` created it, ISO 8601 UTC. */
@@ -114,6 +120,7 @@ const TEXT_FIELDS = [
   "prompt",
   "deliver",
   "auth",
+  "format",
   "created_at",
   "updated_at",
 ];
@@ -186,6 +193,9 @@ export function checkRecord(
   }
   if (record.deliver_only === true && (record.deliver === undefined || record.deliver === "log")) {
     fail("deliver_only", "needs a real target in deliver (not log)");
+  }
+  if (record.format !== undefined && !MESSAGE_FORMATS.includes(record.format as MessageFormat)) {
+    fail("format", `must be ${MESSAGE_FORMATS.join(" or ")}`);
   }
   return checked;
 }

@@ -54,7 +54,13 @@ export function dispatchFor(
     mode: route.deliver_only ? "direct" : "agent",
     // As stored: a direct message sent now and its replay later are the same text.
     prompt: storableText(prompt),
-    route: { deliver: route.deliver ?? "log", chatId, skills: route.skills ?? [] },
+    route: {
+      deliver: route.deliver ?? "log",
+      chatId,
+      skills: route.skills ?? [],
+      // Only when set: a route without one is stored as before, and its mode decides.
+      ...(route.format === undefined ? {} : { format: route.format }),
+    },
   };
 }
 

@@ -10,7 +10,7 @@
 import { setImmediate } from "node:timers";
 import { TargetError } from "../errors.ts";
 import { needsAgentRun, type NewEvent, type StateStore, type StoredEvent } from "../state/mod.ts";
-import type { DeliveryJob } from "../targets/mod.ts";
+import { type DeliveryJob, messageFormat } from "../targets/mod.ts";
 import type { AttemptInProgress, WorkerCore } from "./_core.ts";
 import { decide, isPermanent } from "./_decide.ts";
 import { deliveryKey } from "./_direct.ts";
@@ -222,6 +222,7 @@ export function jobFor(
     target: event.route.deliver,
     chatId: event.route.chatId,
     text,
+    format: messageFormat(event.mode, event.route.format),
     payload,
     source: event.source,
     subscription: event.subscription,
