@@ -111,7 +111,8 @@ Deno.test("subscribe refuses an empty --events (an unset variable) and takes --e
 });
 
 Deno.test("subscribe warns of --events entries no event can match: a wildcard, or all among other types", async () => {
-  await using h = await tempHome({ config: enabledConfig() });
+  // With the agent's key: subscribe would warn of its absence too.
+  await using h = await tempHome({ config: enabledConfig(), env: "OPENAI_API_KEY=sk-test-key\n" });
   const ctx = fakeContext({ AGENT_HOME: h.home });
   await runCommand(["webhook", "subscribe", "gh", "--events", "issues.*,push,all"], ctx);
   const warnings = ctx.err.filter((line) => line.startsWith("Warning: --events"));
@@ -137,7 +138,8 @@ Deno.test("subscribe refuses an empty --deliver (an unset variable) instead of s
 });
 
 Deno.test("subscribe refuses a gitlab or bearer secret no header can carry, and warns of a Standard Webhooks secret without whsec_", async () => {
-  await using h = await tempHome({ config: enabledConfig() });
+  // With the agent's key: subscribe would warn of its absence too.
+  await using h = await tempHome({ config: enabledConfig(), env: "OPENAI_API_KEY=sk-test-key\n" });
   const path = join(h.home, "webhook_subscriptions.json");
   for (
     const [auth, secret] of [

@@ -12,7 +12,8 @@ const YAML_REASON = "Nested mappings are not allowed in compact mappings at line
 
 /** A home with the platform enabled, `triage` installed, and the given extra skill files. */
 async function homeWithSkills(files: Record<string, string>) {
-  const h = await tempHome({ config: enabledConfig() });
+  // With the agent's key: subscribe would warn of its absence besides the skills.
+  const h = await tempHome({ config: enabledConfig(), env: "OPENAI_API_KEY=sk-test-key\n" });
   const skillsDir = join(h.home, "skills");
   for (const [path, text] of Object.entries({ "triage/SKILL.md": TRIAGE, ...files })) {
     await Deno.mkdir(join(skillsDir, path, ".."), { recursive: true });

@@ -169,3 +169,52 @@ Deno.test("subscribe and rotate-secret --auth standard make a whsec_ secret the 
   await run(["webhook", "subscribe", "plain"]);
   assert.match((await readSubscriptions(path)).plain.secret!, /^[A-Za-z0-9_-]{43}$/);
 });
+
+Deno.test("subscribe warns when the agent provider is not ready, as for a target's token, but not for direct delivery", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const key = "sk-test-0123456789abcdefSECRET";
+  const agentWarning =
+    /^Warning: OPENAI_API_KEY is not set; the gateway needs it to run the agent \(openai, model gpt-4o-mini at https:\/\/api\.openai\.com\/v1\): add OPENAI_API_KEY=<your key> to .*\.env/;
+  const noKey = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["webhook", "subscribe", "gh"], noKey), 0);
+  assert.equal(noKey.err.filter((line) => agentWarning.test(line)).length, 1, noKey.err.join("\n"));
+
+  const direct = fakeContext({ AGENT_HOME: h.home, TELEGRAM_BOT_TOKEN: "123:abc" });
+  const args = ["--deliver", "telegram", "--deliver-chat-id", "7", "--deliver-only"];
+  assert.equal(await runCommand(["webhook", "subscribe", "ping", ...args], direct), 0);
+  assert.deepEqual(direct.err, [], "a direct delivery runs no agent");
+
+  await Deno.writeTextFile(join(h.home, ".env"), `OPENAI_API_KEY=${key}\n`);
+  const withKey = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["webhook", "subscribe", "gh", "--events", "issues"], withKey), 0);
+  assert.deepEqual(withKey.err, []);
+  assert.ok(![...noKey.out, ...withKey.out, ...withKey.err].join("\n").includes(key));
+
+  await Deno.writeTextFile(
+    join(h.home, "config.yaml"),
+    `${enabledConfig()}agent:\n  provider: command\n  command: [no-such-agent-program]\n`,
+  );
+  const command = fakeContext({ AGENT_HOME: h.home, PATH: "/usr/bin:/bin" });
+  assert.equal(await runCommand(["webhook", "subscribe", "gh"], command), 0);
+  assert.match(
+    command.err.join("\n"),
+    /^Warning: the agent command "no-such-agent-program" cannot run: not found on PATH; install it/m,
+  );
+});
+
+Deno.test("subscribe on an address only this machine reaches points to agent doctor for a public URL", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const local = fakeContext({ AGENT_HOME: h.home });
+  await runCommand(["webhook", "subscribe", "gh"], local);
+  assert.match(
+    local.output(),
+    /\nSenders elsewhere cannot use a localhost URL: agent doctor shows how to get a public one/,
+  );
+  const published = fakeContext({
+    AGENT_HOME: h.home,
+    WEBHOOK_PUBLIC_URL: "https://hooks.example.com",
+  });
+  await runCommand(["webhook", "subscribe", "gh"], published);
+  assert.match(published.output(), /URL:\s+https:\/\/hooks\.example\.com\/webhooks\/gh/);
+  assert.doesNotMatch(published.output(), /agent doctor/);
+});
