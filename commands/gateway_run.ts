@@ -13,10 +13,11 @@ import { startLogging, stopLogging } from "../lib/log.ts";
 import { type RunningGateway, startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { parseFlags, wholeNumber } from "./_flags.ts";
+import { withDashboardPort } from "./_dashboard_port.ts";
 import { agentSummary, formatCheck, readinessChecks } from "./_readiness.ts";
 import { tokenSummary } from "./_readiness_targets.ts";
 
-const usage = `Usage: agent gateway run [--port N] [--quiet]
+const usage = `Usage: agent gateway run [--port N] [--dashboard-port N] [--quiet]
 
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Once it listens, it says which agent provider, model
@@ -26,7 +27,9 @@ and running agent work get 10 s in all (a second Ctrl-C or SIGTERM: none); an ag
 going then is stopped (a command agent is killed) and its event goes back to the queue, that
 attempt not counting toward max_attempts; queued work stays queued for the next start. If the
 HTTP server stops accepting connections (out of file descriptors), the gateway stops and exits 1.
-Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.`;
+Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.
+The dashboard is served on a listener of its own, 127.0.0.1:8645 unless --dashboard-port (or
+DASHBOARD_PORT, or dashboard: in config.yaml) says otherwise; agent dashboard logs you in.`;
 
 /** `agent gateway run`. */
 export const gatewayRun: Command = {
@@ -36,13 +39,17 @@ export const gatewayRun: Command = {
   async run(argv, ctx) {
     const { values, positionals } = parseFlags(argv, {
       port: { type: "string" },
+      "dashboard-port": { type: "string" },
       quiet: { type: "boolean" },
     }, usage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
     // Takes over SIGINT/SIGTERM now: one that arrives while the gateway starts (or just after
     // it says it listens) stops it gracefully instead of killing it.
     const shutdown = ctx.shutdownSignal;
-    const config = await gatewayConfig(ctx, values.port);
+    const config = await gatewayConfig(
+      withDashboardPort(ctx, values["dashboard-port"]),
+      values.port,
+    );
     if (!config) return 1;
     await startLogging({ file: config.paths.log, console: !values.quiet });
     // Starts, stops and failed starts are in the log file too, which --quiet leaves as the only
@@ -108,7 +115,8 @@ async function start(
   options: { ctx: CommandContext; log: Logger },
 ): Promise<RunningGateway> {
   const { ctx, log } = options;
-  const gateway = await startGateway(config, { fetch: ctx.fetch, now: ctx.now }).catch(
+  const serving = { fetch: ctx.fetch, now: ctx.now, dashboard: true };
+  const gateway = await startGateway(config, serving).catch(
     (error) => {
       if (error instanceof Deno.errors.AddrInUse) {
         const { host, port } = config.webhook;
@@ -153,6 +161,9 @@ async function announce(
     `Gateway listening on ${gateway.url}\n` +
       `  health:   ${gateway.url}/health\n` +
       `  webhooks: ${gateway.url}/webhooks/<name>\n` +
+      (gateway.dashboardUrl
+        ? `  dashboard: ${gateway.dashboardUrl} (log in: agent dashboard)\n`
+        : "") +
       `  log:      ${config.paths.log}\n` +
       `  agent:    ${agentSummary(config.agent)}\n` +
       `  tokens:   ${tokenSummary(config.env)}\n` +

@@ -8,6 +8,7 @@ import denoConfig from "../deno.json" with { type: "json" };
 import { UsageError } from "../lib/errors.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { editDistance } from "./_flags.ts";
+import { dashboard } from "./dashboard.ts";
 import { doctor } from "./doctor.ts";
 import { gatewayRun } from "./gateway_run.ts";
 import { gatewayInstall } from "./gateway_install.ts";
@@ -43,6 +44,7 @@ export const COMMANDS: readonly Command[] = [
   gatewayInstall,
   gatewayUninstall,
   doctor,
+  dashboard,
 ];
 
 /**

@@ -24,6 +24,7 @@ import { startPruning } from "./_prune.ts";
 import { type Running, stopGateway } from "./_stop.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import { setUpWorker, type WorkerSetup } from "./_worker_setup.ts";
+import { serveDashboard } from "./dashboard/listener.ts";
 
 const workerLog = getLogger(["agent", "worker"]);
 
@@ -62,6 +63,8 @@ export interface RunningGateway {
    * restart serves again.
    */
   failed: Promise<Error>;
+  /** Where the dashboard listens (docs/dashboard.md); undefined when it is not served. */
+  dashboardUrl?: string;
 }
 
 /** What varies between the real process and tests. */
@@ -89,6 +92,11 @@ export interface GatewayOptions {
    * @default {100 per subscription, and 100 for the rest, per 10 s}
    */
   refusalLog?: RefusalLogLimits;
+  /**
+   * Serve the dashboard on its own listener as `config.dashboard` says (`gateway run` does);
+   * off by default, so a gateway started in-process takes no second port. @default {false}
+   */
+  dashboard?: boolean;
 }
 
 /** How often the gateway checks that `state/gateway.db` is still the file it opened, in ms. */
@@ -143,14 +151,20 @@ export async function startGateway(
   server.finished.catch((error) => failed.resolve(serverStopped(error)));
   const address = await listening;
   const url = await announce(address, { lock: state.lock, onListen: options.onListen });
+  const dashboard = options.dashboard
+    ? await serveDashboard(config, { store, now, onReplay: () => setup.worker.notify() })
+    : null;
   const running: Running = { ...state, server, pruning, refusals, refusalWindows, setup };
   return {
     url,
     port: address.port,
     store,
     failed: failed.promise,
-    stop: ({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) =>
-      stopGateway(running, { deadlineMs, hurry }),
+    dashboardUrl: dashboard?.url,
+    stop: async ({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) => {
+      await dashboard?.stop(); // first: it reads the store that the stop closes
+      await stopGateway(running, { deadlineMs, hurry });
+    },
   };
 }
 

@@ -109,15 +109,19 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Environment for subprocesses: no inherited AGENT_/WEBHOOK_ variables, no colour. */
+/**
+ * Environment for subprocesses: no inherited AGENT_/WEBHOOK_/DASHBOARD_ variables, no colour,
+ * and DASHBOARD_PORT 0 unless `extra` sets it, so that gateways run at once never contend for the
+ * dashboard's default port.
+ */
 export function cleanEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(Deno.env.toObject())) {
-    if (!/^(AGENT_|WEBHOOK_|OPENAI_|TELEGRAM_|DISCORD_|SLACK_|GITHUB_|GH_|GITLAB_)/.test(key)) {
+    if (!/^(AGENT|WEBHOOK|DASHBOARD|OPENAI|TELEGRAM|DISCORD|SLACK|GITHUB|GH|GITLAB)_/.test(key)) {
       env[key] = value;
     }
   }
-  return { ...env, NO_COLOR: "1", RUST_BACKTRACE: "0", ...extra };
+  return { ...env, NO_COLOR: "1", RUST_BACKTRACE: "0", DASHBOARD_PORT: "0", ...extra };
 }
 
 /**

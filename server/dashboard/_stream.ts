@@ -1,0 +1,92 @@
+/**
+ * `GET /events/stream`: the live updates of a page, as server-sent events
+ * (https://html.spec.whatwg.org/multipage/server-sent-events.html). Each `change` message is an
+ * event's summary (`eventSummary`). The page says what it shows: the filters of the events page,
+ * or `id=` for an event's page; and `since=`, when it read what it shows, in ms: the changes
+ * since then are sent first, so none falls between the page and its stream.
+ *
+ * The stream checks its session every few seconds: once the token is rotated it sends `end`
+ * and closes, and the page reloads into the login page.
+ *
+ * @module
+ */
+import type { Context } from "hono";
+import { getCookie } from "hono/cookie";
+import { streamSSE } from "hono/streaming";
+import type { StateStore, StoredEvent } from "../../lib/state/mod.ts";
+import { type AuthDeps, currentToken, type DashboardEnv } from "./_auth.ts";
+import type { EventFeed } from "./_feed.ts";
+import { matchesBesidesStatus, readFilter } from "./_filters.ts";
+import { eventSummary } from "./_format.ts";
+import { checkSession } from "./_sessions.ts";
+import { PAGE_SIZE } from "./_events_page.tsx";
+
+/** Feed ticks (about seconds) between two checks of the stream's session. */
+const SESSION_CHECK_TICKS = 5;
+/** Feed ticks between two comments that keep an idle connection from being cut by a proxy. */
+const KEEP_ALIVE_TICKS = 15;
+
+/** What the stream reads and listens to. */
+export interface StreamDeps {
+  store: Pick<StateStore, "listEvents" | "getEvent">;
+  feed: EventFeed;
+  auth: AuthDeps;
+  /** Aborted when the dashboard stops: every stream ends. */
+  closing: AbortSignal;
+}
+
+/**
+ * Answers `GET /events/stream` (behind the session check).
+ * @param c the request's context
+ * @param deps the store, the feed, the session check's needs and the stop signal
+ * @returns a `text/event-stream` response, or 400 for a bad filter
+ */
+export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Response {
+  const read = readFilter((name) => c.req.query(name));
+  if ("error" in read) return c.json({ error: read.error }, 400);
+  const id = c.req.query("id");
+  const sinceMs = Number(c.req.query("since") ?? "0");
+  const wanted = (event: StoredEvent) =>
+    id ? event.id === id : matchesBesidesStatus(read.filter, event);
+  const cookie = getCookie(c, deps.auth.cookieName);
+  return streamSSE(c, async (stream) => {
+    const done = Promise.withResolvers<void>();
+    let writing = Promise.resolve();
+    const write = (text: string) => {
+      writing = writing.then(() => stream.write(text)).then(() => {}, () => done.resolve());
+    };
+    const send = (event: StoredEvent) =>
+      write(`event: change\ndata: ${JSON.stringify(eventSummary(event))}\n\n`);
+    write("retry: 2000\n\n");
+    const caughtUp = id
+      ? [deps.store.getEvent(id)].filter((event) => event !== null)
+      : deps.store.listEvents({ ...read.filter, limit: PAGE_SIZE }).reverse();
+    for (const event of caughtUp) {
+      if (!(event.updatedAtMs < sinceMs) && wanted(event)) send(event);
+    }
+    let ticks = 0;
+    const stop = deps.feed.listen((changed) => {
+      ticks += 1;
+      for (const event of changed) if (wanted(event)) send(event);
+      if (ticks % KEEP_ALIVE_TICKS === 0) write(": keep-alive\n\n");
+      if (ticks % SESSION_CHECK_TICKS === 0) {
+        sessionValid(deps.auth, cookie).then((valid) => {
+          if (!valid) write("event: end\ndata: the session ended\n\n");
+          if (!valid) writing.then(() => done.resolve());
+        });
+      }
+    });
+    stream.onAbort(() => done.resolve());
+    if (deps.closing.aborted) done.resolve();
+    deps.closing.addEventListener("abort", () => done.resolve(), { once: true });
+    await done.promise;
+    stop();
+    await writing;
+  });
+}
+
+/** Whether a session cookie is still valid with the token in the file now. */
+async function sessionValid(auth: AuthDeps, cookie: string | undefined): Promise<boolean> {
+  const token = await currentToken(auth);
+  return token !== null && (await checkSession(token, cookie, auth.now())) !== null;
+}
