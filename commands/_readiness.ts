@@ -31,8 +31,13 @@ export { type Check, formatCheck } from "./_readiness_check.ts";
  * @returns the checks, in the order `agent doctor` prints them. The agent's blocks only when a
  *   subscription runs the agent; the address's never does (a sender on this machine, or a
  *   reverse proxy here, needs no public address)
- * @throws whatever reading the files throws but a ConfigError of the subscription file, which
- *   is a failed check
+ * @throws what reading the files throws, but for a subscription file that is not valid (a
+ *   ConfigError), which is a failed check
+ * @example
+ * ```ts
+ * const checks = await readinessChecks(config, { webhook: config.webhook, files: true });
+ * const exitCode = checks.some((check) => !check.ok && check.blocking) ? 1 : 0;
+ * ```
  */
 export async function readinessChecks(
   config: Config,

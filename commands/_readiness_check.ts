@@ -30,12 +30,23 @@ export function formatCheck(check: Check): string {
   return `${check.ok ? "✓" : "✗"} ${check.subject}: ${check.text}`;
 }
 
-/** A check that passed. */
+/**
+ * A check that passed.
+ * @param subject what was checked (`agent`)
+ * @param text what was found (`openai, model gpt-4o-mini at ..., OPENAI_API_KEY set`)
+ * @returns the check, not blocking
+ */
 export function passed(subject: string, text: string): Check {
   return { ok: true, subject, text, blocking: false };
 }
 
-/** A check that failed; `blocking` when a subscription cannot work until it is fixed. */
+/**
+ * A check that failed.
+ * @param subject what was checked (`agent`)
+ * @param text what is missing, then the next step
+ * @param blocking true when a subscription cannot work until it is fixed
+ * @returns the check
+ */
 export function failed(subject: string, text: string, blocking: boolean): Check {
   return { ok: false, subject, text, blocking };
 }
