@@ -135,12 +135,13 @@ export function listMarker(list: Tokens.List, index: number, depth: number): str
 }
 
 /**
- * Whether a chat can open `href` as a link: an absolute `http`, `https`, `mailto` or `tg` URL.
- * A relative link (`docs/x.md`) means nothing in a chat, and Telegram refuses some.
+ * Whether a chat can open `href` as a link: an absolute `http`, `https` or `mailto` URL. A
+ * relative link (`docs/x.md`) means nothing in a chat, and Telegram refuses some; a `tg://user`
+ * link would mention someone, which a payload must not be able to make the agent do.
  * @param href the link's target
  */
 export function isOpenableUrl(href: string): boolean {
-  return /^(https?:\/\/[^\s]+|mailto:[^\s]+|tg:\/\/[^\s]+)$/i.test(href);
+  return /^(https?:\/\/|mailto:)[^\s]+$/i.test(href);
 }
 
 /** A line for a thematic break (`---`), which chats do not draw. */

@@ -2,8 +2,10 @@
  * End to end, in process: a signed webhook POST to the real gateway (`startGateway` on port 0)
  * reaches every delivery target, in agent mode (through a loopback OpenAI-compatible endpoint)
  * and in direct mode, and `origin` answers GitHub, GitLab and other senders where they belong.
- * Loopback fakes play Telegram, Discord, Slack, GitHub and GitLab; GitHub payloads come from
- * `@octokit/webhooks-examples` and are signed by `@octokit/webhooks-methods`.
+ * An agent's Markdown arrives in each chat's formatting; a direct message as written, unless its
+ * subscription says `--format markdown`. Loopback fakes play Telegram, Discord, Slack, GitHub and
+ * GitLab; GitHub payloads come from `@octokit/webhooks-examples` and are signed by
+ * `@octokit/webhooks-methods`.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -13,7 +15,8 @@ import type { StoredEvent } from "../../lib/state/mod.ts";
 import type { Subscription } from "../../lib/subscriptions/mod.ts";
 import { OWN_COMMENT_MARKER } from "../../lib/targets/own_comments.ts";
 import { startGateway } from "../../server/gateway.ts";
-import { enabledConfig, eventually, tempHome } from "../_helpers.ts";
+import { webhookSubscribe } from "../../commands/webhook_subscribe.ts";
+import { enabledConfig, eventually, fakeContext, tempHome } from "../_helpers.ts";
 import {
   type FakePlatform,
   type PlatformKind,
@@ -22,6 +25,7 @@ import {
 } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { startFakeLlm } from "../fakes/llm_server.ts";
+import { parseTelegramHtml } from "../fakes/telegram_entities.ts";
 
 const KINDS: PlatformKind[] = ["telegram", "discord", "slack", "github", "gitlab"];
 const HOME_CHAT = "5555";
@@ -76,17 +80,20 @@ async function startWorld(subscriptions: Record<string, Subscription>, { extra =
     Object.entries(subscriptions).map(([name, sub]) => [name, { secret: secretOf(name), ...sub }]),
   );
   await Deno.writeTextFile(join(home.home, "webhook_subscriptions.json"), JSON.stringify(records));
-  const config = await loadConfig({
+  const env = {
     AGENT_HOME: home.home,
     HOME: "/nonexistent",
     ...Object.assign({}, ...KINDS.map((kind) => fakes[kind].env)),
     TELEGRAM_HOME_CHANNEL: HOME_CHAT,
     ...llm.env,
-  });
+  };
+  const config = await loadConfig(env);
   const gateway = await startGateway(config);
   return {
     gateway,
     fakes,
+    /** The environment the gateway was configured with, for CLI commands on the same home. */
+    env,
     /**
      * POSTs `sent` to `/webhooks/<name>`, authenticated with that subscription's secret, with
      * a fresh delivery id unless one is given.
@@ -150,6 +157,8 @@ interface TargetCase {
   headers: Record<string, string | RegExp>;
   body: Record<string, unknown>;
   textField: string;
+  /** Added to `body` for an agent's answer (Markdown): Telegram's `parse_mode`. */
+  markdownBody?: Record<string, unknown>;
 }
 
 const CASES: TargetCase[] = [
@@ -163,6 +172,7 @@ const CASES: TargetCase[] = [
     headers: {},
     body: { chat_id: "4242" },
     textField: "text",
+    markdownBody: { parse_mode: "HTML" },
   },
   {
     target: "discord",
@@ -208,8 +218,16 @@ const CASES: TargetCase[] = [
   },
 ];
 
-/** Asserts one recorded platform call: destination, path, auth headers and the exact body. */
-function assertCall(c: TargetCase, fake: FakePlatform, message: ReceivedMessage, text: string) {
+/**
+ * Asserts one recorded platform call: destination, path, auth headers and the exact body, with
+ * `extraBody` (Telegram's `parse_mode` for Markdown).
+ */
+function assertCall(
+  c: TargetCase,
+  fake: FakePlatform,
+  message: ReceivedMessage,
+  { text, extraBody = {} }: { text: string; extraBody?: Record<string, unknown> },
+) {
   const withToken = (value: string) => value.replace("<token>", fake.token);
   assert.equal(message.to, c.to);
   assert.equal(message.path, withToken(c.path));
@@ -217,7 +235,7 @@ function assertCall(c: TargetCase, fake: FakePlatform, message: ReceivedMessage,
     if (expected instanceof RegExp) assert.match(message.headers[name] ?? "", expected, name);
     else assert.equal(message.headers[name], withToken(expected), name);
   }
-  assert.deepEqual(message.body, { ...c.body, [c.textField]: posted(c, text) });
+  assert.deepEqual(message.body, { ...c.body, ...extraBody, [c.textField]: posted(c, text) });
 }
 
 /** The text a platform receives: a comment ends with the gateway's marker. */
@@ -243,14 +261,17 @@ for (const c of CASES) {
       const event = await world.settled(body.event_id);
       assert.equal(event.status, "delivered", event.lastError ?? "");
       assert.equal(fake.messages.length, 1);
-      assertCall(c, fake, fake.messages[0], `Answer: Summarise ${label(c.sent)} via agent`);
+      assertCall(c, fake, fake.messages[0], {
+        text: `Answer: Summarise ${label(c.sent)} via agent`,
+        extraBody: c.markdownBody,
+      });
     });
 
     await t.step("direct mode: 200 and the rendered template arrives", async () => {
       const { status, body } = await world.post("direct", c.sent);
       assert.equal(status, 200, JSON.stringify(body));
       assert.equal(body.status, "delivered");
-      assertCall(c, fake, fake.messages.at(-1)!, `Direct ${label(c.sent)} via direct`);
+      assertCall(c, fake, fake.messages.at(-1)!, { text: `Direct ${label(c.sent)} via direct` });
     });
 
     await t.step("direct mode: the platform failing with 500 gets the sender a 502", async () => {
@@ -453,34 +474,141 @@ Deno.test("origin without extra.home fails an event that has no place to reply t
   assert.equal(world.fakes.telegram.requests, 0);
 });
 
-Deno.test("a long Markdown answer arrives at Telegram and Discord in numbered parts within each limit", async () => {
+Deno.test("a long Markdown answer arrives at Telegram, Slack and Discord in numbered parts, each valid and within its limit", async () => {
   await using world = await startWorld({
     "long-tg": { deliver: "telegram", deliver_extra: { chat_id: "4242" }, prompt: "LONG" },
+    "long-sl": { deliver: "slack", deliver_extra: { chat_id: "C0123" }, prompt: "LONG" },
     "long-dc": { deliver: "discord", deliver_extra: { chat_id: "111222333" }, prompt: "LONG" },
   });
   assert.ok(LONG_ANSWER.length >= 5000 && LONG_ANSWER.includes("```ts\n"));
-  for (const [name, kind, limit] of [["long-tg", "telegram", 4096], ["long-dc", "discord", 2000]]) {
-    const { body } = await world.post(name as string, ISSUE_OPENED);
+  const chats = [["long-tg", "telegram", 4096], ["long-sl", "slack", 4000], [
+    "long-dc",
+    "discord",
+    2000,
+  ]] as const;
+  for (const [name, kind, limit] of chats) {
+    const { body } = await world.post(name, ISSUE_OPENED);
     const stored = await world.settled(body.event_id);
     assert.equal(stored.status, "delivered", stored.lastError ?? "");
-    const parts = world.fakes[kind as PlatformKind].messages.map((message) => message.text);
-    assert.ok(parts.length >= Math.ceil(LONG_ANSWER.length / (limit as number)), `${kind} parts`);
+    const messages = world.fakes[kind].messages;
+    // What a reader sees: Telegram's text after its HTML is read.
+    const parts = messages.map((message) => message.shown ?? message.text);
+    assert.ok(parts.length >= Math.ceil(LONG_ANSWER.length / limit), `${kind} parts`);
     assert.equal(stored.partsSent, parts.length);
     parts.forEach((part, i) => {
-      assert.ok(part.length <= (limit as number), `${kind} part ${i + 1} is within the limit`);
+      assert.ok(part.length <= limit, `${kind} part ${i + 1} is within the limit`);
       assert.ok(part.startsWith(`(${i + 1}/${parts.length})`), `${kind} part ${i + 1} numbered`);
       const fences = part.split("\n").filter((line) => line.startsWith("```")).length;
       assert.equal(fences % 2, 0, `${kind} part ${i + 1} has balanced code fences`);
     });
-    assert.ok(
-      parts.some((part) => /^\(\d+\/\d+\)\n```ts\n/.test(part)),
-      `${kind} reopens the fence`,
-    );
+    if (kind === "telegram") {
+      for (const { text, body } of messages) {
+        assert.equal(body.parse_mode, "HTML");
+        assert.ok("text" in parseTelegramHtml(text), "each part's tags are balanced");
+      }
+      // The code block fits in a part: it goes whole to one, rather than cut where a part ends.
+      const blocks = messages.filter(({ text }) =>
+        text.includes('<pre><code class="language-ts">')
+      );
+      assert.equal(blocks.length, 1);
+      assert.equal(blocks[0].text.match(/const line\d+ = /g)?.length, 64);
+      assert.ok(parts[0].includes("Incident report") && !parts[0].includes("# "), "the heading");
+    } else {
+      const reopened = kind === "discord" ? /^\(\d+\/\d+\)\n```ts\n/ : /^\(\d+\/\d+\)\n```\n/;
+      assert.ok(parts.some((part) => reopened.test(part)), `${kind} reopens the fence`);
+    }
     const whole = parts.join("\n");
-    for (const line of LONG_ANSWER.split("\n").filter((line) => line && !line.startsWith("```"))) {
+    for (
+      const line of LONG_ANSWER.split("\n").filter((line) => /^(Paragraph|const|Done)/.test(line))
+    ) {
       assert.ok(whole.includes(line), `${kind} lost nothing: ${line}`);
     }
   }
+});
+
+Deno.test("a Telegram part refused with can't parse entities is sent again as plain text, and the event is delivered", async () => {
+  await using world = await startWorld({
+    agent: {
+      deliver: "telegram",
+      deliver_extra: { chat_id: "4242" },
+      prompt: "**Bold** {__event__}",
+    },
+  });
+  const telegram = world.fakes.telegram;
+  telegram.failNext(1, {
+    status: 400,
+    description:
+      "Bad Request: can't parse entities: Can't find end tag corresponding to start tag b",
+  });
+  const { body } = await world.post("agent", ISSUE_OPENED);
+  const stored = await world.settled(body.event_id);
+  assert.equal(stored.status, "delivered", stored.lastError ?? "");
+  assert.equal(telegram.requests, 2, "the HTML, then the plain text");
+  assert.equal(telegram.messages.length, 1);
+  assert.deepEqual(telegram.messages[0].body, {
+    chat_id: "4242",
+    text: "Answer: **Bold** issues.opened",
+  });
+});
+
+Deno.test("a direct message is sent as written, or rendered with subscribe --format markdown", async () => {
+  const prompt = "**{__event__}** <b>raw</b> & [log](https://ci.example/1)";
+  await using world = await startWorld({
+    plain: { deliver: "telegram", deliver_extra: { chat_id: "4242" }, prompt, deliver_only: true },
+  });
+  const cli = fakeContext(world.env);
+  const argv = ["--deliver", "telegram", "--deliver-chat-id", "4242", "--deliver-only"];
+  const code = await webhookSubscribe.run(
+    [
+      "rendered",
+      ...argv,
+      "--prompt",
+      prompt,
+      "--format",
+      "markdown",
+      "--secret",
+      secretOf("rendered"),
+    ],
+    cli,
+  );
+  assert.equal(code, 0, cli.err.join("\n"));
+  const refused = fakeContext(world.env);
+  await assert.rejects(
+    webhookSubscribe.run(["other", ...argv, "--format", "html"], refused),
+    /--format must be plain or markdown/,
+  );
+
+  assert.equal((await world.post("plain", ISSUE_OPENED)).status, 200);
+  assert.equal((await world.post("rendered", ISSUE_OPENED)).status, 200);
+  const [plain, rendered] = world.fakes.telegram.messages;
+  assert.deepEqual(plain.body, {
+    chat_id: "4242",
+    text: "**issues.opened** <b>raw</b> & [log](https://ci.example/1)",
+  });
+  assert.deepEqual(rendered.body, {
+    chat_id: "4242",
+    parse_mode: "HTML",
+    text:
+      '<b>issues.opened</b> &lt;b&gt;raw&lt;/b&gt; &amp; <a href="https://ci.example/1">log</a>',
+  });
+});
+
+Deno.test("a static route of config.yaml takes format: markdown as a subscription does", async () => {
+  const route = [
+    "      routes:",
+    "        static-md:",
+    `          secret: ${secretOf("static-md")}`,
+    "          deliver: slack",
+    "          deliver_extra: {chat_id: C0123}",
+    "          deliver_only: true",
+    "          format: markdown",
+    '          prompt: "**{__event__}** <!channel>"',
+    "",
+  ].join("\n");
+  await using world = await startWorld({}, { extra: route });
+  const { status, body } = await world.post("static-md", ISSUE_OPENED);
+  assert.equal(status, 200, JSON.stringify(body));
+  assert.equal(world.fakes.slack.messages[0].text, "*issues.opened* &lt;!channel&gt;");
 });
 
 Deno.test("telegram without deliver_extra.chat_id goes to TELEGRAM_HOME_CHANNEL", async () => {

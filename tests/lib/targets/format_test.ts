@@ -5,6 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { deliver } from "../../../lib/targets/mod.ts";
+import { messageParts } from "../../../lib/targets/_format.ts";
+import { telegramHtml } from "../../../lib/targets/_telegram_html.ts";
+import { discordMarkdown } from "../../../lib/targets/_discord_markdown.ts";
 import { startFakePlatform, startFakeTelegram } from "../../fakes/chat_servers.ts";
 import { parseTelegramHtml } from "../../fakes/telegram_entities.ts";
 import { longAnswer, RESERVED, TRIAGE, words } from "./_answers.ts";
@@ -54,6 +57,16 @@ Compare a<b, b>c and AT&T; & is written as &amp; and <br> as <br>.
 A link: x < y & z, and <not-a-tag> or </b> stray.
 
 <p class="x">Fish & Chips</p>`,
+  );
+});
+
+Deno.test("deliver() telegram links only web and mail addresses: a tg:// mention or a relative path shows as text", async () => {
+  await using telegram = startFakeTelegram();
+  const text = "Ask [the boss](tg://user?id=42), see [x](docs/x.md) or [mail](mailto:a@b.example)";
+  await deliver(markdown("telegram", "7", text), recordingContext(telegram.env));
+  assert.equal(
+    telegram.messages[0].text,
+    'Ask the boss (tg://user?id=42), see x (docs/x.md) or <a href="mailto:a@b.example">mail</a>',
   );
 });
 
@@ -183,6 +196,38 @@ for (const { kind, chatId, limit } of CHATS) {
     }
   });
 }
+
+Deno.test("messageParts() cuts a nested list too long for a part between items, its numbers going on", () => {
+  const list = Array.from(
+    { length: 4 },
+    (_, i) => `${i + 1}. item word${i} with **bold**\n    - sub word${i}a\n    - sub word${i}b`,
+  ).join("\n");
+  const parts = messageParts(list, { format: "markdown", maxChars: 100, dialect: telegramHtml });
+  assert.deepEqual(
+    parts.map((part) => part.text),
+    [0, 1, 2, 3].map((i) =>
+      `(${i + 1}/4)\n${
+        i + 1
+      }. item word${i} with <b>bold</b>\n   ◦ sub word${i}a\n   ◦ sub word${i}b`
+    ),
+  );
+  assert.equal(
+    parts[1].plain,
+    "(2/4)\n2. item word1 with **bold**\n    - sub word1a\n    - sub word1b",
+  );
+});
+
+Deno.test("messageParts() cuts a table too long for a part between rows, each part under the header", () => {
+  const table = "| Name | Value |\n| --- | ---: |\n" +
+    Array.from({ length: 6 }, (_, i) => `| word${i} | ${i * 1000} |`).join("\n");
+  const parts = messageParts(table, { format: "markdown", maxChars: 90, dialect: discordMarkdown });
+  assert.ok(parts.length >= 2);
+  for (const part of parts) {
+    assert.match(part.text, /^\(\d\/\d\)\n```\nName +\| Value\n-+\+-+\n(word\d +\| +\d+\n)+```$/);
+    assert.ok(part.text.length <= 90);
+  }
+  assert.deepEqual(words(parts.map((part) => part.text).join("\n")), words(table));
+});
 
 Deno.test("deliver() telegram sends a part again as plain text when Telegram answers can't parse entities", async () => {
   await using telegram = startFakeTelegram();
