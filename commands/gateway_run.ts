@@ -55,7 +55,7 @@ export const gatewayRun: Command = {
     // Starts, stops and failed starts are in the log file too, which --quiet leaves as the only
     // record (a failed start's message is also printed on standard error).
     const log = getLogger(["agent", "gateway"]);
-    for (const warning of config.warnings) log.warn(warning);
+    for (const warning of config.warnings) log.warn(literal(warning));
     try {
       const gateway = await start(config, { ctx, log });
       const failure = await Promise.race([aborted(shutdown), gateway.failed]);
@@ -170,9 +170,16 @@ async function announce(
       `  ready:    ${ready}`,
   );
   for (const line of problems.flatMap((check) => formatCheck(check).split("\n"))) {
-    // Braces are LogTape's placeholders; a chat id or a path may hold some.
-    options.log.warn(line.replaceAll("{", "{{").replaceAll("}", "}}"));
+    options.log.warn(literal(line));
   }
+}
+
+/**
+ * `text` as a LogTape message that is written as it is: braces are LogTape's placeholders, and
+ * a chat id, a path or a key of config.yaml may hold some.
+ */
+function literal(text: string): string {
+  return text.replaceAll("{", "{{").replaceAll("}", "}}");
 }
 
 /** Resolves (to undefined) once `signal` is aborted, or at once when it is already. */
