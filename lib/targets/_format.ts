@@ -21,6 +21,7 @@ import type { MessageFormat, MessagePart } from "./_target.ts";
 interface Piece {
   /** Its Markdown source. */
   markdown: string;
+  /** In the target's formatting. */
   rendered: string;
   /** Of `rendered`, as the platform counts it. */
   length: number;
@@ -79,6 +80,7 @@ function formattedParts(markdown: string, maxChars: number, dialect: Dialect): M
   }
 }
 
+/** One part: its pieces joined, after its number (`(2/5)`) when it has one. */
 function part(group: Piece[], number: string): MessagePart {
   const prefix = number === "" ? "" : number + (group[0].inline ? " " : "\n");
   const join = (field: "rendered" | "markdown") =>
@@ -121,6 +123,7 @@ function pieces(markdown: string, room: number, dialect: Dialect): Piece[] {
   return lexBlocks(markdown).flatMap((token) => blockPieces(token, room, dialect));
 }
 
+/** A block as one piece, or cut in pieces when it is longer than `room`. */
 function blockPieces(token: Token, room: number, dialect: Dialect): Piece[] {
   const whole = pieceOf(token, dialect, BLOCK_GLUE);
   if (whole === undefined || pieceSize(whole) <= room) return whole ? [whole] : [];
@@ -179,7 +182,8 @@ function tablePieces(table: Tokens.Table, room: number, dialect: Dialect): Piece
     let to = from + 1;
     let run = runOf(from, to);
     if (run === undefined || pieceSize(run) > room) return undefined;
-    for (let next = runOf(from, to + 1); to < table.rows.length; next = runOf(from, to + 1)) {
+    while (to < table.rows.length) {
+      const next = runOf(from, to + 1);
       if (next === undefined || pieceSize(next) > room) break;
       [run, to] = [next, to + 1];
     }
@@ -206,9 +210,10 @@ function textPieces(
       .map((part) => options.dedent ? dedent(part) : part)
       .map((part) => rendered(part, dialect))
       .filter((piece) => piece !== undefined);
-    const over = Math.max(0, ...cut.map((piece) => piece.length - room));
-    if (over === 0) return cut;
-    sourceRoom -= over;
+    const longest = Math.max(0, ...cut.map((piece) => piece.length));
+    if (longest <= room) return cut;
+    // Rendering grows text about in proportion (escapes, padding): shrink the room as much.
+    sourceRoom = Math.min(sourceRoom - 1, Math.floor((sourceRoom * room) / longest));
   }
 }
 
@@ -222,6 +227,7 @@ function rendered(markdown: string, dialect: Dialect): Piece | undefined {
   return { markdown, rendered: text, length: dialect.length(text), inline, glue: BLOCK_GLUE };
 }
 
+/** `text` without the indentation all its lines share. */
 function dedent(text: string): string {
   const lines = text.split("\n");
   const indents = lines.filter((line) => line.trim() !== "").map((line) =>

@@ -73,7 +73,8 @@ function link(token: Tokens.Link | Tokens.Image): string {
   return text === "" || text === token.href ? `<${url}>` : `<${url}|${escapeSlackText(text)}>`;
 }
 
-function block(token: Token, depth: number): string {
+/** One block, `quoted` inside a quote (Slack quotes do not nest). */
+function block(token: Token, depth: number, quoted: boolean): string {
   switch (token.type) {
     case "paragraph":
       return inline(token.tokens);
@@ -83,10 +84,13 @@ function block(token: Token, depth: number): string {
       return `*${inline(token.tokens)}*`;
     case "code":
       return "```\n" + escapeSlackText(token.text) + "\n```";
-    case "blockquote":
-      return blocks(token.tokens ?? [], depth).split("\n").map((line) => `> ${line}`).join("\n");
+    case "blockquote": {
+      const inner = blocks(token.tokens ?? [], depth, true);
+      if (quoted || inner.trim() === "") return inner;
+      return inner.split("\n").map((line) => `> ${line}`).join("\n");
+    }
     case "list":
-      return list(token as Tokens.List, depth);
+      return list(token as Tokens.List, depth, quoted);
     case "table":
       return "```\n" + escapeSlackText(tableText(token as Tokens.Table)) + "\n```";
     case "hr":
@@ -100,21 +104,22 @@ function block(token: Token, depth: number): string {
   }
 }
 
-function blocks(tokens: readonly Token[], depth: number): string {
-  return tokens.map((token) => block(token, depth)).filter((text) => text !== "").join("\n");
+function blocks(tokens: readonly Token[], depth: number, quoted: boolean): string {
+  return tokens.map((token) => block(token, depth, quoted)).filter((text) => text !== "")
+    .join("\n");
 }
 
 /** A list as lines: marker, then the item, its further lines (nested lists) indented under it. */
-function list(token: Tokens.List, depth: number): string {
+function list(token: Tokens.List, depth: number, quoted: boolean): string {
   return token.items.map((item, index) => {
     const marker = listMarker(token, index, depth);
-    const content = blocks(item.tokens, depth + 1);
+    const content = blocks(item.tokens, depth + 1, quoted);
     return `${marker} ${content.replaceAll("\n", "\n" + " ".repeat(marker.length + 1))}`;
   }).join("\n");
 }
 
 /** Slack's `mrkdwn`; its length is the text as sent. */
 export const slackMrkdwn: Dialect = {
-  block: (token) => block(token, 0),
+  block: (token) => block(token, 0, false),
   length: (rendered) => rendered.length,
 };

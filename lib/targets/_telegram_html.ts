@@ -97,13 +97,16 @@ function block(token: Token, depth: number, quoted: boolean): string {
       return inline(token.tokens, TOP);
     case "text":
       return token.tokens ? inline(token.tokens, TOP) : escapeHtml(token.text);
-    case "heading":
-      return `<b>${inline(token.tokens, { link: false, entity: true })}</b>`;
+    case "heading": {
+      const text = inline(token.tokens, { link: false, entity: true });
+      return text.trim() === "" ? "" : `<b>${text}</b>`;
+    }
     case "code":
       return code(token as Tokens.Code, quoted);
     case "blockquote": {
       const inner = blocks(token.tokens ?? [], depth, true);
-      return quoted ? inner : `<blockquote>${inner}</blockquote>`;
+      // Telegram refuses a message with nothing to show: an empty quote is left out.
+      return quoted || inner.trim() === "" ? inner : `<blockquote>${inner}</blockquote>`;
     }
     case "list":
       return list(token as Tokens.List, depth, quoted);

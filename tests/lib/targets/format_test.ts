@@ -8,6 +8,7 @@ import { deliver } from "../../../lib/targets/mod.ts";
 import { messageParts } from "../../../lib/targets/_format.ts";
 import { telegramHtml } from "../../../lib/targets/_telegram_html.ts";
 import { discordMarkdown } from "../../../lib/targets/_discord_markdown.ts";
+import { slackMrkdwn } from "../../../lib/targets/_slack_mrkdwn.ts";
 import { startFakePlatform, startFakeTelegram } from "../../fakes/chat_servers.ts";
 import { parseTelegramHtml } from "../../fakes/telegram_entities.ts";
 import { longAnswer, RESERVED, TRIAGE, words } from "./_answers.ts";
@@ -68,6 +69,19 @@ Deno.test("deliver() telegram links only web and mail addresses: a tg:// mention
     telegram.messages[0].text,
     'Ask the boss (tg://user?id=42), see x (docs/x.md) or <a href="mailto:a@b.example">mail</a>',
   );
+});
+
+Deno.test("deliver() telegram and slack flatten a quote inside a quote (neither nests them) and leave out an empty one", async () => {
+  await using telegram = startFakeTelegram();
+  await using slack = startFakePlatform("slack");
+  const text = "> outer **b**\n> > inner `x`\n> ```\n> code\n> ```\n\n>\n\nend";
+  await deliver(markdown("telegram", "7", text), recordingContext(telegram.env));
+  await deliver(markdown("slack", "C1", text), recordingContext(slack.env));
+  assert.equal(
+    telegram.messages[0].text,
+    "<blockquote>outer <b>b</b>\ninner <code>x</code>\ncode</blockquote>\n\nend",
+  );
+  assert.equal(slack.messages[0].text, "> outer *b*\n> inner `x`\n> ```\n> code\n> ```\n\nend");
 });
 
 Deno.test("deliver() slack renders Markdown as mrkdwn: *bold*, _italic_, ~strike~, <url|text>, code blocks", async () => {
@@ -227,6 +241,17 @@ Deno.test("messageParts() cuts a table too long for a part between rows, each pa
     assert.ok(part.text.length <= 90);
   }
   assert.deepEqual(words(parts.map((part) => part.text).join("\n")), words(table));
+});
+
+Deno.test("messageParts() gives a text that grows when rendered (Slack's escapes) less room per part", () => {
+  const text = "&<>&<> ".repeat(1300).trim(); // 9,099 characters, about four times as many escaped
+  const parts = messageParts(text, { format: "markdown", maxChars: 4000, dialect: slackMrkdwn });
+  assert.ok(parts.every((part) => part.formatted && part.text.length <= 4000));
+  const unescaped = parts.map((part) =>
+    part.text.replace(/^\(\d+\/\d+\) /, "").replaceAll("&lt;", "<").replaceAll("&gt;", ">")
+      .replaceAll("&amp;", "&")
+  );
+  assert.equal(unescaped.join(" "), text);
 });
 
 Deno.test("deliver() telegram sends a part again as plain text when Telegram answers can't parse entities", async () => {
