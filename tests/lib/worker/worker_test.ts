@@ -153,6 +153,7 @@ Deno.test("worker runs the agent with the skills' system prompt and delivers the
       target: "telegram",
       chatId: "123",
       text: "answer to Triage issue 7",
+      format: "markdown",
       payload: { issue: { number: 7 } },
       source: "github",
       subscription: "gh",
