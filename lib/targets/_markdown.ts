@@ -134,6 +134,40 @@ export function listMarker(list: Tokens.List, index: number, depth: number): str
   return ["•", "◦", "▪"][Math.min(depth, 2)];
 }
 
+/** Renders one block token for a platform, `depth` lists deep, inside a quote or not. */
+export type BlockRenderer = (token: Token, depth: number, quoted: boolean) => string;
+
+/**
+ * Block tokens rendered one after the other, one line apart; a token that renders to nothing
+ * (a blank line, a link definition) leaves no empty line.
+ * @param tokens the blocks
+ * @param context `depth` of list nesting, whether inside a quote, and the platform's `block`
+ */
+export function renderBlocks(
+  tokens: readonly Token[],
+  { depth, quoted, block }: { depth: number; quoted: boolean; block: BlockRenderer },
+): string {
+  return tokens.map((token) => block(token, depth, quoted)).filter((text) => text !== "")
+    .join("\n");
+}
+
+/**
+ * A list as lines: the marker (see {@link listMarker}), then the item, and its further lines
+ * (nested lists) indented under it.
+ * @param list the list token
+ * @param context as {@link renderBlocks}
+ */
+export function renderList(
+  list: Tokens.List,
+  context: { depth: number; quoted: boolean; block: BlockRenderer },
+): string {
+  return list.items.map((item, index) => {
+    const marker = listMarker(list, index, context.depth);
+    const content = renderBlocks(item.tokens, { ...context, depth: context.depth + 1 });
+    return `${marker} ${content.replaceAll("\n", "\n" + " ".repeat(marker.length + 1))}`;
+  }).join("\n");
+}
+
 /**
  * Whether a chat can open `href` as a link: an absolute `http`, `https` or `mailto` URL. A
  * relative link (`docs/x.md`) means nothing in a chat, and Telegram refuses some; a `tg://user`

@@ -12,8 +12,9 @@ import {
   decodeEntities,
   type Dialect,
   isOpenableUrl,
-  listMarker,
   plainInline,
+  renderBlocks,
+  renderList,
   RULE,
   tableText,
   type Token,
@@ -105,17 +106,11 @@ function block(token: Token, depth: number, quoted: boolean): string {
 }
 
 function blocks(tokens: readonly Token[], depth: number, quoted: boolean): string {
-  return tokens.map((token) => block(token, depth, quoted)).filter((text) => text !== "")
-    .join("\n");
+  return renderBlocks(tokens, { depth, quoted, block });
 }
 
-/** A list as lines: marker, then the item, its further lines (nested lists) indented under it. */
 function list(token: Tokens.List, depth: number, quoted: boolean): string {
-  return token.items.map((item, index) => {
-    const marker = listMarker(token, index, depth);
-    const content = blocks(item.tokens, depth + 1, quoted);
-    return `${marker} ${content.replaceAll("\n", "\n" + " ".repeat(marker.length + 1))}`;
-  }).join("\n");
+  return renderList(token, { depth, quoted, block });
 }
 
 /** Slack's `mrkdwn`; its length is the text as sent. */
