@@ -25,7 +25,7 @@ import type { AppParts } from "./mod.ts";
 export function eventRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
   const { store } = parts;
   app.get("/events", async (c) => {
-    const sinceMs = parts.now();
+    const sinceMs = parts.now() - 1; // a change in this very millisecond may follow the read
     const read = readFilter((name) => c.req.query(name));
     const { filter, beforeId } = "error" in read ? { filter: {}, beforeId: undefined } : read;
     const found = store.listEvents({ ...filter, beforeId, limit: PAGE_SIZE + 1 });

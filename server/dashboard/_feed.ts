@@ -60,12 +60,16 @@ export class EventFeed {
   }
 
   /**
-   * Adds a listener; the first one starts the polls.
+   * Adds a listener; the first one starts the polls, with one made now that learns what is
+   * there: a change made before the first tick is then a change, not part of what was there.
    * @returns a function that removes it; the last one removed stops the polls
    */
   listen(listener: FeedListener): () => void {
     this.#listeners.add(listener);
-    this.#stopTimer ??= this.#every(FEED_INTERVAL_MS, () => this.#tick());
+    if (this.#stopTimer === undefined) {
+      this.#stopTimer = this.#every(FEED_INTERVAL_MS, () => this.#tick());
+      this.#tick();
+    }
     return () => {
       this.#listeners.delete(listener);
       if (this.#listeners.size === 0) this.#stop();

@@ -2,8 +2,10 @@
  * `GET /events/stream`: the live updates of a page, as server-sent events
  * (https://html.spec.whatwg.org/multipage/server-sent-events.html). Each `change` message is an
  * event's summary (`eventSummary`). The page says what it shows: the filters of the events page,
- * or `id=` for an event's page; and `since=`, when it read what it shows, in ms: the changes
- * since then are sent first, so none falls between the page and its stream.
+ * or `id=` for an event's page; and `since=`, in ms: the events it may show changed after then
+ * are sent first, so no change falls between the page and its stream. The events page gives
+ * the millisecond before it read them; an event's page, the time of the change it shows, so
+ * that the same version does not come back to it.
  *
  * The stream checks its session every few seconds: once the token is rotated it sends `end`
  * and closes, and the page reloads into the login page.
@@ -49,7 +51,7 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
   const wanted = (event: StoredEvent) =>
     id ? event.id === id : matchesBesidesStatus(read.filter, event);
   const cookie = getCookie(c, deps.auth.cookieName);
-  return streamSSE(c, async (stream) => {
+  const response = streamSSE(c, async (stream) => {
     const done = Promise.withResolvers<void>();
     let writing = Promise.resolve();
     const write = (text: string) => {
@@ -62,7 +64,7 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
       ? [deps.store.getEvent(id)].filter((event) => event !== null)
       : deps.store.listEvents({ ...read.filter, limit: PAGE_SIZE }).reverse();
     for (const event of caughtUp) {
-      if (!(event.updatedAtMs < sinceMs) && wanted(event)) send(event);
+      if (event.updatedAtMs > sinceMs && wanted(event)) send(event);
     }
     let ticks = 0;
     const stop = deps.feed.listen((changed) => {
@@ -83,6 +85,10 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
     stop();
     await writing;
   });
+  // Deno.serve compresses text for browsers that accept gzip, which would hold the messages back
+  // until a compressed block fills; no-transform turns that off.
+  response.headers.set("Cache-Control", "no-cache, no-transform");
+  return response;
 }
 
 /** Whether a session cookie is still valid with the token in the file now. */

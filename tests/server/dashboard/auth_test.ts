@@ -114,6 +114,7 @@ Deno.test("dashboard refuses a POST another site could make, and replays nothing
   const replay = `/events/${eventId}/replay`;
   const forged = [
     formPost(session, { _csrf: session.csrf }, { origin: "https://evil.example" }),
+    formPost(session, { _csrf: session.csrf }, { origin: "null" }),
     formPost(session, { _csrf: session.csrf }, { "sec-fetch-site": "cross-site" }),
     formPost(session, { _csrf: session.csrf }, { "sec-fetch-site": "same-site" }),
     formPost(session, {}),
@@ -165,7 +166,7 @@ Deno.test("dashboard sets the security headers on every response, refusals and a
     assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, path);
     assert.match(csp, /frame-ancestors 'none'/, path);
     assert.equal(response.headers.get("x-frame-options"), "DENY", path);
-    assert.equal(response.headers.get("referrer-policy"), "no-referrer", path);
+    assert.equal(response.headers.get("referrer-policy"), "same-origin", path);
     assert.equal(response.headers.get("x-content-type-options"), "nosniff", path);
   }
 });

@@ -60,10 +60,11 @@ Deno.test("EventFeed polls while a page listens, and not at all once none does",
   const stopA = feed.listen((changed) => heard.push(changed.map((e) => e.id)));
   const stopB = feed.listen(() => {});
   assert.equal(timers, 1, "one timer for every listener");
-  ticking!();
+  assert.deepEqual(heard, [[]], "the first listener's poll learns what is there");
   const { eventId } = await world.store.accept(issueEvent());
   ticking!();
-  assert.deepEqual(heard, [[], [eventId]]);
+  ticking!();
+  assert.deepEqual(heard, [[], [eventId], []]);
   stopA();
   assert.ok(ticking, "still one listener");
   stopB();
@@ -74,7 +75,7 @@ Deno.test("EventFeed polls while a page listens, and not at all once none does",
 Deno.test("GET /events/stream sends what changed since the page was read, then each change live", async () => {
   await using world = await dashboardWorld();
   const session = await logIn(world);
-  const since = world.clock.nowMs;
+  const since = world.clock.nowMs - 1; // as the events page gives it
   const before = await world.store.accept(issueEvent());
   const other = await world.store.accept(issueEvent({ subscription: "ci" }));
   const response = await world.app.request(`/events/stream?subscription=gh&since=${since}`, {
@@ -94,7 +95,7 @@ Deno.test("GET /events/stream sends what changed since the page was read, then e
   };
   const caughtUp = await next(before.eventId!);
   assert.match(caughtUp, /^event: change\ndata: \{"id":"evt_/);
-  world.tick(); // the first poll learns what is there
+  // Before the feed's first tick: still a change to send, not part of what was there.
   const live = await world.store.accept(issueEvent());
   world.tick();
   const arrived = JSON.parse((await next(live.eventId!)).split("data: ")[1]);
@@ -102,4 +103,24 @@ Deno.test("GET /events/stream sends what changed since the page was read, then e
   assert.equal(arrived.subscription, "gh");
   assert.ok(!messages.some((m) => m.includes(other.eventId!)), "another subscription's event");
   await reader.cancel();
+});
+
+Deno.test("GET /events/stream?id= sends an event's page only the changes after the one it shows", async () => {
+  await using world = await dashboardWorld();
+  const session = await logIn(world);
+  const { eventId } = await world.store.accept(issueEvent());
+  const shown = world.store.getEvent(eventId!)!;
+  const response = await world.app.request(
+    `/events/stream?id=${eventId}&since=${shown.updatedAtMs}`,
+    { headers: { cookie: session.cookie } },
+  );
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  world.clock.nowMs += 1000;
+  world.store.claimDue(world.clock.nowMs, 1);
+  world.tick();
+  let text = "";
+  while (!text.includes('"status":"running"')) text += (await reader.read()).value;
+  await reader.cancel();
+  const changes = text.split("\n\n").filter((message) => message.startsWith("event: change"));
+  assert.equal(changes.length, 1, "the version the page shows does not come back to it");
 });
