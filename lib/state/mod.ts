@@ -83,6 +83,17 @@ export interface EventFilter {
   limit?: number;
 }
 
+/** The queue as {@link StateStore.queueStats} sees it, for the gateway's metrics. */
+export interface QueueStats {
+  /** Events `queued`: waiting for their first attempt, a retry, or a replay's run. */
+  queued: number;
+  /**
+   * When the longest-waiting of them was queued (accepted, or replayed), in ms since the
+   * epoch; null when none is queued.
+   */
+  oldestQueuedAtMs: number | null;
+}
+
 /** What every backend's `open` takes; a backend adds its own options to these. */
 export interface StateStoreOptions {
   /** How long a delivery id is remembered, in seconds. @default {86400} */
@@ -249,6 +260,13 @@ export interface StateStore {
    * @throws StoreUnavailableError when the database cannot be read
    */
   nextDueAtMs(): number | null;
+  /**
+   * How many events are queued, and since when the oldest waits: read when the metrics are
+   * scraped (docs/metrics.md), never on the request path.
+   * @returns the count and the oldest's queued time (see {@link QueueStats})
+   * @throws StoreUnavailableError when the database cannot be read
+   */
+  queueStats(): QueueStats;
   /**
    * Moves when every queued event is due by `byMs`: the worker does when the system clock was
    * set back, so events queued before are not held until the clock catches up.

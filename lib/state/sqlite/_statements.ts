@@ -58,6 +58,9 @@ export const STATEMENTS = {
     "AND finished_at IS NOT NULL AND error IS NULL LIMIT 1",
   closeAttempt: CLOSE_ATTEMPT,
   nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
+  // Through events_due, which holds only the queued events: a scrape reads none of the others.
+  queueStats: "SELECT count(*) AS queued, min(coalesce(replayed_at, received_at)) AS oldest " +
+    "FROM events WHERE status = 'queued'",
   // The same, among the events whose next step is a delivery, through their own index.
   dueForDelivery: "SELECT * FROM events INDEXED BY events_due_delivery WHERE status = 'queued' " +
     "AND (mode = 'direct' OR response IS NOT NULL) AND next_attempt_at <= ? " +

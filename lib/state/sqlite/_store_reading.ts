@@ -1,6 +1,6 @@
 /**
  * Reading events for the CLI (`webhook events`): listing them, finding one by id or prefix,
- * and its attempts.
+ * and its attempts; and the queue's size, for the metrics.
  *
  * @module
  */
@@ -10,7 +10,10 @@ import type { Row, StoreCore } from "./_store_core.ts";
 import type { StateStore } from "../mod.ts";
 
 /** The methods of the store that read events. */
-export type ReadingOps = Pick<StateStore, "listEvents" | "getEvent" | "attempts">;
+export type ReadingOps = Pick<
+  StateStore,
+  "listEvents" | "getEvent" | "attempts" | "queueStats"
+>;
 
 /**
  * The store's methods that read events.
@@ -26,6 +29,14 @@ export function readingOps(core: StoreCore): ReadingOps {
       use(() => {
         const id = core.findEvent(eventId)?.id ?? eventId;
         return (s.attempts.all(id) as Row[]).map(rowToAttempt);
+      }),
+    queueStats: () =>
+      use(() => {
+        const row = s.queueStats.get() as Row;
+        return {
+          queued: Number(row.queued),
+          oldestQueuedAtMs: row.oldest === null ? null : Number(row.oldest),
+        };
       }),
   };
 }

@@ -20,6 +20,7 @@ import { acceptCases } from "./_accept.ts";
 import { directCases } from "./_direct.ts";
 import { historyCases } from "./_history.ts";
 import { listingCases } from "./_listing.ts";
+import { queueCases } from "./_queue.ts";
 import { registerCases, type StoreFactory } from "./_suite.ts";
 import { workerCases } from "./_worker.ts";
 
@@ -37,5 +38,6 @@ export function testStateStore(backend: string, factory: StoreFactory): void {
     ...workerCases,
     ...historyCases,
     ...listingCases,
+    ...queueCases,
   ]);
 }

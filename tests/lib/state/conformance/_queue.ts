@@ -1,0 +1,45 @@
+/**
+ * Conformance: `queueStats()`, the queue's size and its longest wait, which the gateway's
+ * metrics read when they are scraped (docs/metrics.md).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { newEvent } from "../_fixtures.ts";
+import type { Case } from "./_suite.ts";
+
+const T0 = 1_700_000_000_000;
+const FAR = T0 + 86_400_000;
+
+/** The cases of `queueStats()`. */
+export const queueCases: Case[] = [
+  {
+    name: "queueStats() counts queued events and the oldest's acceptance; others do not count",
+    run: async (store) => {
+      assert.deepEqual(store.queueStats(), { queued: 0, oldestQueuedAtMs: null });
+      for (const receivedAtMs of [T0 + 10, T0, T0 + 20, T0 + 30]) {
+        await store.accept(newEvent({ receivedAtMs }));
+      }
+      assert.deepEqual(store.queueStats(), { queued: 4, oldestQueuedAtMs: T0 });
+      const [delivered] = store.claimDue(FAR, 1);
+      assert.deepEqual(store.queueStats(), { queued: 3, oldestQueuedAtMs: T0 + 10 }, "running");
+      store.markDelivered(delivered.id, FAR);
+      const [retried, failed] = store.claimDue(FAR, 2);
+      store.markRetry(retried.id, { error: "x", step: "agent", nextAttemptAtMs: FAR, nowMs: FAR });
+      store.markFailed(failed.id, { error: "x", step: "agent", nowMs: FAR });
+      // The retried event waits again, counted from when it was accepted.
+      assert.deepEqual(store.queueStats(), { queued: 2, oldestQueuedAtMs: T0 + 10 });
+    },
+  },
+  {
+    name: "queueStats() counts a replayed event as queued since its replay",
+    run: async (store) => {
+      await store.accept(newEvent({ receivedAtMs: T0 }));
+      const [claimed] = store.claimDue(T0, 1);
+      store.markDelivered(claimed.id, T0 + 1000);
+      assert.deepEqual(store.queueStats(), { queued: 0, oldestQueuedAtMs: null });
+      store.replay(claimed.id, T0 + 5000);
+      assert.deepEqual(store.queueStats(), { queued: 1, oldestQueuedAtMs: T0 + 5000 });
+    },
+  },
+];
