@@ -6,7 +6,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runCommand } from "../../commands/mod.ts";
 import { UsageError } from "../../lib/errors.ts";
-import { enabledConfig, fakeContext, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
+import {
+  enabledConfig,
+  eventually,
+  fakeContext,
+  runCli,
+  startGatewayProcess,
+  tempHome,
+} from "../_helpers.ts";
 
 /** The login link in what `agent dashboard` printed. */
 const linkIn = (text: string) => text.match(/(http:\/\/\S+\/login\?code=\S+)/)?.[1];
@@ -100,4 +107,39 @@ Deno.test("gateway run --dashboard-port refuses what is no port, as a usage erro
   });
   assert.equal(result.code, 2);
   assert.match(result.stderr, /--dashboard-port must be a whole number from 0 to 65535/);
+});
+
+Deno.test("gateway run serves the webhooks when the dashboard's port is taken, and says why", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = String((taken.addr as Deno.NetAddr).port);
+  await using gateway = await startGatewayProcess({ AGENT_HOME: h.home }, [
+    "--dashboard-port",
+    port,
+  ]);
+  assert.doesNotMatch(gateway.output(), /dashboard: http/);
+  const health = await fetch(`${gateway.url}/health`);
+  assert.equal(health.status, 200);
+  await health.body?.cancel();
+  const said = new RegExp(
+    `the dashboard is not served: Cannot serve the dashboard on 127\\.0\\.0\\.1:${port}`,
+  );
+  await eventually(() => said.test(gateway.output()), { what: "the log line" });
+});
+
+Deno.test("gateway run stops at once on SIGTERM while a page follows the live updates", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  const gateway = await startGatewayProcess({ AGENT_HOME: h.home });
+  const dashboardUrl = gateway.output().match(/dashboard: (http:\/\/\S+)/)![1];
+  const printed = await runCli(["dashboard"], { AGENT_HOME: h.home });
+  const login = await fetch(linkIn(printed.stdout)!, { redirect: "manual" });
+  await login.body?.cancel();
+  const cookie = login.headers.get("set-cookie")!.split(";")[0];
+  const stream = await fetch(`${dashboardUrl}/events/stream`, { headers: { cookie } });
+  const reader = stream.body!.getReader();
+  await reader.read(); // connected
+  const started = performance.now();
+  assert.equal(await gateway.stop("SIGTERM"), 0);
+  assert.ok(performance.now() - started < 5000, "the open stream did not hold the stop");
+  while (!(await reader.read()).done) { /* the stream ends with the gateway */ }
 });
