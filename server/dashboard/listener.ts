@@ -12,19 +12,24 @@ import type { Config } from "../../lib/config/mod.ts";
 import { writeFileAtomic } from "../../lib/config/fs.ts";
 import { ConflictError } from "../../lib/errors.ts";
 import { gatewayRunning } from "../../lib/state/gateway_lock.ts";
+import { settledWithin } from "../../lib/worker/wait.ts";
 import { createDashboardApp, type DashboardDeps } from "./mod.ts";
 import { EventFeed } from "./_feed.ts";
 import { dashboardTokenPath, ensureToken } from "./token.ts";
 
 const log = getLogger(["agent", "dashboard"]);
 
+/** The longest a stop waits for the dashboard's requests in flight, in ms. */
+const DASHBOARD_STOP_MS = 2000;
+
 /** A dashboard that listens. */
 export interface RunningDashboard {
   /** Where this machine reaches it, e.g. `http://127.0.0.1:8645`. */
   url: string;
   /**
-   * Ends the live streams and stops listening, once the requests in flight are answered.
-   * @returns once the server has stopped; never throws
+   * Ends the live streams and stops listening, once the requests in flight are answered or
+   * after 2 s.
+   * @returns once the server has stopped or the wait is over; never throws
    */
   stop(): Promise<void>;
 }
@@ -34,12 +39,12 @@ export interface RunningDashboard {
  * dashboard that cannot start (its port taken, its token file unwritable, whatever the cause)
  * is said in the log and left out: the webhooks, which senders rely on, are served all the same.
  * @param config the merged configuration
- * @param deps the gateway's store, clock, and what to call after a replay
+ * @param deps the gateway's store, clock, what to call after a replay, and its metrics
  * @returns the running dashboard; null when it is turned off or could not start
  */
 export async function serveDashboard(
   config: Config,
-  deps: Pick<DashboardDeps, "store" | "now" | "onReplay">,
+  deps: Pick<DashboardDeps, "store" | "now" | "onReplay" | "metrics">,
 ): Promise<RunningDashboard | null> {
   if (!config.dashboard.enabled) {
     // A file an earlier run left would send `agent dashboard` to a dashboard that is not there.
@@ -58,14 +63,14 @@ export async function serveDashboard(
  * Creates the token when there is none, then serves the dashboard on `config.dashboard`'s host
  * and port.
  * @param config the merged configuration
- * @param deps the gateway's store, clock, and what to call after a replay
+ * @param deps the gateway's store, clock, what to call after a replay, and its metrics
  * @returns the running dashboard
  * @throws ConflictError when the port is taken, naming the settings that change it
  * @throws ConfigError when the token file cannot be read or written
  */
 export async function startDashboard(
   config: Config,
-  deps: Pick<DashboardDeps, "store" | "now" | "onReplay">,
+  deps: Pick<DashboardDeps, "store" | "now" | "onReplay" | "metrics">,
 ): Promise<RunningDashboard> {
   const { host, port } = config.dashboard;
   await ensureToken(dashboardTokenPath(config.paths.stateDb));
@@ -111,7 +116,8 @@ export async function startDashboard(
     async stop() {
       closing.abort();
       feed.close();
-      await server.shutdown().catch(() => {});
+      // A page that stalls mid-request must not hold the gateway's stop: it is left to the exit.
+      await settledWithin(server.shutdown(), DASHBOARD_STOP_MS);
       await Deno.remove(urlFile).catch(() => {});
     },
   };
