@@ -15,6 +15,7 @@ import { type Context, Hono } from "hono";
 import { deleteCookie } from "hono/cookie";
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../../lib/config/mod.ts";
+import { type GatewayMetrics, metricsHandler } from "../../lib/metrics/mod.ts";
 import { StoreUnavailableError } from "../../lib/errors.ts";
 import type { StateStore } from "../../lib/state/mod.ts";
 import { readSubscriptionsOrError } from "../../lib/subscriptions/file_store.ts";
@@ -53,10 +54,12 @@ export interface DashboardDeps {
   closing?: AbortSignal;
   /** Called after a replay queued an event again, to wake the worker. */
   onReplay?: () => void;
+  /** The gateway's metrics, served as `GET /metrics` (docs/metrics.md); none when omitted. */
+  metrics?: Pick<GatewayMetrics, "registry">;
 }
 
 /** What the routes share, defaults filled in. */
-export interface AppParts extends Required<Omit<DashboardDeps, "cookieName">> {
+export interface AppParts extends Required<Omit<DashboardDeps, "cookieName" | "metrics">> {
   auth: AuthDeps;
   /** The names of the subscriptions and static routes, sorted, for the filters. */
   subscriptionNames(): Promise<string[]>;
@@ -95,6 +98,11 @@ export function createDashboardApp(deps: DashboardDeps): Hono<DashboardEnv> {
   app.get("/assets/app.css", (c) => asset(c, STYLE_SHEET, "text/css"));
   app.get("/assets/app.js", (c) => asset(c, LIVE_SCRIPT, "text/javascript"));
   loginRoutes(app, auth);
+  if (deps.metrics) {
+    // Before the session check of the pages: Prometheus sends the token as a bearer header.
+    const scrape = requireSession(auth, { bearer: true, refuse: refuseWithoutSession });
+    app.get("/metrics", scrape, metricsHandler(deps.metrics));
+  }
   app.use("*", requireSession(auth, { bearer: false, refuse: (c) => refuseWithoutSession(c) }));
   app.post("*", requireCsrf({ refuse: (c) => refuseCrossSite(c) }));
   app.get("/", (c) => c.redirect("/events", 303));

@@ -1,0 +1,178 @@
+/**
+ * The gateway's metrics in a `prom-client` registry (https://github.com/siimon/prom-client):
+ * the counters and histograms its recorder feeds, the queue's gauges read from the state store
+ * at each scrape, and the process metrics of `collectDefaultMetrics`. docs/metrics.md lists
+ * them.
+ *
+ * @module
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { StoreUnavailableError } from "../errors.ts";
+import type { QueueStats } from "../state/mod.ts";
+import { type EventOutcome, type MetricsRecorder, type TokenUsage, UNKNOWN } from "./_recorder.ts";
+
+/**
+ * The buckets of `agent_agent_run_duration_seconds`, in seconds: a model answers in seconds
+ * to minutes, and a run is stopped at `agent.timeout` (300 s by default).
+ */
+export const AGENT_RUN_BUCKETS_SECONDS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300];
+
+/**
+ * The buckets of `agent_delivery_duration_seconds`, in seconds: a chat API answers in tens of
+ * milliseconds, but a long message goes out in parts, and a platform's rate limit is waited
+ * out for up to 30 s.
+ */
+export const DELIVERY_BUCKETS_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * Process metrics that `collectDefaultMetrics` registers but Deno never fills: it has no GC
+ * performance entries and no libuv handles or requests to list, so these would always read
+ * empty or 0.
+ */
+const EMPTY_UNDER_DENO = [
+  "nodejs_gc_duration_seconds",
+  "nodejs_active_handles",
+  "nodejs_active_handles_total",
+  "nodejs_active_requests",
+  "nodejs_active_requests_total",
+];
+
+/** The gateway's recorder, and the registry `GET /metrics` serves. */
+export interface GatewayMetrics extends MetricsRecorder {
+  /** The registry: `registry.metrics()` is the text a scrape gets. */
+  readonly registry: Registry;
+}
+
+/** What {@link createGatewayMetrics} reads. */
+export interface GatewayMetricsOptions {
+  /** Where the queue's gauges are read at each scrape. */
+  store: { queueStats(): QueueStats };
+  /** The clock the queue's oldest age is counted against, in ms since the epoch. @default Date.now */
+  now?: () => number;
+  /** Whether to register the process metrics (`process_*`, `nodejs_*`). @default {true} */
+  processMetrics?: boolean;
+}
+
+/**
+ * Creates the gateway's metrics, all at zero, in a registry of their own.
+ * @param options the store the queue's gauges read, the clock, and whether to add the process
+ *   metrics
+ * @returns the recorder, with its registry
+ * @example
+ * ```ts
+ * const metrics = createGatewayMetrics({ store });
+ * metrics.webhookRequest("github", 202);
+ * const text = await metrics.registry.metrics(); // agent_webhook_requests_total{...} 1
+ * ```
+ */
+export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const requests = new Counter({
+    name: "agent_webhook_requests_total",
+    help: "Requests to /webhooks/<name>, by subscription and HTTP status of the answer.",
+    labelNames: ["subscription", "status"] as const,
+    registers,
+  });
+  const events = new Counter({
+    name: "agent_events_total",
+    help: "Events by subscription and what became of them: accepted, duplicate, ignored, " +
+      "delivered, failed.",
+    labelNames: ["subscription", "status"] as const,
+    registers,
+  });
+  queueGauges(options, registers);
+  const inFlight = new Gauge({
+    name: "agent_agent_runs_in_flight",
+    help: "Agent runs going on now.",
+    registers,
+  });
+  const runs = new Histogram({
+    name: "agent_agent_run_duration_seconds",
+    help: "How long agent runs took, answered or failed.",
+    buckets: AGENT_RUN_BUCKETS_SECONDS,
+    registers,
+  });
+  const tokens = new Counter({
+    name: "agent_llm_tokens_total",
+    help: "LLM tokens of agent runs, by subscription and kind: prompt or completion.",
+    labelNames: ["subscription", "kind"] as const,
+    registers,
+  });
+  const deliveries = new Histogram({
+    name: "agent_delivery_duration_seconds",
+    help: "How long deliveries took, every part of a message, by target.",
+    labelNames: ["target"] as const,
+    buckets: DELIVERY_BUCKETS_SECONDS,
+    registers,
+  });
+  const deliveryFailures = new Counter({
+    name: "agent_delivery_failures_total",
+    help: "Deliveries that failed (each attempt), by target.",
+    labelNames: ["target"] as const,
+    registers,
+  });
+  if (options.processMetrics ?? true) {
+    collectDefaultMetrics({ register: registry });
+    for (const name of EMPTY_UNDER_DENO) registry.removeSingleMetric(name);
+  }
+  return {
+    registry,
+    webhookRequest(subscription: string | null, status: number) {
+      requests.inc({ subscription: subscription ?? UNKNOWN, status: String(status) });
+    },
+    event(subscription: string, outcome: EventOutcome) {
+      events.inc({ subscription, status: outcome });
+    },
+    agentRunStarted: () => inFlight.inc(),
+    agentRunEnded(seconds: number) {
+      inFlight.dec();
+      runs.observe(seconds);
+    },
+    llmTokens(subscription: string, usage: TokenUsage) {
+      tokens.inc({ subscription, kind: "prompt" }, usage.promptTokens);
+      tokens.inc({ subscription, kind: "completion" }, usage.completionTokens);
+    },
+    delivery(target: string, { seconds, failed }: { seconds: number; failed: boolean }) {
+      deliveries.observe({ target }, seconds);
+      if (failed) deliveryFailures.inc({ target });
+    },
+  };
+}
+
+/**
+ * `agent_events_queued` and `agent_event_queue_oldest_age_seconds`, read from the store when a
+ * scrape collects them. A store that cannot be read now leaves both NaN for this scrape rather
+ * than failing it: the other metrics still tell what is going on.
+ */
+function queueGauges(options: GatewayMetricsOptions, registers: Registry[]): void {
+  const { store, now = Date.now } = options;
+  const read = (): QueueStats | null => {
+    try {
+      return store.queueStats();
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) return null;
+      throw error;
+    }
+  };
+  new Gauge({
+    name: "agent_events_queued",
+    help: "Events waiting in the queue: for their first attempt, a retry, or a replay's run.",
+    registers,
+    collect() {
+      this.set(read()?.queued ?? NaN);
+    },
+  });
+  new Gauge({
+    name: "agent_event_queue_oldest_age_seconds",
+    help: "How long the longest-waiting queued event has waited since it was accepted (or " +
+      "replayed); 0 when none waits.",
+    registers,
+    collect() {
+      const stats = read();
+      const oldest = stats?.oldestQueuedAtMs;
+      if (stats === null) this.set(NaN);
+      else this.set(oldest === null ? 0 : Math.max(0, (now() - oldest!) / 1000));
+    },
+  });
+}
