@@ -9,6 +9,7 @@
 import type { Config } from "../lib/config/mod.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import type { Route } from "../lib/subscriptions/mod.ts";
+import { secretProblem } from "../lib/subscriptions/file_store.ts";
 import { routesAndHidden } from "../lib/subscriptions/routes.ts";
 import { homeChannelOf, TARGET_NAMES, validateTarget } from "../lib/targets/mod.ts";
 import { parseHome } from "../lib/targets/origin.ts";
@@ -70,6 +71,9 @@ interface Problems {
 function routeCheck(route: Route, config: Config): Check {
   const target = route.deliver ?? "log";
   const subject = `subscription "${route.name}"`;
+  // A secret no sender can meet refuses every request before the target matters.
+  const secret = secretProblem(route, config.webhook.secret);
+  if (secret !== undefined) return failed(subject, secret, true);
   const { other, tokens } = target === "origin"
     ? originProblems(route, config)
     : targetProblems(route, config);

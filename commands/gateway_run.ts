@@ -9,7 +9,7 @@ import { createDefaultConfig } from "../lib/config/config_file.ts";
 import { ConflictError, UsageError } from "../lib/errors.ts";
 import { hostAndPort } from "../lib/config/address.ts";
 import { getLogger, type Logger } from "@logtape/logtape";
-import { startLogging, stopLogging } from "../lib/log.ts";
+import { literalMessage, startLogging, stopLogging } from "../lib/log.ts";
 import { type RunningGateway, startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { parseFlags, wholeNumber } from "./_flags.ts";
@@ -55,7 +55,7 @@ export const gatewayRun: Command = {
     // Starts, stops and failed starts are in the log file too, which --quiet leaves as the only
     // record (a failed start's message is also printed on standard error).
     const log = getLogger(["agent", "gateway"]);
-    for (const warning of config.warnings) log.warn(literal(warning));
+    for (const warning of config.warnings) log.warn(literalMessage(warning));
     try {
       const gateway = await start(config, { ctx, log });
       const failure = await Promise.race([aborted(shutdown), gateway.failed]);
@@ -170,16 +170,8 @@ async function announce(
       `  ready:    ${ready}`,
   );
   for (const line of problems.flatMap((check) => formatCheck(check).split("\n"))) {
-    options.log.warn(literal(line));
+    options.log.warn(literalMessage(line));
   }
-}
-
-/**
- * `text` as a LogTape message that is written as it is: braces are LogTape's placeholders, and
- * a chat id, a path or a key of config.yaml may hold some.
- */
-function literal(text: string): string {
-  return text.replaceAll("{", "{{").replaceAll("}", "}}");
 }
 
 /** Resolves (to undefined) once `signal` is aborted, or at once when it is already. */

@@ -303,3 +303,17 @@ function stderrWithoutClose(): WritableStream<Uint8Array> {
 export async function stopLogging(): Promise<void> {
   await reset();
 }
+
+/**
+ * `text` as a LogTape message written as it is: braces are LogTape's placeholders, and a chat
+ * id, a path, a key of config.yaml or a reason quoting a record may hold some.
+ * @param text the whole line, already composed
+ * @returns the message to pass to a logger, with its braces doubled
+ * @example
+ * ```ts
+ * log.warn(literalMessage(`subscription "x": deliver_extra {chat_id} is not a string`));
+ * ```
+ */
+export function literalMessage(text: string): string {
+  return text.replaceAll("{", "{{").replaceAll("}", "}}");
+}

@@ -6,6 +6,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { literalMessage } from "../lib/log.ts";
 import type { Config } from "../lib/config/mod.ts";
 import { createMemoryRateLimiter } from "../lib/subscriptions/rate_limit.ts";
 import { findRoute } from "../lib/subscriptions/routes.ts";
@@ -34,18 +35,21 @@ export function routeFinder(config: Config): IngestDeps["findRoute"] {
   const subscriptions = new SubscriptionFileCache(paths.subscriptions, {
     onErrorChange: (error, records) => {
       if (!error) return subscriptionLog.info("subscription file readable again");
-      subscriptionLog.error("{reason}; serving the last good copy ({count} subscriptions)", {
-        reason: error.message,
-        count: Object.keys(records).length,
-      });
+      const count = Object.keys(records).length;
+      const copy = `${count} subscription${count === 1 ? "" : "s"}`;
+      subscriptionLog.error(
+        literalMessage(`${error.message}; serving the last good copy (${copy})`),
+      );
     },
     onReload: (records) => {
       unusable = unusableSubscriptions(records, paths.subscriptions, webhook.routes);
       for (const reason of unusable.values()) {
-        subscriptionLog.error("{reason}; its requests are refused until it is fixed", { reason });
+        subscriptionLog.error(
+          literalMessage(`${reason}; its requests are refused until it is fixed`),
+        );
       }
       for (const reason of secretWarnings(records, paths.subscriptions, webhook.routes)) {
-        subscriptionLog.warn("{reason}", { reason });
+        subscriptionLog.warn(literalMessage(reason));
       }
     },
   });

@@ -342,3 +342,17 @@ Deno.test("doctor says a malformed config.yaml and a disabled platform, and is l
   assert.equal(await runCommand(["--help"], help), 0);
   assert.match(help.output(), /agent doctor\s+Check the agent provider/);
 });
+
+Deno.test("doctor fails a subscription whose secret no sender can meet, as list and the gateway warn", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  await subscriptions(h.home, {
+    empty: { secret: "" },
+    accented: { secret: "gl-tökén-secret" },
+    signed: { secret: "gl-tökén-secret", auth: "github" },
+  });
+  const { code, lines } = await doctor({ AGENT_HOME: h.home, OPENAI_API_KEY: OPENAI_KEY });
+  assert.equal(code, 1);
+  assert.match(line(lines, 'subscription "empty"'), /^✗ .*no secret.*403/);
+  assert.match(line(lines, 'subscription "accented"'), /^✗ .*no header can carry.*401/);
+  assert.match(line(lines, 'subscription "signed"'), /^✓ /, "a GitHub signature carries it");
+});

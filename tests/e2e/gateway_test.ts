@@ -798,7 +798,7 @@ Deno.test("an emptied subscription file: the gateway keeps serving its last good
   await eventually(async () => (await post(), gateway.output().includes(emptied)), {
     what: "the gateway's error naming the file",
   });
-  assert.match(gateway.output(), /serving the last good copy \(1 subscriptions\)/);
+  assert.match(gateway.output(), /serving the last good copy \(1 subscription\)/);
   assert.equal(await post(), 202, "the last good copy is served");
 
   const env = { AGENT_HOME: h.home, WEBHOOK_PORT: String(new URL(gateway.url).port) };
