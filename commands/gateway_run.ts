@@ -22,11 +22,11 @@ const usage = `Usage: agent gateway run [--port N] [--dashboard-port N] [--quiet
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Once it listens, it says which agent provider, model
 and base URL it uses and which targets have their token, and warns of what agent doctor finds
-missing (a key, a token, a public address); it runs on all the same. Stop it with Ctrl-C or SIGTERM: requests in flight
-and running agent work get 10 s in all (a second Ctrl-C or SIGTERM: none); an agent run still
-going then is stopped (a command agent is killed) and its event goes back to the queue, that
-attempt not counting toward max_attempts; queued work stays queued for the next start. If the
-HTTP server stops accepting connections (out of file descriptors), the gateway stops and exits 1.
+missing (a key, a token, a public address); it runs on all the same. Stop it with Ctrl-C or
+SIGTERM: requests in flight and running agent work get 10 s in all (a second Ctrl-C or SIGTERM:
+none); an agent run still going then is stopped (a command agent is killed) and its event goes
+back to the queue, that attempt not counting toward max_attempts; queued work stays queued for
+the next start. If the HTTP server stops accepting connections (out of file descriptors), the gateway stops and exits 1.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.
 The dashboard is served on a listener of its own, 127.0.0.1:8645 unless --dashboard-port (or
 DASHBOARD_PORT, or dashboard: in config.yaml) says otherwise; agent dashboard logs you in.`;
