@@ -26,7 +26,8 @@ missing (a key, a token, a public address); it runs on all the same. Stop it wit
 SIGTERM: requests in flight and running agent work get 10 s in all (a second Ctrl-C or SIGTERM:
 none); an agent run still going then is stopped (a command agent is killed) and its event goes
 back to the queue, that attempt not counting toward max_attempts; queued work stays queued for
-the next start. If the HTTP server stops accepting connections (out of file descriptors), the gateway stops and exits 1.
+the next start. If the HTTP server stops accepting connections (out of file descriptors), the
+gateway stops and exits 1.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.
 The dashboard is served on a listener of its own, 127.0.0.1:8645 unless --dashboard-port (or
 DASHBOARD_PORT, or dashboard: in config.yaml) says otherwise; agent dashboard logs you in.`;
