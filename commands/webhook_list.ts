@@ -110,7 +110,8 @@ function describeRoute(route: Route, config: Config, nowMs: number): string {
     `${route.name}${route.origin === "static" ? "  [static, config.yaml]" : ""}`,
     `  URL:      ${webhookUrl(config.webhook, route.name)}`,
     `  Events:   ${route.events?.length ? route.events.join(", ") : "all"}`,
-    `  Deliver:  ${route.deliver ?? "log"}${chat}${route.deliver_only ? " (direct)" : ""}`,
+    `  Deliver:  ${route.deliver ?? "log"}${chat}${route.deliver_only ? " (direct)" : ""}` +
+    (route.format ? `, as ${route.format}` : ""),
     `  Secret:   ${secret}`,
   ];
   for (const previous of route.previous_secrets ?? []) {

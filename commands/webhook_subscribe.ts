@@ -137,7 +137,8 @@ function describe(
     `  Secret:  ${record.secret}`,
     `  Events:  ${record.events?.length ? record.events.join(", ") : "all"}`,
     `  Deliver: ${record.deliver ?? "log"}${chat}`,
-    `  Mode:    ${record.deliver_only ? "direct delivery (no agent run)" : "agent run"}`,
+    `  Mode:    ${record.deliver_only ? "direct delivery (no agent run)" : "agent run"}` +
+    (record.format ? `, sent as ${record.format}` : ""),
     `  Prompt:  ${preview}`,
     ...(record.rate_limit ? [`  Limit:   ${record.rate_limit} requests/minute`] : []),
     "",

@@ -80,3 +80,21 @@ Deno.test("list says why no sender can satisfy a secret: empty, or one no header
     /empty\n(?:.*\n){3}\s+Secret:\s+\(none: requests are refused with 403\)/,
   );
 });
+
+Deno.test("list and subscribe show a subscription's --format when it is set", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home, TELEGRAM_BOT_TOKEN: "123:abc", OPENAI_API_KEY: "sk-x" };
+  const subscribe = fakeContext(env);
+  const args = ["webhook", "subscribe", "md", "--deliver-only", "--format", "markdown"];
+  assert.equal(
+    await runCommand([...args, "--deliver", "telegram", "--deliver-chat-id", "42"], subscribe),
+    0,
+  );
+  assert.match(
+    subscribe.out.join("\n"),
+    /Mode: +direct delivery \(no agent run\), sent as markdown/,
+  );
+  const list = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "list"], list), 0);
+  assert.match(list.out.join("\n"), /Deliver: +telegram \(chat 42\) \(direct\), as markdown/);
+});
