@@ -8,6 +8,7 @@
 import { getLogger } from "@logtape/logtape";
 import { literalMessage } from "../lib/log.ts";
 import type { Config } from "../lib/config/mod.ts";
+import type { MetricsRecorder } from "../lib/metrics/mod.ts";
 import { createMemoryRateLimiter } from "../lib/subscriptions/rate_limit.ts";
 import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { StateStore } from "../lib/state/mod.ts";
@@ -64,8 +65,8 @@ export function routeFinder(config: Config): IngestDeps["findRoute"] {
  * The collaborators of the gateway's ingest pipeline.
  * @param config the merged configuration: the webhook platform's limits and global secret
  * @param parts the routes (see {@link routeFinder}), the refusal log, the state database, the
- *   clock (ms since the epoch), the worker with what it shares, and the body limits of
- *   `GatewayOptions`
+ *   clock (ms since the epoch), the worker with what it shares, the metrics' recorder, and the
+ *   body limits of `GatewayOptions`
  * @returns the ingest dependencies
  */
 export function ingestDeps(config: Config, parts: {
@@ -74,6 +75,7 @@ export function ingestDeps(config: Config, parts: {
   store: StateStore;
   now: () => number;
   setup: WorkerSetup;
+  metrics?: MetricsRecorder;
   bodyTimeoutMs?: number;
   bodyBudgetBytes?: number;
 }): IngestDeps {
@@ -94,5 +96,6 @@ export function ingestDeps(config: Config, parts: {
     deliverNow: (event, payload) => worker.deliverNow(event, payload),
     now: parts.now,
     newId: () => crypto.randomUUID(),
+    metrics: parts.metrics,
   };
 }

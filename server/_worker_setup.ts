@@ -10,7 +10,13 @@ import { agentProcessNotes, createAgentRunner } from "../lib/agents/mod.ts";
 import type { Config } from "../lib/config/mod.ts";
 import { systemPromptFor } from "../lib/agents/skills.ts";
 import type { StateStore } from "../lib/state/mod.ts";
-import { deliver, type TargetContext } from "../lib/targets/mod.ts";
+import { deliver, TARGET_NAMES, type TargetContext } from "../lib/targets/mod.ts";
+import {
+  type MetricsRecorder,
+  NO_METRICS,
+  timeAgentRuns,
+  timeDeliveries,
+} from "../lib/metrics/mod.ts";
 import { createWorker, type EventWorker } from "../lib/worker/mod.ts";
 
 const workerLog = getLogger(["agent", "worker"]);
@@ -35,7 +41,8 @@ export interface WorkerSetup {
  * @param options `store`: the state database; `fetch` for the outbound calls; `sleep`: waits out
  *   platform rate limits (@default {a timer}); `now`: the clock, in ms since the epoch;
  *   `steadyClock`: whether `now` is the system clock, which the worker checks against a steady
- *   one for steps (a clock a test gives is not)
+ *   one for steps (a clock a test gives is not); `metrics`: told of each agent run, delivery
+ *   and event outcome (@default {NO_METRICS})
  * @returns the worker, not started, and what it shares with the HTTP side
  */
 export function setUpWorker(config: Config, options: {
@@ -44,8 +51,9 @@ export function setUpWorker(config: Config, options: {
   sleep?: (ms: number) => Promise<void>;
   now: () => number;
   steadyClock: boolean;
+  metrics?: MetricsRecorder;
 }): WorkerSetup {
-  const { store, now } = options;
+  const { store, now, metrics = NO_METRICS } = options;
   const { agent, paths } = config;
   const targets: TargetContext = {
     env: config.env,
@@ -59,19 +67,26 @@ export function setUpWorker(config: Config, options: {
   const processNotes = agentProcessNotes(agentsDir);
   const worker = createWorker({
     store,
-    runAgent: createAgentRunner(agent, {
-      fetch: options.fetch,
-      env: config.env,
-      processNotes,
-      warn: (message, properties) => workerLog.warn(message, properties),
-    }),
+    runAgent: timeAgentRuns(
+      createAgentRunner(agent, {
+        fetch: options.fetch,
+        env: config.env,
+        processNotes,
+        warn: (message, properties) => workerLog.warn(message, properties),
+      }),
+      metrics,
+    ),
     // A sender waiting for its direct message waits out a platform's rate limit only so long.
-    deliver: (job, onPartSent, { senderWaits } = {}) =>
-      deliver(
-        job,
-        senderWaits ? { ...targets, maxRateLimitWaitMs: SENDER_RATE_LIMIT_WAIT_MS } : targets,
-        onPartSent,
-      ),
+    deliver: timeDeliveries(
+      (job, onPartSent, { senderWaits } = {}) =>
+        deliver(
+          job,
+          senderWaits ? { ...targets, maxRateLimitWaitMs: SENDER_RATE_LIMIT_WAIT_MS } : targets,
+          onPartSent,
+        ),
+      { metrics, targets: TARGET_NAMES },
+    ),
+    metrics,
     systemPrompt: (skills) => systemPromptFor(paths.skills, skills),
     now,
     // The system clock is checked against a steady one; a clock a test gives is not.

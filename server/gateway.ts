@@ -9,6 +9,7 @@
 import { getLogger } from "@logtape/logtape";
 import { bracketed } from "../lib/config/address.ts";
 import { killLeftoverAgents } from "../lib/agents/mod.ts";
+import { createGatewayMetrics } from "../lib/metrics/mod.ts";
 import type { Config } from "../lib/config/mod.ts";
 import { lockGatewayState, recordGatewayUrl } from "../lib/state/gateway_lock.ts";
 import type { StateStore } from "../lib/state/mod.ts";
@@ -120,18 +121,29 @@ export async function startGateway(
   const failed = Promise.withResolvers<Error>();
   const state = await openState(config, failed);
   const { store } = state;
+  const metrics = createGatewayMetrics({ store, now });
   const setup = setUpWorker(config, {
     store,
     fetch: options.fetch ?? fetch,
     sleep: options.sleep,
     now,
     steadyClock: options.now === undefined,
+    metrics,
   });
   const findRoute = routeFinder(config);
   const { refusals, refusalWindows } = startRefusalLog(options.refusalLog);
   const { bodyTimeoutMs, bodyBudgetBytes } = options;
   const app = createApp(
-    ingestDeps(config, { findRoute, refusals, store, now, setup, bodyTimeoutMs, bodyBudgetBytes }),
+    ingestDeps(config, {
+      findRoute,
+      refusals,
+      store,
+      now,
+      setup,
+      metrics,
+      bodyTimeoutMs,
+      bodyBudgetBytes,
+    }),
   );
   const pruning = startPruning(store, { retentionDays: webhook.retentionDays, now });
 
@@ -152,7 +164,7 @@ export async function startGateway(
   const address = await listening;
   const url = await announce(address, { lock: state.lock, onListen: options.onListen });
   const dashboard = options.dashboard
-    ? await serveDashboard(config, { store, now, onReplay: () => setup.worker.notify() })
+    ? await serveDashboard(config, { store, now, onReplay: () => setup.worker.notify(), metrics })
     : null;
   const running: Running = { ...state, server, pruning, refusals, refusalWindows, setup };
   return {

@@ -38,6 +38,7 @@ export function decide(
     });
     const reason = permanent ? "permanent error" : `${counted} attempts`;
     log("error", "failed", { ...context, step, reason, error: message });
+    worker.deps.metrics?.event(event.subscription, "failed");
     return;
   }
   const retryAfterSeconds = error instanceof AgentError || error instanceof TargetError

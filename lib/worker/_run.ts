@@ -51,6 +51,7 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
     store.markDelivered(event.id, nowMs);
   });
   log("info", "delivered", { ...attempt.context, target: event.route.deliver });
+  worker.deps.metrics?.event(event.subscription, "delivered");
 }
 
 /** A new attempt at `event`, at its delivery step, with nothing refused yet. */
@@ -96,6 +97,7 @@ function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
     () => store.markFailed(event.id, { error, step: "agent", nowMs }),
   );
   log("error", "failed", { event_id: event.id, subscription: event.subscription, error });
+  worker.deps.metrics?.event(event.subscription, "failed");
 }
 
 /**

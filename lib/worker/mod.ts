@@ -21,6 +21,7 @@
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { realTimer, type SetTimer } from "./timer.ts";
 import type { AgentRunner } from "../agents/mod.ts";
+import type { MetricsRecorder } from "../metrics/mod.ts";
 import type { NewEvent, StateStore } from "../state/mod.ts";
 import type { DeliveryJob, DeliveryReceipt } from "../targets/mod.ts";
 import { createClockFollower } from "./_clock.ts";
@@ -84,6 +85,11 @@ export interface WorkerDeps {
    * direct record held while the store refuses it counts that long. @default {86400}
    */
   idempotencyTtlSeconds?: number;
+  /**
+   * Told each event's end, `delivered` or `failed` for good, and each agent run's tokens
+   * (docs/metrics.md). @default {nothing is recorded}
+   */
+  metrics?: Pick<MetricsRecorder, "event" | "llmTokens">;
 }
 
 /** A running worker. */

@@ -35,6 +35,7 @@ export async function deliverNow(
   const base = { subscription, event: eventLabel, delivery_id: deliveryId };
   switch (result.status) {
     case "duplicate":
+      deps.metrics?.event(subscription, "duplicate");
       return duplicate(subscription, eventLabel, deliveryId);
     case "busy": {
       const headers = { "retry-after": String(result.retryAfterSeconds) };
@@ -42,6 +43,7 @@ export async function deliverNow(
     }
     case "delivered": {
       const { target, parts, eventId } = result;
+      deps.metrics?.event(subscription, "delivered");
       log.info("delivered {subscription} {event} to {target}", {
         ...base,
         target,
@@ -51,6 +53,7 @@ export async function deliverNow(
       return delivered({ subscription, names, target, deliveryId, eventId });
     }
     case "failed": {
+      deps.metrics?.event(subscription, "failed");
       log.error("failed {subscription} {event} to {target}: {reason}", {
         ...base,
         status: 502,

@@ -72,7 +72,10 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   const answered = answerWithoutEvent(received, scheme);
   if (answered) return answered;
   const eventType = filter(received);
-  if (typeof eventType !== "string") return eventType;
+  if (typeof eventType !== "string") {
+    deps.metrics?.event(route.name, "ignored");
+    return eventType;
+  }
   const newEvent = buildEvent(received, { json, receivedAtMs: deps.now() });
   const { subscription, eventLabel: event, deliveryId } = newEvent;
   const names: EventNames = { event: info.type, action: info.action, eventType };
@@ -80,8 +83,12 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   // how many parts went out already): a store it cannot read is a 503 there too.
   if (route.deliver_only) return deliverNow(deps, { event: newEvent, payload, names });
   const result = await deps.store.accept(newEvent);
-  if (result.status === "duplicate") return duplicate(subscription, event, deliveryId);
+  if (result.status === "duplicate") {
+    deps.metrics?.event(subscription, "duplicate");
+    return duplicate(subscription, event, deliveryId);
+  }
   deps.onAccepted();
+  deps.metrics?.event(subscription, "accepted");
   writeLine(log, "info", ACCEPTED, {
     subscription,
     event,

@@ -16,7 +16,8 @@ import { parsePayload } from "./_payload.ts";
 import { authenticate, formsSignedBy, refuseStaleLinear } from "./_auth.ts";
 import { dispatch } from "./_dispatch.ts";
 import { log } from "./_answers.ts";
-import { refusalFor, refusalOf } from "./_refusal.ts";
+import { Refusal, refusalFor, refusalOf } from "./_refusal.ts";
+import { type MetricsRecorder, NO_METRICS } from "../../lib/metrics/mod.ts";
 import { createRefusalLog, type RefusalLog, type RefusalLogLimits } from "./_refusal_log.ts";
 import { detectScheme, type SchemeName, type SignatureVerifier } from "../../lib/signatures/mod.ts";
 
@@ -66,6 +67,11 @@ export interface IngestDeps {
   /** Generates delivery ids for requests that carry none. */
   newId(): string;
   /**
+   * Told each answer and each event's fate (docs/metrics.md): `webhookRequest` here,
+   * `event` in the dispatch steps. @default {`NO_METRICS`: nothing is recorded}
+   */
+  metrics?: Pick<MetricsRecorder, "webhookRequest" | "event">;
+  /**
    * Which refusals are written to the log (see `RefusalLog`); the gateway's start makes it and
    * writes the count of those left out. `createApp` makes one with the default limits when
    * none is given; without one, every refusal is written.
@@ -114,13 +120,30 @@ export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
     deadlines: new BodyDeadlines(deps.bodyTimeoutMs),
     budget: new BodyBudget(deps.maxBodyBytes, deps.bodyBudgetBytes),
   };
+  const metrics = deps.metrics ?? NO_METRICS;
   return async (request, name) => {
     try {
-      return await handleWebhook(pipeline, { request, name });
+      const response = await handleWebhook(pipeline, { request, name });
+      metrics.webhookRequest(name, response.status); // answered: the route was found
+      return response;
     } catch (error) {
-      throw refusalOf(error, name);
+      const refusal = refusalOf(error, name);
+      const status = refusal instanceof Refusal ? refusal.status : 500;
+      metrics.webhookRequest(servedName(deps, name, status), status);
+      throw refusal;
     }
   };
+}
+
+/**
+ * The name a refused request counts under in the metrics: its own when the gateway serves it,
+ * else none, so that names made up by whoever reaches the port do not grow the set of labels.
+ * Only a 404 or 405 can come before the route is found: any other refusal's name is served.
+ */
+function servedName(deps: IngestDeps, name: string, status: number): string | null {
+  if (status === 404) return null;
+  if (status !== 405) return name;
+  return NAME_PATTERN.test(name) && deps.findRoute(name) !== undefined ? name : null;
 }
 
 /** The steps of docs/http.md, in order: the first that refuses throws. */
