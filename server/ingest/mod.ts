@@ -138,11 +138,12 @@ export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
 /**
  * The name a refused request counts under in the metrics: its own when the gateway serves it,
  * else none, so that names made up by whoever reaches the port do not grow the set of labels.
- * Only a 404 or 405 can come before the route is found: any other refusal's name is served.
+ * Only a 404, a 405 or an unexpected error (500) can come before the route is found: any other
+ * refusal's name is served, and only those are looked up again.
  */
 function servedName(deps: IngestDeps, name: string, status: number): string | null {
   if (status === 404) return null;
-  if (status !== 405) return name;
+  if (status !== 405 && status !== 500) return name;
   return NAME_PATTERN.test(name) && deps.findRoute(name) !== undefined ? name : null;
 }
 
