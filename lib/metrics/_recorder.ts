@@ -29,7 +29,7 @@ export interface TokenUsage {
 
 /**
  * Where the gateway's parts tell what happened. Every method is cheap and never throws; the
- * gateway's recorder is {@link createGatewayMetrics}'s, a test's may be a fake.
+ * gateway's recorder is `createGatewayMetrics`'s, a test's may be a fake.
  */
 export interface MetricsRecorder {
   /**

@@ -129,9 +129,13 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
       inFlight.dec();
       runs.observe(seconds);
     },
-    llmTokens(subscription: string, usage: TokenUsage) {
-      tokens.inc({ subscription, kind: "prompt" }, usage.promptTokens);
-      tokens.inc({ subscription, kind: "completion" }, usage.completionTokens);
+    llmTokens(subscription: string, { promptTokens, completionTokens }: TokenUsage) {
+      // prom-client throws on a count that is not a finite number of at least 0.
+      const count = (kind: string, value: number) => {
+        if (Number.isFinite(value) && value >= 0) tokens.inc({ subscription, kind }, value);
+      };
+      count("prompt", promptTokens);
+      count("completion", completionTokens);
     },
     delivery(target: string, { seconds, failed }: { seconds: number; failed: boolean }) {
       deliveries.observe({ target }, seconds);

@@ -150,11 +150,12 @@ Deno.test("a store that cannot be read leaves the queue's gauges NaN, and the sc
   );
 });
 
-Deno.test("tokens count by subscription and kind", async () => {
+Deno.test("tokens count by subscription and kind; a count that is not one is left out", async () => {
   await using h = await tempStore();
   const metrics = createGatewayMetrics({ store: h.store, processMetrics: false });
   metrics.llmTokens("gh", { promptTokens: 120, completionTokens: 30 });
   metrics.llmTokens("gh", { promptTokens: 80, completionTokens: 10 });
+  metrics.llmTokens("gh", { promptTokens: NaN, completionTokens: -1 }); // not counted, no throw
   const scraped = await scrape(metrics);
   assert.equal(
     scraped.value("agent_llm_tokens_total", { subscription: "gh", kind: "prompt" }),
