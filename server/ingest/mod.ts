@@ -144,7 +144,11 @@ export function createWebhookHandler(deps: IngestDeps): WebhookHandler {
 function servedName(deps: IngestDeps, name: string, status: number): string | null {
   if (status === 404) return null;
   if (status !== 405 && status !== 500) return name;
-  return NAME_PATTERN.test(name) && deps.findRoute(name) !== undefined ? name : null;
+  try {
+    return NAME_PATTERN.test(name) && deps.findRoute(name) !== undefined ? name : null;
+  } catch {
+    return null; // the error being answered may be this lookup's own
+  }
 }
 
 /** The steps of docs/http.md, in order: the first that refuses throws. */
