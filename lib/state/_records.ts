@@ -52,7 +52,21 @@ export interface NewEvent {
   route: RouteSnapshot;
   /** When the request was received, in milliseconds since the epoch. */
   receivedAtMs: number;
+  /**
+   * The request's headers by lowercase name, those that can carry a credential redacted to
+   * {@link REDACTED} before they get here (docs/durability.md#what-is-kept); absent for an event
+   * stored before headers were kept.
+   */
+  headers?: Record<string, string>;
+  /**
+   * The authentication scheme that verified the request (`github`, `stripe`, ...; the names
+   * of docs/signatures.md); absent for an event stored before schemes were kept.
+   */
+  scheme?: string;
 }
+
+/** What a redacted header's value reads as, its name kept. */
+export const REDACTED = "[redacted]";
 
 /**
  * How a route handles one event: its mode, the rendered prompt (or direct message) and the
@@ -78,6 +92,8 @@ export interface DirectOutcome {
    * the delivery id's idempotency window counts from it.
    */
   atMs?: number;
+  /** The platforms' answers for the parts this delivery got out, recorded with the outcome. */
+  receipts?: PartReceipt[];
 }
 
 /** An event as stored, with its progress. */
@@ -118,6 +134,61 @@ export interface Attempt {
   /** The step the attempt reached (and failed at, when `error` is set). */
   step: "agent" | "delivery";
   error: string | null;
+  /** The agent run that answered in this attempt; null when none did (or before runs were kept). */
+  run: AgentRun | null;
+  /** The answer of that run, as saved; null when no run answered in this attempt. */
+  answer: string | null;
+}
+
+/**
+ * One agent run that answered, as `StateStore.saveResponse` records it on its attempt. Token
+ * counts are the endpoint's `usage` (https://platform.openai.com/docs/api-reference/chat/object).
+ */
+export interface AgentRun {
+  /** The `agent.provider` that ran it: `openai` or `command`. */
+  provider: string;
+  /** The model that answered, as the endpoint named it; null when unknown (`command`). */
+  model: string | null;
+  /** Tokens of the prompt, system prompt included; null when the endpoint did not say. */
+  promptTokens: number | null;
+  /** Tokens of the answer; null when the endpoint did not say. */
+  completionTokens: number | null;
+  /** How long the run took, in ms. */
+  durationMs: number;
+}
+
+/**
+ * One message part a platform took, with what it answered: `StateStore.savePartsSent` and
+ * `recordDirect` record them.
+ */
+export interface PartReceipt {
+  /** The part's number in its message, from 1. */
+  part: number;
+  /** Parts in the whole message. */
+  parts: number;
+  /** The target that sent it (`telegram`; for `origin`, the target it picked). */
+  target: string;
+  /** Where it went, without secrets: a chat (`123:7`), a channel, `octo/repo#12`, `gateway log`. */
+  chat: string;
+  /**
+   * The platform's id of the message: Telegram's `message_id`, Slack's `ts`, Discord's `id`,
+   * the GitHub comment's or GitLab note's `id`; null when the target has none (`log`).
+   */
+  messageId: string | null;
+  /** A link to the message, when the platform answers with one (a GitHub comment's `html_url`). */
+  url: string | null;
+  /** When the platform took it, in ms since the epoch. */
+  sentAtMs: number;
+}
+
+/** The whole story of one event, as `StateStore.lineage` reads it. */
+export interface Lineage {
+  /** The event as stored now, with its headers and scheme when they were kept. */
+  event: StoredEvent;
+  /** Its attempts, oldest first (every series), each with its agent run and answer. */
+  attempts: Attempt[];
+  /** The message parts delivered, oldest first, of every attempt and series. */
+  parts: PartReceipt[];
 }
 
 /** What `StateStore.accept` did: stored the event, or found its delivery id already seen. */

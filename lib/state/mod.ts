@@ -36,26 +36,38 @@
  */
 import type {
   AcceptResult,
+  AgentRun,
   Attempt,
   DirectOutcome,
   EventDispatch,
   EventStatus,
+  Lineage,
   NewEvent,
+  PartReceipt,
   StoredEvent,
 } from "./_records.ts";
 
 export type {
   AcceptResult,
+  AgentRun,
   Attempt,
   DirectOutcome,
   EventDispatch,
   EventSource,
   EventStatus,
+  Lineage,
   NewEvent,
+  PartReceipt,
   RouteSnapshot,
   StoredEvent,
 } from "./_records.ts";
-export { createIdGenerator, cryptoRandom, needsAgentRun, storableText } from "./_records.ts";
+export {
+  createIdGenerator,
+  cryptoRandom,
+  needsAgentRun,
+  REDACTED,
+  storableText,
+} from "./_records.ts";
 
 /**
  * Which events {@link StateStore.listEvents} lists: those that match every field given. Only
@@ -187,11 +199,15 @@ export interface StateStore {
   claimDue(nowMs: number, limit: number, options?: { deliveryOnly?: boolean }): StoredEvent[];
   /**
    * Persists the agent's answer, so a delivery retry does not run the agent again; the open
-   * attempt moves on to the step `delivery`.
+   * attempt moves on to the step `delivery`, and keeps the answer and the run (provider, model,
+   * tokens, duration) for {@link lineage}, whatever later replays do to the event's answer.
+   * @param eventId the running event
+   * @param response the answer
+   * @param run the run that gave it; its fields are null on the attempt when omitted
    * @throws NotFoundError when no event has this id
    * @throws StoreUnavailableError when the database refuses the write
    */
-  saveResponse(eventId: string, response: string): void;
+  saveResponse(eventId: string, response: string, run?: AgentRun): void;
   /**
    * Persists how many message parts were delivered, so none is sent twice after a crash. An
    * attempt that got a part out with more parts to go moved the delivery on: it does not count
@@ -200,14 +216,15 @@ export interface StateStore {
    * @param eventId the running event
    * @param partsSent parts delivered so far, this attempt's included
    * @param attempt `sentBefore`: parts delivered when the attempt began (its `partsSent` as
-   *   claimed); `parts`: the parts of the whole message
+   *   claimed); `parts`: the parts of the whole message; `receipts`: what the platform answered
+   *   for the parts delivered since the last save, recorded in the same transaction
    * @throws NotFoundError when no event has this id
    * @throws StoreUnavailableError when the database refuses the write
    */
   savePartsSent(
     eventId: string,
     partsSent: number,
-    attempt: { sentBefore: number; parts: number },
+    attempt: { sentBefore: number; parts: number; receipts?: PartReceipt[] },
   ): void;
   /**
    * Marks a running event delivered and closes its attempt. An event with a delivery id that
@@ -298,6 +315,21 @@ export interface StateStore {
    * @throws StoreUnavailableError when the database cannot be read
    */
   attempts(eventId: string): Attempt[];
+  /**
+   * The whole story of an event, read at one point in time: the event with the headers and
+   * scheme of its request, its attempts with their agent runs and answers, and the message parts
+   * delivered with the platforms' message ids (docs/durability.md#what-is-kept).
+   * @param eventId id or unique prefix
+   * @returns the lineage, or null when nothing matches
+   * @throws NotFoundError when the prefix matches several events
+   * @throws StoreUnavailableError when the database cannot be read
+   * @example
+   * ```ts
+   * const story = store.lineage("evt_0mh2k3");
+   * for (const part of story?.parts ?? []) console.log(part.target, part.chat, part.messageId);
+   * ```
+   */
+  lineage(eventId: string): Lineage | null;
   /**
    * Starts a new attempt series: `queued`, due now, attempts 0, no response, no part sent;
    * except that a direct message not delivered whole, sent again with the same text and route,

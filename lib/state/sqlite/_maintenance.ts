@@ -151,7 +151,7 @@ export function recoverInterrupted(
 
 /**
  * Deletes delivered and failed events received (and, if replayed, replayed) before the
- * retention window, with their attempts. Queued and running events are kept: they are work. An
+ * retention window, with their attempts and the receipts of their parts. Queued and running events are kept: they are work. An
  * event's idempotency key goes with it (an expired key just stays on its row until then, or
  * until a newer event with the same delivery id takes it over).
  * @param db the database
@@ -177,6 +177,7 @@ export function prune(
   let events = 0;
   transaction(() => {
     db.prepare(`DELETE FROM attempts WHERE event_id IN (${old})`).run(cutoff, options.maxRows);
+    db.prepare(`DELETE FROM parts WHERE event_id IN (${old})`).run(cutoff, options.maxRows);
     events = Number(
       db.prepare(`DELETE FROM events WHERE id IN (${old})`).run(cutoff, options.maxRows).changes,
     );

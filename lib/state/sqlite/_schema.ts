@@ -5,10 +5,17 @@
  * @module
  */
 import type { DatabaseSync } from "node:sqlite";
-import type { Attempt, EventSource, EventStatus, RouteSnapshot, StoredEvent } from "../mod.ts";
+import type {
+  Attempt,
+  EventSource,
+  EventStatus,
+  PartReceipt,
+  RouteSnapshot,
+  StoredEvent,
+} from "../mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -34,6 +41,12 @@ export const SCHEMA_VERSION = 9;
  * message before failing, which do not count toward the retry limit; `replayed_at` is when a
  * replay queued the current series (null for the first), so `webhook events` can tell how long
  * the replay took.
+ *
+ * What an event's lineage shows (docs/durability.md#what-is-kept): `headers` (JSON, redacted
+ * before they get here) and `scheme` on the event row, written by the insert that accepts it;
+ * the agent run that answered, and its answer, on its attempt row, written by the update that
+ * saves the answer; and a `parts` row for each message part delivered, with the platform's
+ * message id, indexed by event for the lineage (a worker write, never one of ingest).
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -57,7 +70,9 @@ CREATE TABLE IF NOT EXISTS events (
   last_error TEXT,
   updated_at INTEGER NOT NULL,
   key_expires_at INTEGER,
-  replayed_at INTEGER
+  replayed_at INTEGER,
+  headers TEXT,
+  scheme TEXT
 );
 CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS events_running ON events(status) WHERE status = 'running';
@@ -68,9 +83,26 @@ CREATE TABLE IF NOT EXISTS attempts (
   started_at INTEGER NOT NULL,
   finished_at INTEGER,
   step TEXT NOT NULL,
-  error TEXT
+  error TEXT,
+  provider TEXT,
+  model TEXT,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  run_ms INTEGER,
+  answer TEXT
 );
 CREATE INDEX IF NOT EXISTS attempts_event ON attempts(event_id);
+CREATE TABLE IF NOT EXISTS parts (
+  event_id TEXT NOT NULL,
+  part INTEGER NOT NULL,
+  parts INTEGER NOT NULL,
+  target TEXT NOT NULL,
+  chat TEXT NOT NULL,
+  message_id TEXT,
+  url TEXT,
+  sent_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS parts_event ON parts(event_id);
 CREATE INDEX IF NOT EXISTS events_finished ON events(received_at)
   WHERE status IN ('delivered', 'failed');
 CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(subscription, delivery_id)
@@ -119,6 +151,25 @@ const UPGRADE_TO_8_SQL = "ALTER TABLE events ADD COLUMN replayed_at INTEGER";
  */
 const UPGRADE_TO_9_SQL = "DROP INDEX IF EXISTS events_received";
 
+/**
+ * Upgrades a version 1 to 9 database to version 10, after the other upgrades: the request's
+ * headers and scheme on the event (null for the events already stored), and the agent run and
+ * its answer on the attempt. `SCHEMA_SQL` then creates the `parts` table. Columns with no
+ * default, so an older gateway still running writes on as before.
+ */
+const UPGRADE_TO_10_EVENTS_SQL = `
+ALTER TABLE events ADD COLUMN headers TEXT;
+ALTER TABLE events ADD COLUMN scheme TEXT;
+`;
+const UPGRADE_TO_10_ATTEMPTS_SQL = `
+ALTER TABLE attempts ADD COLUMN provider TEXT;
+ALTER TABLE attempts ADD COLUMN model TEXT;
+ALTER TABLE attempts ADD COLUMN prompt_tokens INTEGER;
+ALTER TABLE attempts ADD COLUMN completion_tokens INTEGER;
+ALTER TABLE attempts ADD COLUMN run_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN answer TEXT;
+`;
+
 type Row = Record<string, unknown>;
 
 /**
@@ -151,6 +202,10 @@ export function rowToEvent(row: Row): StoredEvent {
     replayedAtMs: row.replayed_at === null || row.replayed_at === undefined
       ? null
       : Number(row.replayed_at),
+    ...(typeof row.headers === "string"
+      ? { headers: JSON.parse(row.headers) as Record<string, string> }
+      : {}),
+    ...(typeof row.scheme === "string" ? { scheme: row.scheme } : {}),
   };
 }
 
@@ -167,7 +222,44 @@ export function rowToAttempt(row: Row): Attempt {
     finishedAtMs: row.finished_at === null ? null : Number(row.finished_at),
     step: row.step === "delivery" ? "delivery" : "agent",
     error: row.error === null ? null : String(row.error),
+    run: typeof row.provider === "string"
+      ? {
+        provider: row.provider,
+        model: nullableText(row.model),
+        promptTokens: nullableNumber(row.prompt_tokens),
+        completionTokens: nullableNumber(row.completion_tokens),
+        durationMs: Number(row.run_ms ?? 0),
+      }
+      : null,
+    answer: nullableText(row.answer),
   };
+}
+
+/**
+ * Turns a `parts` row into a record.
+ * @param row the row as `node:sqlite` returns it
+ * @returns the part's receipt
+ */
+export function rowToPart(row: Row): PartReceipt {
+  return {
+    part: Number(row.part),
+    parts: Number(row.parts),
+    target: String(row.target),
+    chat: String(row.chat),
+    messageId: nullableText(row.message_id),
+    url: nullableText(row.url),
+    sentAtMs: Number(row.sent_at),
+  };
+}
+
+/** A TEXT column that may be NULL (or missing, in a row of an older table). */
+function nullableText(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+/** An INTEGER column that may be NULL (or missing). */
+function nullableNumber(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
 }
 
 /**
@@ -190,13 +282,18 @@ export function createOrUpgradeSchema(
     const hasKeysTable = db.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'",
     ).get() !== undefined;
-    const eventColumns = db.prepare("SELECT name FROM pragma_table_info('events')").all();
-    const lacks = (column: string) =>
-      eventColumns.length > 0 && !eventColumns.some((row) => row.name === column);
+    const columns = (table: string) =>
+      db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all();
+    const eventColumns = columns("events");
+    const attemptColumns = columns("attempts");
+    const lacks = (column: string, of = eventColumns) =>
+      of.length > 0 && !of.some((row) => row.name === column);
     if (hasKeysTable) db.exec(UPGRADE_TO_3_SQL);
     if (lacks("uncounted_attempts")) db.exec(UPGRADE_TO_5_SQL);
     if (lacks("replayed_at")) db.exec(UPGRADE_TO_8_SQL);
     db.exec(UPGRADE_TO_9_SQL);
+    if (lacks("headers")) db.exec(UPGRADE_TO_10_EVENTS_SQL);
+    if (lacks("provider", attemptColumns)) db.exec(UPGRADE_TO_10_ATTEMPTS_SQL);
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
   });

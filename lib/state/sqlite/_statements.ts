@@ -7,7 +7,7 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 
 const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source, mode, payload, " +
   "prompt, route, received_at, status, attempts, next_attempt_at, response, parts_sent, " +
-  "last_error, updated_at, key_expires_at";
+  "last_error, updated_at, key_expires_at, headers, scheme";
 
 /** The row that holds an idempotency key (see `events_key` in `_schema.ts`). */
 const KEY_HOLDER = "subscription = ? AND delivery_id = ? AND key_expires_at IS NOT NULL";
@@ -20,7 +20,7 @@ export const STATEMENTS = {
   keyHolder: `SELECT id, key_expires_at FROM events WHERE ${KEY_HOLDER}`,
   releaseKey: `UPDATE events SET key_expires_at = NULL WHERE ${KEY_HOLDER}`,
   // A row that would take a key already held is not inserted (changes = 0).
-  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(19).fill("?").join(", ")}) ` +
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(21).fill("?").join(", ")}) ` +
     "ON CONFLICT (subscription, delivery_id) WHERE key_expires_at IS NOT NULL DO NOTHING",
   insertAttempt: "INSERT INTO attempts (event_id, attempt, started_at, finished_at, step, error) " +
     "VALUES (?, ?, ?, ?, ?, ?)",
@@ -29,8 +29,13 @@ export const STATEMENTS = {
   claim: "UPDATE events SET status = 'running', attempts = attempts + 1, " +
     "next_attempt_at = NULL, updated_at = ? WHERE id = ?",
   saveResponse: "UPDATE events SET response = ?, updated_at = ? WHERE id = ?",
-  agentDone: "UPDATE attempts SET step = 'delivery' " +
+  // The run that answered, and its answer, stay on the attempt for the event's lineage.
+  agentDone: "UPDATE attempts SET step = 'delivery', provider = ?, model = ?, " +
+    "prompt_tokens = ?, completion_tokens = ?, run_ms = ?, answer = ? " +
     "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)",
+  insertPart: "INSERT INTO parts (event_id, part, parts, target, chat, message_id, url, " +
+    "sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+  parts: "SELECT * FROM parts WHERE event_id = ? ORDER BY rowid",
   // The first save of an attempt beyond the parts out when it began (?3), with parts still to
   // go (?4 in all), also marks the attempt as one that does not count: it moved the delivery
   // on, crash or not.

@@ -13,6 +13,7 @@ import {
   type DirectOutcome,
   type EventStatus,
   type NewEvent,
+  type PartReceipt,
   type StateStore,
   storableText,
   type StoredEvent,
@@ -127,6 +128,9 @@ function insertEvent(
     progress.lastError === null ? null : storableText(progress.lastError),
     progress.updatedAtMs,
     keyExpiresAtMs,
+    // In the same insert: keeping the headers costs ingest no statement of its own.
+    event.headers === undefined ? null : JSON.stringify(event.headers),
+    event.scheme ?? null,
   );
   return Number(inserted.changes) === 1;
 }
@@ -186,6 +190,7 @@ function recordDirectNow(
     );
     if (finished.changes === 1) {
       s.closeAttempt.run(nowMs, "delivery", lastError, outcome.progressId);
+      insertReceipts(core, outcome.progressId, outcome.receipts);
       return outcome.progressId;
     }
   }
@@ -203,7 +208,34 @@ function recordDirectNow(
     keyExpiresAtMs: holdsKey ? nowMs + ttlMs : null,
   });
   s.insertAttempt.run(id, 1, event.receivedAtMs, nowMs, "delivery", lastError);
+  insertReceipts(core, id, outcome.receipts);
   return id;
+}
+
+/**
+ * Records what the platforms answered for the parts of an event's message, inside the caller's
+ * transaction.
+ * @param core the store
+ * @param eventId the event the parts belong to
+ * @param receipts the parts' receipts, in the order they were sent; none when undefined
+ */
+export function insertReceipts(
+  core: StoreCore,
+  eventId: string,
+  receipts: readonly PartReceipt[] | undefined,
+): void {
+  for (const receipt of receipts ?? []) {
+    core.s.insertPart.run(
+      eventId,
+      receipt.part,
+      receipt.parts,
+      receipt.target,
+      receipt.chat,
+      receipt.messageId,
+      receipt.url,
+      receipt.sentAtMs,
+    );
+  }
 }
 
 /**

@@ -7,6 +7,7 @@
  */
 import { NotFoundError } from "../../errors.ts";
 import { recoverInterrupted } from "./_maintenance.ts";
+import { insertReceipts } from "./_store_accept.ts";
 import { rowToEvent } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
 import {
@@ -40,20 +41,36 @@ export function claimOps(core: StoreCore): ClaimOps {
   const { db, s, transaction, use, clock } = core;
   return {
     claimDue: (nowMs, limit, options = {}) => claimDue(core, { nowMs, limit, ...options }),
-    saveResponse: (eventId, response) =>
+    saveResponse: (eventId, response, run) =>
       use(() =>
         transaction(() => {
-          core.update(eventId, () => s.saveResponse.run(storableText(response), clock(), eventId));
-          s.agentDone.run(eventId);
+          const answer = storableText(response);
+          core.update(eventId, () => s.saveResponse.run(answer, clock(), eventId));
+          s.agentDone.run(
+            run?.provider ?? null,
+            run?.model ?? null,
+            run?.promptTokens ?? null,
+            run?.completionTokens ?? null,
+            run === undefined ? null : Math.round(run.durationMs),
+            answer,
+            eventId,
+          );
         })
       ),
     savePartsSent: (eventId, partsSent, attempt) =>
-      use(() =>
-        core.update(
-          eventId,
-          () => s.savePartsSent.run(partsSent, clock(), attempt.sentBefore, attempt.parts, eventId),
-        )
-      ),
+      use(() => {
+        const save = () =>
+          core.update(
+            eventId,
+            () =>
+              s.savePartsSent.run(partsSent, clock(), attempt.sentBefore, attempt.parts, eventId),
+          );
+        if (!attempt.receipts?.length) return save();
+        transaction(() => {
+          save();
+          insertReceipts(core, eventId, attempt.receipts);
+        });
+      }),
     markDelivered: (eventId, nowMs) => use(() => markDelivered(core, { eventId, nowMs })),
     markRetry: (eventId, retry) =>
       closeAttempt(core, {

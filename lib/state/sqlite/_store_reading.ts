@@ -1,18 +1,18 @@
 /**
- * Reading events for the CLI (`webhook events`): listing them, finding one by id or prefix,
- * and its attempts; and the queue's size, for the metrics.
+ * Reading events for the CLI (`webhook events`, `webhook show`): listing them, finding one by
+ * id or prefix, its attempts and its whole lineage; and the queue's size, for the metrics.
  *
  * @module
  */
 import { listEvents } from "./_maintenance.ts";
-import { rowToAttempt } from "./_schema.ts";
+import { rowToAttempt, rowToPart } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type { StateStore } from "../mod.ts";
+import type { Lineage, StateStore } from "../mod.ts";
 
 /** The methods of the store that read events. */
 export type ReadingOps = Pick<
   StateStore,
-  "listEvents" | "getEvent" | "attempts" | "queueStats"
+  "listEvents" | "getEvent" | "attempts" | "queueStats" | "lineage"
 >;
 
 /**
@@ -30,6 +30,7 @@ export function readingOps(core: StoreCore): ReadingOps {
         const id = core.findEvent(eventId)?.id ?? eventId;
         return (s.attempts.all(id) as Row[]).map(rowToAttempt);
       }),
+    lineage: (eventId) => use(() => lineage(core, eventId)),
     queueStats: () =>
       use(() => {
         const row = s.queueStats.get() as Row;
@@ -39,4 +40,25 @@ export function readingOps(core: StoreCore): ReadingOps {
         };
       }),
   };
+}
+
+/**
+ * See {@link StateStore.lineage}: the event, its attempts and its parts, in one read transaction
+ * so that a gateway committing meanwhile (another connection) is seen by all three or none.
+ */
+function lineage(core: StoreCore, eventId: string): Lineage | null {
+  const { db, s } = core;
+  const own = !db.isTransaction;
+  if (own) db.exec("BEGIN");
+  try {
+    const event = core.findEvent(eventId);
+    if (event === null) return null;
+    return {
+      event,
+      attempts: (s.attempts.all(event.id) as Row[]).map(rowToAttempt),
+      parts: (s.parts.all(event.id) as Row[]).map(rowToPart),
+    };
+  } finally {
+    if (own && db.isTransaction) db.exec("COMMIT");
+  }
 }

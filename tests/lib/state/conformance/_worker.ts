@@ -34,6 +34,8 @@ export const workerCases: Case[] = [
           finishedAtMs: null,
           step: "agent",
           error: null,
+          run: null,
+          answer: null,
         },
       ]);
       assert.equal(

@@ -19,6 +19,7 @@
 import { acceptCases } from "./_accept.ts";
 import { directCases } from "./_direct.ts";
 import { historyCases } from "./_history.ts";
+import { lineageCases } from "./_lineage.ts";
 import { listingCases } from "./_listing.ts";
 import { queueCases } from "./_queue.ts";
 import { registerCases, type StoreFactory } from "./_suite.ts";
@@ -38,6 +39,7 @@ export function testStateStore(backend: string, factory: StoreFactory): void {
     ...workerCases,
     ...historyCases,
     ...listingCases,
+    ...lineageCases,
     ...queueCases,
   ]);
 }

@@ -30,6 +30,39 @@ Deno.test("a pruned payload is gone from the database file, not left in its free
   }
 });
 
+Deno.test("a pruned event's headers, agent answer and message ids go from the file with it", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    const marker = (what: string) => `${what}-marker-of-a-pruned-event`;
+    const headers = { "user-agent": marker("header") };
+    const id = (await store.accept(newEvent({ receivedAtMs: T0, headers }))).eventId!;
+    store.claimDue(T0, 1);
+    const run = {
+      provider: "openai",
+      model: marker("model"),
+      promptTokens: 1,
+      completionTokens: 1,
+    };
+    store.saveResponse(id, marker("answer"), { ...run, durationMs: 1 });
+    const receipt = { part: 1, parts: 1, target: "telegram", chat: "42", url: null, sentAtMs: T0 };
+    store.savePartsSent(id, 1, {
+      sentBefore: 0,
+      parts: 1,
+      receipts: [{ ...receipt, messageId: marker("message") }],
+    });
+    store.markDelivered(id, T0 + 1);
+    assert.deepEqual(await store.prune(T0 + 8 * 86_400_000, { retentionDays: 7 }), { events: 1 });
+    await store.close();
+    const bytes = new TextDecoder("latin1").decode(await Deno.readFile(home.dbPath));
+    for (const what of ["header", "model", "answer", "message"]) {
+      assert.equal(bytes.includes(marker(what)), false, `the ${what} is left in the file`);
+    }
+  } finally {
+    await home.cleanup();
+  }
+});
+
 Deno.test("pruning many events in a row does not grow the WAL past its size limit", async () => {
   const home = await tempHome();
   try {

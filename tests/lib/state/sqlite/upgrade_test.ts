@@ -93,7 +93,7 @@ async function upgradeMovesKeys(schema: string): Promise<void> {
   const { user_version } = check.prepare("PRAGMA user_version").get() as { user_version: number };
   check.close();
   await home.cleanup();
-  assert.equal(user_version, 9);
+  assert.equal(user_version, SCHEMA_VERSION);
   assert.ok(names.includes("events_key") && names.includes("events_finished"), String(names));
   assert.ok(!names.includes("events_received"), String(names));
   assert.ok(names.includes("events_direct_parts"), String(names));
@@ -206,4 +206,68 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
       assert.equal(upgraded.replay(id, T0 + 2).uncountedAttempts, 0, "a replay starts afresh");
     },
   );
+});
+
+/** What version 10 added, dropped again: a version 9 database as that version left it. */
+const DOWNGRADE_TO_9 = [
+  "DROP TABLE parts",
+  "ALTER TABLE events DROP COLUMN headers",
+  "ALTER TABLE events DROP COLUMN scheme",
+  ...["provider", "model", "prompt_tokens", "completion_tokens", "run_ms", "answer"].map(
+    (column) => `ALTER TABLE attempts DROP COLUMN ${column}`,
+  ),
+  "PRAGMA user_version = 9",
+].join(";\n");
+
+Deno.test("opening a version 9 database keeps its events and attempts, and stores lineages from then on", async () => {
+  const home = await tempHome();
+  try {
+    const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    const old = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
+    store.claimDue(T0, 1);
+    store.saveResponse(old, "an answer from before");
+    store.markDelivered(old, T0 + 1);
+    await store.close();
+    const older = new DatabaseSync(home.dbPath);
+    older.exec(DOWNGRADE_TO_9);
+    older.close();
+
+    const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
+    try {
+      const before = upgraded.lineage(old)!;
+      assert.equal(before.event.status, "delivered", "the event is kept");
+      assert.equal(before.event.response, "an answer from before");
+      assert.equal(before.event.headers, undefined, "no headers were kept then");
+      assert.deepEqual(before.attempts.map((a) => [a.step, a.error, a.run, a.answer]), [
+        ["delivery", null, null, null],
+      ]);
+      assert.deepEqual(before.parts, []);
+      const headers = { "x-gitlab-token": "[redacted]" };
+      const id = (await upgraded.accept(newEvent({ receivedAtMs: T0, headers, scheme: "gitlab" })))
+        .eventId!;
+      upgraded.claimDue(T0, 1);
+      const run = { provider: "command", model: null, promptTokens: null, completionTokens: null };
+      upgraded.saveResponse(id, "new", { ...run, durationMs: 40 });
+      const receipt = { part: 1, parts: 1, target: "log", chat: "gateway log", sentAtMs: T0 };
+      upgraded.savePartsSent(id, 1, {
+        sentBefore: 0,
+        parts: 1,
+        receipts: [{ ...receipt, messageId: null, url: null }],
+      });
+      const after = upgraded.lineage(id)!;
+      assert.deepEqual(after.event.headers, headers);
+      assert.equal(after.attempts[0].run?.durationMs, 40);
+      assert.equal(after.parts.length, 1);
+    } finally {
+      await upgraded.close();
+    }
+    const check = new DatabaseSync(home.dbPath, { readOnly: true });
+    const { user_version } = check.prepare("PRAGMA user_version").get() as {
+      user_version: number;
+    };
+    check.close();
+    assert.equal(user_version, SCHEMA_VERSION);
+  } finally {
+    await home.cleanup();
+  }
 });
