@@ -27,6 +27,10 @@ export interface CompletionAnswer {
   text: string;
   /** Why the model stopped: `stop`, `length` (cut at the token limit), ... or `""` if unsaid. */
   finishReason: string;
+  /** The completion's `model`: the model that answered, as the endpoint names it; if said. */
+  model?: string;
+  /** The completion's `usage` token counts, when it has both as whole numbers. */
+  usage?: { promptTokens: number; completionTokens: number };
 }
 
 /** The body of a 2xx answer, as received. */
@@ -91,7 +95,7 @@ export function readCompletion(
     );
   }
   const text = content.trim();
-  if (text) return { text, finishReason };
+  if (text) return { text, finishReason, ...costOf(completion ?? {}) };
   const refusal = typeof message?.refusal === "string" ? message.refusal.trim() : "";
   if (refusal) {
     throw new AgentError(`The model refused to answer: ${quote(refusal)}`, { permanent: true });
@@ -113,6 +117,28 @@ export function notAChatCompletion(status: number, what: string, quoted?: string
     `The LLM endpoint answered HTTP ${status} with ${what}, not a chat completion${quote}`,
     { unavailable: true },
   );
+}
+
+/**
+ * The model and token counts of a completion, each when the endpoint sent it in the shape
+ * OpenAI documents (`model` a string; `usage.prompt_tokens` and `usage.completion_tokens` whole
+ * numbers): some compatible servers send neither, or counts of another shape.
+ */
+function costOf(completion: Record<string, unknown>): Pick<CompletionAnswer, "model" | "usage"> {
+  const model = typeof completion.model === "string" && completion.model.trim()
+    ? completion.model.trim()
+    : undefined;
+  const usage = asRecord(completion.usage);
+  const tokens = (value: unknown) =>
+    typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+  const promptTokens = tokens(usage?.prompt_tokens);
+  const completionTokens = tokens(usage?.completion_tokens);
+  return {
+    ...(model === undefined ? {} : { model }),
+    ...(promptTokens === undefined || completionTokens === undefined
+      ? {}
+      : { usage: { promptTokens, completionTokens } }),
+  };
 }
 
 /** The text of `content`: a string, the joined text parts of an array, `""` for none. */

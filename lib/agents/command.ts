@@ -83,7 +83,9 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
     deps.processNotes?.started(child.pid, eventId);
     try {
       const run = await superviseRun(child, input, { timeoutSeconds, signal });
-      return verdictOf(program, run, { timeoutSeconds, stopped: signal?.aborted ?? false });
+      const stopped = signal?.aborted ?? false;
+      // A program reports no model or token counts: only its answer is known.
+      return { provider: "command", text: verdictOf(program, run, { timeoutSeconds, stopped }) };
     } finally {
       deps.processNotes?.ended(child.pid);
     }

@@ -56,12 +56,31 @@ export interface AgentRequest {
   signal?: AbortSignal;
 }
 
+/** What one run answered, and what it cost: what the event's lineage shows of the run. */
+export interface AgentAnswer {
+  /** The answer text, trimmed and never empty. */
+  text: string;
+  /** The provider that ran it. */
+  provider: AgentSettings["provider"];
+  /**
+   * The model that answered, as the endpoint names it in its completion (often a dated version
+   * of `agent.model`: `gpt-4o-mini-2024-07-18`), else the one asked for; undefined for `command`.
+   */
+  model?: string;
+  /**
+   * The completion's token counts (`usage.prompt_tokens`, `usage.completion_tokens`:
+   * https://platform.openai.com/docs/api-reference/chat/object); undefined when the endpoint
+   * sent none, and for `command`, whose program reports none.
+   */
+  usage?: { promptTokens: number; completionTokens: number };
+}
+
 /**
  * Runs the agent once.
- * @returns the answer text, trimmed and never empty
+ * @returns the answer, with the model and token counts when the provider reports them
  * @throws AgentError on any failure (see the module documentation)
  */
-export type AgentRunner = (request: AgentRequest) => Promise<string>;
+export type AgentRunner = (request: AgentRequest) => Promise<AgentAnswer>;
 
 /** What a runner may touch. */
 export interface AgentDeps {
@@ -97,7 +116,7 @@ export interface AgentDeps {
  *   { fetch, env: Deno.env.toObject() },
  * );
  * try {
- *   const answer = await run({ prompt: "Summarise this issue: ...", eventId: "evt_1" });
+ *   const { text, usage } = await run({ prompt: "Summarise this issue: ...", eventId: "e1" });
  * } catch (error) {
  *   if (error instanceof AgentError && !error.permanent) {
  *     // retry later, no sooner than error.retryAfterSeconds

@@ -42,8 +42,9 @@ export const CUT_OFF_MARKER = "[answer cut off: the model reached its length lim
  * api.openai.com may need no key (local servers): the SDK then sends the placeholder `no-key`.
  *
  * An answer cut at the model's token limit (`finish_reason: length`) is delivered with
- * {@link CUT_OFF_MARKER} on a line of its own below it, and `deps.warn` is told. Error messages
- * quote what the endpoint said, without the API key.
+ * {@link CUT_OFF_MARKER} on a line of its own below it, and `deps.warn` is told. The answer
+ * names the model the completion says answered and its `usage` token counts, when it has them.
+ * Error messages quote what the endpoint said, without the API key.
  * @param settings the `agent:` configuration
  * @param deps `fetch` (used by the SDK), the environment and `warn`
  * @returns the runner; a missing key or model is reported by each run as a permanent AgentError,
@@ -85,13 +86,15 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     } catch (error) {
       throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
-    const { text, finishReason } = readCompletion(body, hideSecrets);
-    if (finishReason !== "length") return text;
+    const answer = readCompletion(body, hideSecrets);
+    // The model the endpoint says answered (a dated version of the one asked for), else that one.
+    const run = { provider: "openai", model: answer.model ?? model, usage: answer.usage } as const;
+    if (answer.finishReason !== "length") return { ...run, text: answer.text };
     deps.warn?.("the answer to {event_id} was cut off: the model reached its length limit", {
       event_id: eventId,
       model,
     });
-    return `${text}\n\n${CUT_OFF_MARKER}`;
+    return { ...run, text: `${answer.text}\n\n${CUT_OFF_MARKER}` };
   };
 }
 

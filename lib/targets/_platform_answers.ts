@@ -165,6 +165,16 @@ export function notThePlatformsAnswer(expected: string, body: unknown): Failure 
 }
 
 /**
+ * The id a platform gave a message, as text: a string as it is, a whole number in decimal.
+ * @param value the answer's field (`result.message_id`, `id`, `ts`)
+ * @returns the id, or undefined when the field is neither
+ */
+export function messageIdOf(value: unknown): string | undefined {
+  if (typeof value === "string" && value !== "") return value;
+  return typeof value === "number" && Number.isSafeInteger(value) ? String(value) : undefined;
+}
+
+/**
  * An `inspect` for a platform that answers a created message with the message itself: an object
  * whose `id` is of `idType`. Anything else (a proxy's login page) means nothing was sent.
  * @param expected what the answer should be, for the error: `a Discord message`

@@ -27,6 +27,20 @@ export interface MessagePart {
   plain: string;
 }
 
+/**
+ * What a platform answered for one message part it took, read from its answer: the message's
+ * id there, and a link to it when the answer has one (docs/targets.md#what-is-recorded).
+ */
+export interface SentMessage {
+  /**
+   * The platform's id of the message: Telegram's `result.message_id`, Slack's `ts`, Discord's
+   * `id`, the GitHub comment's or GitLab note's `id`; absent when the target has none (`log`).
+   */
+  messageId?: string;
+  /** A link to the message: a GitHub comment's `html_url`. */
+  url?: string;
+}
+
 /** One message to deliver: the text, where it should go, and the event it answers. */
 export interface DeliveryJob {
   /** The subscription's `deliver` value (`telegram`, `origin`, ...). */
@@ -119,9 +133,10 @@ export interface Target<D = unknown> {
   resolve(job: DeliveryJob, ctx: TargetContext): Resolved<D> | Redirect;
   /**
    * Sends one message part (already within {@link maxChars}).
+   * @returns the message's id and link, as far as the platform's answer gives them
    * @throws {TargetError} permanent or retryable, as the platform answered.
    */
-  send(destination: D, part: MessagePart, ctx: SendContext): Promise<void>;
+  send(destination: D, part: MessagePart, ctx: SendContext): Promise<SentMessage>;
   /**
    * Checks a subscription's settings when it is created (`agent webhook subscribe`).
    * @returns Warnings that do not block the subscription (a token the gateway may still get).

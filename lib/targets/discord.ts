@@ -10,7 +10,8 @@
 import { TargetError } from "../errors.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
-import { createdWithId } from "./_platform_answers.ts";
+import { createdWithId, messageIdOf } from "./_platform_answers.ts";
+import { asRecord } from "../subscriptions/payload.ts";
 import { discordMarkdown } from "./_discord_markdown.ts";
 import type { Target } from "./_target.ts";
 
@@ -72,7 +73,7 @@ export const discord: Target<DiscordDestination> = {
     return { label: channelId, destination: { token, baseUrl, channelId } };
   },
   async send({ token, baseUrl, channelId }, { text }, ctx) {
-    await postJson(ctx, {
+    const answer = await postJson(ctx, {
       platform: "Discord",
       action: `message to channel ${channelId}`,
       url: `${baseUrl}/channels/${channelId}/messages`,
@@ -81,6 +82,7 @@ export const discord: Target<DiscordDestination> = {
       secret: token,
       inspect,
     });
+    return { messageId: messageIdOf(asRecord(answer)?.id) };
   },
   check(options) {
     return checkTarget(options, {

@@ -9,9 +9,9 @@
 import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
-import { createdWithId } from "./_platform_answers.ts";
+import { createdWithId, messageIdOf } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
-import { valueAt } from "../subscriptions/payload.ts";
+import { asRecord, valueAt } from "../subscriptions/payload.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** An issue or pull request: `owner/repo` and its number. */
@@ -109,7 +109,7 @@ export const githubComment: Target<GitHubDestination> = {
     return { label: `${item.repo}#${item.number}`, destination: { ...item, token, baseUrl } };
   },
   async send({ repo, number, token, baseUrl }, { text }, ctx) {
-    await postJson(ctx, {
+    const answer = await postJson(ctx, {
       platform: "GitHub",
       action: `comment on ${repo}#${number}`,
       url: `${baseUrl}/repos/${repo}/issues/${number}/comments`,
@@ -123,6 +123,12 @@ export const githubComment: Target<GitHubDestination> = {
       secret: token,
       inspect,
     });
+    const comment = asRecord(answer);
+    const url = comment?.html_url;
+    return {
+      messageId: messageIdOf(comment?.id),
+      ...(typeof url === "string" && /^https?:\/\//.test(url) ? { url } : {}),
+    };
   },
   check(options) {
     return checkTarget(options, {

@@ -10,9 +10,9 @@
 import { TargetError } from "../errors.ts";
 import { apiBase, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
-import { createdWithId } from "./_platform_answers.ts";
+import { createdWithId, messageIdOf } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
-import { valueAt } from "../subscriptions/payload.ts";
+import { asRecord, valueAt } from "../subscriptions/payload.ts";
 import { OWN_COMMENT_MARKER } from "./own_comments.ts";
 
 /** A merge request or issue: project (numeric id or `group/project` path), kind and iid. */
@@ -116,7 +116,8 @@ export const gitlabComment: Target<GitLabDestination> = {
   },
   async send({ project, kind, iid, token, baseUrl }, { text }, ctx) {
     const noun = kind === "merge_requests" ? "merge request" : "issue";
-    await postJson(ctx, {
+    // A note's answer has no link to it, only its id.
+    const answer = await postJson(ctx, {
       platform: "GitLab",
       action: `note on ${noun} ${gitlabLabel({ project, kind, iid })}`,
       // A path project id is one URL segment: `group/project` becomes `group%2Fproject`.
@@ -126,6 +127,7 @@ export const gitlabComment: Target<GitLabDestination> = {
       secret: token,
       inspect,
     });
+    return { messageId: messageIdOf(asRecord(answer)?.id) };
   },
   check(options) {
     return checkTarget(options, {

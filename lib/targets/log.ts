@@ -30,6 +30,6 @@ export const log: Target<LogDestination> = {
   },
   send({ subscription, event, eventId }, { text }, ctx) {
     ctx.log("delivered to log", { subscription, event, event_id: eventId, text });
-    return Promise.resolve();
+    return Promise.resolve({});
   },
 };

@@ -17,6 +17,7 @@ import type {
   MessageFormat,
   Resolved,
   SendContext,
+  SentMessage,
   Target,
   TargetContext,
 } from "./_target.ts";
@@ -30,7 +31,13 @@ import { slack } from "./slack.ts";
 import { splitMessage } from "./split.ts";
 import { telegram } from "./telegram.ts";
 
-export type { DeliveryJob, EventSource, MessageFormat, TargetContext } from "./_target.ts";
+export type {
+  DeliveryJob,
+  EventSource,
+  MessageFormat,
+  SentMessage,
+  TargetContext,
+} from "./_target.ts";
 export { splitMessage };
 
 /** The values of a subscription's `format` (`--format`): `plain`, `markdown`. */
@@ -71,6 +78,26 @@ export interface DeliveryReceipt {
   /** Where it went, without secrets: `123:7`, `octo/repo#12`, `gateway log`. */
   destination: string;
 }
+
+/** One part delivered, as `deliver()` reports it: who sent it, where, and what the platform said. */
+export interface SentPart extends SentMessage {
+  /** The target that sent it: for `origin`, the target it resolved to. */
+  target: string;
+  /** Where it went, without secrets, as {@link DeliveryReceipt.destination}. */
+  destination: string;
+}
+
+/**
+ * Called by `deliver()` after each part went out, and awaited before the next one.
+ * @param partsSent parts sent so far, counting those sent before a resume
+ * @param parts parts in the whole message
+ * @param sent the part just sent: target, destination, and the platform's message id and link
+ */
+export type OnPartSent = (
+  partsSent: number,
+  parts: number,
+  sent: SentPart,
+) => void | Promise<void>;
 
 /** The names of all targets: `log`, `telegram`, `discord`, `slack`, `github_comment`, ... */
 export const TARGET_NAMES: readonly string[] = REGISTRY.map((target) => target.name);
@@ -139,8 +166,9 @@ function resolveTarget(
  *
  * @param job What to send, where, and for which event.
  * @param ctx Env (tokens, home channels, API URLs), `fetch`, `sleep`, the gateway log.
- * @param onPartSent Called after each part with the number of parts sent so far and the number
- *   of parts in all, awaited, so the caller can persist progress before the next part goes out.
+ * @param onPartSent Called after each part with the number of parts sent so far, the number of
+ *   parts in all and the part's {@link SentPart} (the platform's message id), awaited, so the
+ *   caller can persist progress before the next part goes out.
  * @returns The receipt: target that sent, number of parts, destination label.
  * @throws {TargetError} permanent for an unknown target, missing token or destination, an empty
  *   message or a platform 4xx; retryable (with `retryAfterSeconds` when known) for 429 beyond
@@ -158,8 +186,8 @@ function resolveTarget(
  *   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
  *   log: (message, properties) => console.log(message, properties),
  * };
- * const receipt = await deliver(job, ctx, (partsSent, parts) => {
- *   // persist partsSent before the next part goes out
+ * const receipt = await deliver(job, ctx, (partsSent, parts, sent) => {
+ *   // persist partsSent (and sent.messageId) before the next part goes out
  * });
  * receipt.destination; // "123"
  * ```
@@ -167,7 +195,7 @@ function resolveTarget(
 export async function deliver(
   job: DeliveryJob,
   ctx: TargetContext,
-  onPartSent?: (partsSent: number, parts: number) => void | Promise<void>,
+  onPartSent?: OnPartSent,
 ): Promise<DeliveryReceipt> {
   const { target, resolved } = resolveTarget(job, ctx);
   if (target.name !== "log" && job.text.trim() === "") {
@@ -183,8 +211,9 @@ export async function deliver(
     rateLimitBudget: { remainingMs: ctx.maxRateLimitWaitMs ?? DEFAULT_MAX_RATE_LIMIT_WAIT_MS },
   };
   for (let index = job.partsAlreadySent ?? 0; index < parts.length; index++) {
-    await target.send(resolved.destination, parts[index], sendCtx);
-    await onPartSent?.(index + 1, parts.length);
+    const sent = await target.send(resolved.destination, parts[index], sendCtx);
+    const part = { ...sent, target: target.name, destination: resolved.label };
+    await onPartSent?.(index + 1, parts.length, part);
   }
   return { target: target.name, parts: parts.length, destination: resolved.label };
 }

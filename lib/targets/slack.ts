@@ -17,7 +17,7 @@ import { TargetError } from "../errors.ts";
 import { asRecord } from "../subscriptions/payload.ts";
 import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
-import { type Failure, notThePlatformsAnswer } from "./_platform_answers.ts";
+import { type Failure, messageIdOf, notThePlatformsAnswer } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
 import { escapeSlackText, slackMrkdwn } from "./_slack_mrkdwn.ts";
 
@@ -99,8 +99,9 @@ export const slack: Target<SlackDestination> = {
       destination: { token, baseUrl, channel, threadTs },
     };
   },
+  // The posted message is known by its `ts`, which a thread reply names as its `thread_ts`.
   async send({ token, baseUrl, channel, threadTs }, { text, formatted }, ctx) {
-    await postJson(ctx, {
+    const answer = await postJson(ctx, {
       platform: "Slack",
       action: `chat.postMessage to ${channel}`,
       url: `${baseUrl}/chat.postMessage`,
@@ -113,6 +114,7 @@ export const slack: Target<SlackDestination> = {
       secret: token,
       inspect,
     });
+    return { messageId: messageIdOf(asRecord(answer)?.ts) };
   },
   check(options) {
     return checkTarget(options, {

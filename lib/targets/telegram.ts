@@ -15,10 +15,11 @@ import { postJson } from "./_http.ts";
 import {
   describeError,
   type Failure,
+  messageIdOf,
   notThePlatformsAnswer,
   retryAfter,
 } from "./_platform_answers.ts";
-import type { SendContext, Target } from "./_target.ts";
+import type { SendContext, SentMessage, Target } from "./_target.ts";
 import { telegramHtml } from "./_telegram_html.ts";
 
 /** Where a Telegram message goes. */
@@ -75,14 +76,17 @@ function inspect(body: unknown): Failure | undefined {
 /** Where a message goes when its subscription names no chat. */
 const HOME_CHANNEL = "TELEGRAM_HOME_CHANNEL";
 
-/** One `sendMessage`: plain text, or HTML with `parseMode`. */
+/**
+ * One `sendMessage`: plain text, or HTML with `parseMode`.
+ * @returns the sent Message's `message_id`
+ */
 async function sendMessage(
   destination: TelegramDestination,
   text: string,
   { ctx, parseMode }: { ctx: SendContext; parseMode?: "HTML" },
-): Promise<void> {
+): Promise<SentMessage> {
   const { token, baseUrl, chatId, threadId } = destination;
-  await postJson(ctx, {
+  const answer = await postJson(ctx, {
     platform: "Telegram",
     action: `sendMessage to chat ${chatId}`,
     url: `${baseUrl}/bot${token}/sendMessage`,
@@ -96,6 +100,7 @@ async function sendMessage(
     secret: token,
     inspect,
   });
+  return { messageId: messageIdOf(asRecord(asRecord(answer)?.result)?.message_id) };
 }
 
 /**
@@ -132,14 +137,14 @@ export const telegram: Target<TelegramDestination> = {
   async send(destination, part, ctx) {
     if (!part.formatted) return await sendMessage(destination, part.text, { ctx });
     try {
-      await sendMessage(destination, part.text, { ctx, parseMode: "HTML" });
+      return await sendMessage(destination, part.text, { ctx, parseMode: "HTML" });
     } catch (error) {
       if (!refusedFormatting(error)) throw error;
       ctx.log("telegram refused the formatting; sending the part as plain text", {
         chat: destination.chatId,
         error: error.message,
       });
-      await sendMessage(destination, part.plain, { ctx });
+      return await sendMessage(destination, part.plain, { ctx });
     }
   },
   check(options) {

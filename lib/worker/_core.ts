@@ -8,7 +8,7 @@
 import { cutText, errorMessage } from "../errors.ts";
 import type { RetryPolicy } from "./retry.ts";
 import type { SetTimer } from "./timer.ts";
-import type { StoredEvent } from "../state/mod.ts";
+import type { AgentRun, PartReceipt, StoredEvent } from "../state/mod.ts";
 import type { RunPause } from "./_pause.ts";
 import type { HeldOutcomes } from "./_outcomes.ts";
 import type { WorkerDeps } from "./mod.ts";
@@ -68,10 +68,13 @@ export interface AttemptInProgress {
   partsDelivered: number;
   // What the store refused during the attempt (a locked database): the agent's answer and the
   // parts delivered, written again with the attempt's outcome, so neither is lost.
-  /** The agent's answer, not written yet. */
-  responseNotRecorded: string | undefined;
-  /** The parts delivered, not written yet: `sent` of `parts` in all. */
-  partsNotRecorded: { sent: number; parts: number } | undefined;
+  /** The agent's answer and the run that gave it, not written yet. */
+  responseNotRecorded: { text: string; run: AgentRun } | undefined;
+  /**
+   * The parts delivered, not written yet: `sent` of `parts` in all, with the receipts of
+   * those sent since the last write.
+   */
+  partsNotRecorded: { sent: number; parts: number; receipts: PartReceipt[] } | undefined;
   /** Writes both, if any, and forgets them once written. */
   readonly writeRefused: () => void;
 }

@@ -7,10 +7,11 @@
  * @module
  */
 import { errorMessage, TargetError } from "../errors.ts";
-import type { DirectOutcome, NewEvent } from "../state/mod.ts";
+import type { DirectOutcome, NewEvent, PartReceipt } from "../state/mod.ts";
+import type { SentPart } from "../targets/mod.ts";
 import { describe, type WorkerCore } from "./_core.ts";
 import { restStore } from "./_loop.ts";
-import { jobFor } from "./_run.ts";
+import { jobFor, partReceipt } from "./_run.ts";
 
 /** The key of a direct delivery: its subscription and delivery id. */
 export const deliveryKey = (subscription: string, deliveryId: string): string =>
@@ -101,11 +102,14 @@ async function send(
 ): Promise<DirectResult> {
   const partsAlreadySent = event.dedupe ? worker.deps.store.partsSentByFailedAttempts(event) : 0;
   const progress = { partsSent: partsAlreadySent, id: undefined as string | undefined };
+  // What the platform answered for each part, recorded with the outcome.
+  const receipts: PartReceipt[] = [];
   // A message of several parts is on record from its first part on, its count kept up to date
   // before each next part, so that a crash in the middle does not make the sender's retry send
   // again what went out. While the store rests, the parts go out unrecorded.
-  const onPartSent = async (sent: number, parts: number) => {
+  const onPartSent = async (sent: number, parts: number, part: SentPart) => {
     progress.partsSent = sent;
+    receipts.push(partReceipt(part, { part: sent, parts, sentAtMs: worker.deps.now() }));
     if (sent < parts && !worker.outcomes.resting) {
       progress.id = await recordProgress(worker, event, progress);
     }
@@ -113,13 +117,24 @@ async function send(
   const job = { ...jobFor(event, event.prompt, payload), partsAlreadySent };
   try {
     const receipt = await worker.deps.deliver(job, onPartSent, { senderWaits: true });
-    const outcome = { delivered: true, partsSent: receipt.parts, progressId: progress.id };
+    const outcome = {
+      delivered: true,
+      partsSent: receipt.parts,
+      progressId: progress.id,
+      receipts,
+    };
     const eventId = await record(worker, { event, key, outcome });
     return { status: "delivered", eventId, target: receipt.target, parts: receipt.parts };
   } catch (error) {
     const reason = errorMessage(error);
     const { partsSent } = progress;
-    const outcome = { delivered: false, error: reason, partsSent, progressId: progress.id };
+    const outcome = {
+      delivered: false,
+      error: reason,
+      partsSent,
+      progressId: progress.id,
+      receipts,
+    };
     const eventId = await record(worker, { event, key, outcome });
     // A platform's rate limit is passed on: the sender's retry waits as long as it asked.
     const retryAfterSeconds = error instanceof TargetError ? error.retryAfterSeconds : undefined;

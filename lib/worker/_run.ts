@@ -9,8 +9,16 @@
  */
 import { setImmediate } from "node:timers";
 import { TargetError } from "../errors.ts";
-import { needsAgentRun, type NewEvent, type StateStore, type StoredEvent } from "../state/mod.ts";
-import { type DeliveryJob, messageFormat } from "../targets/mod.ts";
+import type { AgentAnswer } from "../agents/mod.ts";
+import {
+  type AgentRun,
+  needsAgentRun,
+  type NewEvent,
+  type PartReceipt,
+  type StateStore,
+  type StoredEvent,
+} from "../state/mod.ts";
+import { type DeliveryJob, messageFormat, type SentPart } from "../targets/mod.ts";
 import type { AttemptInProgress, WorkerCore } from "./_core.ts";
 import { decide, isPermanent } from "./_decide.ts";
 import { deliveryKey } from "./_direct.ts";
@@ -65,14 +73,13 @@ function createAttempt(store: StateStore, event: StoredEvent): AttemptInProgress
     partsNotRecorded: undefined,
     writeRefused() {
       if (attempt.responseNotRecorded !== undefined) {
-        store.saveResponse(event.id, attempt.responseNotRecorded);
+        const { text, run } = attempt.responseNotRecorded;
+        store.saveResponse(event.id, text, run);
         attempt.responseNotRecorded = undefined;
       }
       if (attempt.partsNotRecorded !== undefined) {
-        store.savePartsSent(event.id, attempt.partsNotRecorded.sent, {
-          sentBefore: event.partsSent,
-          parts: attempt.partsNotRecorded.parts,
-        });
+        const { sent, parts, receipts } = attempt.partsNotRecorded;
+        store.savePartsSent(event.id, sent, { sentBefore: event.partsSent, parts, receipts });
         attempt.partsNotRecorded = undefined;
       }
     },
@@ -118,22 +125,47 @@ async function answerFor(worker: WorkerCore, attempt: AttemptInProgress): Promis
     requeueStopped(worker, attempt);
     return null;
   }
-  const text = await deps.runAgent({
+  const runStartedAt = deps.now();
+  const answer = await deps.runAgent({
     prompt: event.prompt,
     systemPrompt,
     eventId: event.id,
     signal: worker.stopRuns.signal,
   });
+  const run = agentRun(answer, deps.now() - runStartedAt);
+  if (answer.usage) deps.metrics?.llmTokens(event.subscription, answer.usage);
   // The answer is kept even when the store refuses it now: it is delivered, and written
   // with the outcome, instead of failing the attempt and running the agent again.
-  attempt.responseNotRecorded = text;
+  attempt.responseNotRecorded = { text: answer.text, run };
   // Kept for the outcome's write while the store rests, or if it refuses now.
   worker.outcomes.writeNow(attempt.writeRefused);
   // The agent answers again.
   worker.pause.agentAnswered();
-  deps.log("info", "agent run ok", { ...context, ms: deps.now() - startedAt, chars: text.length });
+  deps.log("info", "agent run ok", {
+    ...context,
+    ms: deps.now() - startedAt,
+    chars: answer.text.length,
+    ...(run.model === null ? {} : { model: run.model }),
+    ...(run.promptTokens === null ? {} : { prompt_tokens: run.promptTokens }),
+    ...(run.completionTokens === null ? {} : { completion_tokens: run.completionTokens }),
+  });
   attempt.step = "delivery";
-  return text;
+  return answer.text;
+}
+
+/**
+ * The run as the store records it on its attempt.
+ * @param answer what the runner answered
+ * @param durationMs how long the run took, in ms
+ */
+function agentRun(answer: AgentAnswer, durationMs: number): AgentRun {
+  return {
+    provider: answer.provider,
+    model: answer.model ?? null,
+    promptTokens: answer.usage?.promptTokens ?? null,
+    completionTokens: answer.usage?.completionTokens ?? null,
+    durationMs,
+  };
 }
 
 /** Delivers `text`, saving the parts sent as they go out. */
@@ -148,10 +180,13 @@ async function deliverAnswer(
     // The sender's own retries may have got more parts out since the replay was queued.
     job = { ...job, partsAlreadySent: worker.deps.store.resumeAfter(event) };
   }
-  await worker.deps.deliver(job, (partsSent, parts) => {
+  await worker.deps.deliver(job, (partsSent, parts, sent) => {
     // The part went out: a failing store must not turn that into a failed delivery.
     attempt.partsDelivered = partsSent;
-    attempt.partsNotRecorded = { sent: partsSent, parts };
+    const receipt = partReceipt(sent, { part: partsSent, parts, sentAtMs: worker.deps.now() });
+    // Receipts the store refused before are written with this one.
+    const receipts = [...(attempt.partsNotRecorded?.receipts ?? []), receipt];
+    attempt.partsNotRecorded = { sent: partsSent, parts, receipts };
     worker.outcomes.writeNow(attempt.writeRefused);
   });
 }
@@ -199,6 +234,24 @@ function requeueStopped(worker: WorkerCore, { event, context }: AttemptInProgres
   const { deps } = worker;
   deps.log("warn", "agent run stopped by shutdown", context);
   worker.outcomes.record(event.id, () => deps.store.recoverInterrupted(deps.now(), event.id));
+}
+
+/**
+ * What the store records of a part that went out.
+ * @param sent what `deliver()` reported of it
+ * @param at its number and the message's parts, and when it went out (ms since the epoch)
+ */
+export function partReceipt(
+  sent: SentPart,
+  at: { part: number; parts: number; sentAtMs: number },
+): PartReceipt {
+  return {
+    ...at,
+    target: sent.target,
+    chat: sent.destination,
+    messageId: sent.messageId ?? null,
+    url: sent.url ?? null,
+  };
 }
 
 /**

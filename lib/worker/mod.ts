@@ -23,7 +23,7 @@ import { realTimer, type SetTimer } from "./timer.ts";
 import type { AgentRunner } from "../agents/mod.ts";
 import type { MetricsRecorder } from "../metrics/mod.ts";
 import type { NewEvent, StateStore } from "../state/mod.ts";
-import type { DeliveryJob, DeliveryReceipt } from "../targets/mod.ts";
+import type { DeliveryJob, DeliveryReceipt, OnPartSent } from "../targets/mod.ts";
 import { createClockFollower } from "./_clock.ts";
 import type { WorkerCore } from "./_core.ts";
 import { pump, restStore, waitForRuns } from "./_loop.ts";
@@ -41,8 +41,9 @@ export { deliveryKey, type DirectResult } from "./_direct.ts";
  * Delivers a message to its target.
  * @param job what to deliver where
  * @param onPartSent called after each part is delivered, with the number of parts delivered so
- *   far (counting `partsAlreadySent`) and the number of parts in all, so a crash in the middle
- *   does not resend them; a promise it returns is awaited before the next part goes out
+ *   far (counting `partsAlreadySent`), the number of parts in all and the part as sent (the
+ *   platform's message id), so a crash in the middle does not resend them; a promise it returns
+ *   is awaited before the next part goes out
  * @param options `senderWaits`: a direct message whose sender waits for the answer (a
  *   platform's rate limit is then waited out only briefly)
  * @returns which target sent it, in how many parts
@@ -50,7 +51,7 @@ export { deliveryKey, type DirectResult } from "./_direct.ts";
  */
 export type DeliverFn = (
   job: DeliveryJob,
-  onPartSent: (partsSent: number, parts: number) => void | Promise<void>,
+  onPartSent: OnPartSent,
   options?: { senderWaits?: boolean },
 ) => Promise<DeliveryReceipt>;
 

@@ -6,6 +6,8 @@
  * and finish reason the test writes (a refusal, text parts, a cut-off answer), a body sent as
  * it is (a captive portal's HTML page), or a failure (an HTTP status with an optional
  * `Retry-After`, or a hang that ends only when the client gives up or the server closes).
+ * A completion carries `usage` as OpenAI's does: one token per word of the messages and of the
+ * answer, unless the test writes its own (or none).
  * Response shape:
  * https://platform.openai.com/docs/api-reference/chat/object
  *
@@ -26,14 +28,23 @@ export interface FakeLlmRequest {
   authorization: string | null;
   /** The whole JSON body. */
   body: Record<string, unknown>;
+  /** The `usage` the fake answered it with, when it answered a completion that has one. */
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 
 /** What the fake answers: a completion text, a completion as written, a raw body, or a failure. */
 export type FakeLlmAnswer =
   | string
   | {
-    /** The first choice's `message` (role `assistant` is added) and `finish_reason`. */
-    completion: { message: Record<string, unknown>; finishReason: string };
+    /**
+     * The first choice's `message` (role `assistant` is added) and `finish_reason`; `usage` as
+     * sent, or null for a completion without one (@default {a word count})
+     */
+    completion: {
+      message: Record<string, unknown>;
+      finishReason: string;
+      usage?: Record<string, unknown> | null;
+    };
   }
   | {
     /** The body, sent as it is, with status 200 and this `Content-Type` (text/plain when absent). */
@@ -49,6 +60,11 @@ export interface FakeLlmOptions {
   apiKey?: string;
   /** The only model served; others get 404 `model_not_found`. @default {"test-model"} */
   model?: string;
+  /**
+   * The `model` a completion names, as OpenAI names a dated version of the one asked for
+   * (`gpt-4o-mini-2024-07-18`). @default {`model`}
+   */
+  answeredModel?: string;
   /**
    * Decides each answer. @default echoes `"echo: " + <last user message>`
    * @param request the request, already recorded
@@ -77,6 +93,7 @@ export interface FakeLlm {
 export function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
   const apiKey = options.apiKey ?? "test-key";
   const model = options.model ?? "test-model";
+  const answeredModel = options.answeredModel ?? model;
   const answer = options.answer ?? ((request) => `echo: ${lastUserMessage(request)}`);
   const requests: FakeLlmRequest[] = [];
   const shutdown = new AbortController();
@@ -103,9 +120,19 @@ export function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
     }
     const reply = await answer(recorded, index);
     if (typeof reply === "string") {
-      return completion(model, { message: { content: reply }, finishReason: "stop" });
+      const choice = { message: { content: reply }, finishReason: "stop" };
+      return completion(answeredModel, {
+        ...choice,
+        usage: recorded.usage = wordCount(recorded, reply),
+      });
     }
-    if ("completion" in reply) return completion(model, reply.completion);
+    if ("completion" in reply) {
+      const { usage, message } = reply.completion;
+      const counted = usage === undefined && typeof message.content === "string"
+        ? recorded.usage = wordCount(recorded, message.content)
+        : usage;
+      return completion(answeredModel, { ...reply.completion, usage: counted });
+    }
     if ("raw" in reply) {
       const headers = reply.contentType ? { "content-type": reply.contentType } : undefined;
       return new Response(reply.raw, { headers });
@@ -149,9 +176,27 @@ function lastUserMessage(request: FakeLlmRequest): string {
   return users.at(-1)?.content ?? "";
 }
 
+/** OpenAI's `usage` shape, counting one token per word of the messages and of the answer. */
+function wordCount(
+  request: FakeLlmRequest,
+  answer: string,
+): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+  const prompt_tokens = request.messages.reduce(
+    (sum, message) => sum + words(String(message.content)),
+    0,
+  );
+  const completion_tokens = words(answer);
+  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+}
+
 function completion(
   model: string,
-  choice: { message: Record<string, unknown>; finishReason: string },
+  choice: {
+    message: Record<string, unknown>;
+    finishReason: string;
+    usage?: Record<string, unknown> | null;
+  },
 ): Response {
   return Response.json({
     id: `chatcmpl-${crypto.randomUUID()}`,
@@ -163,7 +208,7 @@ function completion(
       message: { role: "assistant", ...choice.message },
       finish_reason: choice.finishReason,
     }],
-    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    ...(choice.usage ? { usage: choice.usage } : {}),
   });
 }
 

@@ -8,7 +8,7 @@ import { commandRunner } from "./_command_runner.ts";
 
 Deno.test("command runner writes the prompt on stdin and returns stdout trimmed", async () => {
   const answer = await commandRunner(["cat"])({ prompt: "hello agent\n", eventId: "evt_1" });
-  assert.equal(answer, "hello agent");
+  assert.deepEqual(answer, { provider: "command", text: "hello agent" }, "no model nor tokens");
 });
 
 Deno.test("command runner puts the system prompt before the prompt on stdin", async () => {
@@ -17,7 +17,7 @@ Deno.test("command runner puts the system prompt before the prompt on stdin", as
     systemPrompt: "skills",
     eventId: "e",
   });
-  assert.equal(answer, "skills\n\nevent");
+  assert.equal(answer.text, "skills\n\nevent");
 });
 
 Deno.test("command runner passes the given environment and AGENT_EVENT_ID, nothing else", async () => {
@@ -26,7 +26,7 @@ Deno.test("command runner passes the given environment and AGENT_EVENT_ID, nothi
   const answer = await commandRunner([Deno.execPath(), "eval", script], {
     env: { ONLY_HERE: "yes", DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test" },
   })({ prompt: "", eventId: "evt_42" });
-  assert.equal(answer, "evt_42 yes no-home");
+  assert.equal(answer.text, "evt_42 yes no-home");
 });
 
 Deno.test("command runner withholds the webhook secret and the bot tokens", async () => {
@@ -41,7 +41,7 @@ Deno.test("command runner withholds the webhook secret and the bot tokens", asyn
       DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test",
     },
   })({ prompt: "", eventId: "e" });
-  assert.equal(answer, "- - - own-key");
+  assert.equal(answer.text, "- - - own-key");
 });
 
 Deno.test("command runner reports a non-zero exit as retryable with the end of stderr", async () => {
@@ -67,7 +67,7 @@ Deno.test("command runner refuses an answer over 1 MiB and stops the program", a
   const answer = await commandRunner([Deno.execPath(), "eval", script], {
     env: { DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test" },
   })({ prompt: "", eventId: "e" });
-  assert.equal(answer, exact, "exactly 1 MiB is still an answer");
+  assert.equal(answer.text, exact, "exactly 1 MiB is still an answer");
 });
 
 Deno.test("command runner reports a program that fails without reading stdin", async () => {
@@ -125,7 +125,7 @@ Deno.test("command runner answers once the program exits 0, though a background 
       ["sh", "-c", `cat >/dev/null; sleep 30 & echo $! > ${pidFile}; echo answer`],
       { timeoutSeconds: 10 },
     )({ prompt: "p", eventId: "e" });
-    assert.equal(answer, "answer");
+    assert.equal(answer.text, "answer");
     assert.ok(
       performance.now() - started < PIPE_GRACE_AFTER_EXIT_MS + 4_000,
       "the run ends a grace period after the exit, not at the timeout",
@@ -169,7 +169,7 @@ Deno.test("command runner answers though a child outside its process group keeps
       ["sh", "-c", `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 30' & echo answer`],
       { timeoutSeconds: 10 },
     )({ prompt: "p", eventId: "e" });
-    assert.equal(answer, "answer");
+    assert.equal(answer.text, "answer");
     assert.ok(performance.now() - started < PIPE_GRACE_AFTER_EXIT_MS + 4_000, "no timeout wait");
   } finally {
     const escaped = Number(await Deno.readTextFile(pidFile).catch(() => "0"));

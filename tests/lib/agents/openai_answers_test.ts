@@ -83,7 +83,7 @@ Deno.test("openai runner joins an answer sent as text parts, leaving other parts
   ];
   const answer = () => ({ completion: { message: { content }, finishReason: "stop" } });
   await withFakeLlm({ answer }, async (settings) => {
-    const text = await createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" });
+    const { text } = await createAgentRunner(settings, deps)({ prompt: "x", eventId: "e" });
     assert.equal(text, "The build failed on a flaky test.");
   });
 });
@@ -110,7 +110,7 @@ Deno.test("openai runner delivers an answer cut at the length limit with a marke
       ...deps,
       warn: (template, properties) => void warnings.push([template, properties]),
     });
-    const text = await run({ prompt: "x", eventId: "evt_42" });
+    const { text } = await run({ prompt: "x", eventId: "evt_42" });
     assert.equal(
       text,
       "The answer is cut in the midd\n\n[answer cut off: the model reached its length limit]",

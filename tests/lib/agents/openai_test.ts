@@ -12,7 +12,7 @@ Deno.test("openai runner sends the system prompt and the prompt, and returns the
   await withFakeLlm({ answer: () => "  Looks like a flaky test.\n" }, async (settings, fake) => {
     const run = createAgentRunner(settings, deps);
     const answer = await run({ prompt: "CI failed", systemPrompt: "Be brief", eventId: "evt_1" });
-    assert.equal(answer, "Looks like a flaky test.");
+    assert.equal(answer.text, "Looks like a flaky test.");
     assert.equal(fake.requests.length, 1);
     assert.equal(fake.requests[0].authorization, "Bearer test-key");
     assert.equal(fake.requests[0].model, "test-model");
@@ -20,6 +20,36 @@ Deno.test("openai runner sends the system prompt and the prompt, and returns the
       { role: "system", content: "Be brief" },
       { role: "user", content: "CI failed" },
     ]);
+  });
+});
+
+Deno.test("openai runner names the model that answered and the completion's token counts", async () => {
+  const options = { answeredModel: "test-model-2024-07-18", answer: () => "Three words here" };
+  await withFakeLlm(options, async (settings, fake) => {
+    const run = createAgentRunner(settings, deps);
+    const answer = await run({ prompt: "CI failed", systemPrompt: "Be brief", eventId: "e" });
+    assert.deepEqual(answer, {
+      provider: "openai",
+      text: "Three words here",
+      model: "test-model-2024-07-18",
+      usage: { promptTokens: 4, completionTokens: 3 },
+    });
+    assert.equal(fake.requests[0].usage?.prompt_tokens, 4, "the fake counts words");
+  });
+});
+
+Deno.test("openai runner leaves the token counts out when the completion has no usage", async () => {
+  const answers = [null, { prompt_tokens: "12", completion_tokens: 3 }];
+  const answer = (_: unknown, index: number) => ({
+    completion: { message: { content: "ok" }, finishReason: "stop", usage: answers[index] },
+  });
+  await withFakeLlm({ answer }, async (settings) => {
+    const run = createAgentRunner(settings, deps);
+    for (const _ of answers) {
+      const result = await run({ prompt: "x", eventId: "e" });
+      assert.equal(result.usage, undefined);
+      assert.equal(result.model, "test-model");
+    }
   });
 });
 
@@ -32,7 +62,7 @@ Deno.test("openai runner takes key, base URL and model from the environment when
         env: { OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.url, AGENT_MODEL: "test-model" },
       },
     );
-    assert.equal(await run({ prompt: "hi", eventId: "evt_1" }), "echo: hi");
+    assert.equal((await run({ prompt: "hi", eventId: "evt_1" })).text, "echo: hi");
     assert.deepEqual(fake.requests[0].messages, [{ role: "user", content: "hi" }]);
     assert.equal(settings.model, "test-model");
   });

@@ -48,7 +48,7 @@ Deno.test("command runner reports a program that is not executable as permanent"
       assert.equal(error.permanent, true);
       assert.match(error.message, /is not executable/);
       await Deno.chmod(path, 0o755);
-      assert.equal(await commandRunner([path])({ prompt: "p", eventId: "e" }), "hi");
+      assert.equal((await commandRunner([path])({ prompt: "p", eventId: "e" })).text, "hi");
     },
   );
 });
@@ -62,7 +62,7 @@ Deno.test("command runner finds a program on the given PATH, not the gateway's",
         eventId: "e",
       },
     );
-    assert.equal(answer, `from ${path}`);
+    assert.equal(answer.text, `from ${path}`);
   });
 });
 
@@ -132,7 +132,7 @@ Deno.test({
       prompt: "",
       eventId: "e",
     });
-    const [pid, session] = answer.split(" ").map(Number);
+    const [pid, session] = answer.text.split(" ").map(Number);
     assert.deepEqual(noted, [pid], "the pid a stop or the next start kills the group of");
     assert.equal(session, pid, "its own session, which a timeout and the cleanup kill");
     assert.notEqual(session, sessionOf("self"));

@@ -7,11 +7,13 @@ import assert from "node:assert/strict";
 import { StoreUnavailableError, TargetError } from "../../../lib/errors.ts";
 import type { DirectOutcome, NewEvent } from "../../../lib/state/mod.ts";
 import { openStateStore } from "../../../lib/state/sqlite/mod.ts";
-import type { DeliveryJob } from "../../../lib/targets/mod.ts";
+import type { DeliveryJob, SentPart } from "../../../lib/targets/mod.ts";
 import type { DeliverFn } from "../../../lib/worker/mod.ts";
 import { directWorker } from "../../fakes/direct_worker.ts";
 
 const T0 = 1_700_000_000_000;
+/** A part as a fake delivery reports it sent. */
+const SENT: SentPart = { target: "telegram", destination: "chat 42", messageId: "7" };
 
 function direct(deliveryId: string): NewEvent {
   return {
@@ -216,7 +218,7 @@ Deno.test("a direct message sent while the gateway stops records its progress, t
     return locked ? LOCKED() : recordDirectProgress(...args);
   };
   const worker = directWorker(store, async (_job, onPart) => {
-    for (let part = 1; part <= 3; part++) await onPart(part, 3);
+    for (let part = 1; part <= 3; part++) await onPart(part, 3, SENT);
     return { target: "telegram", parts: 3, destination: "chat 42" };
   }, { now: () => T0, setTimer: () => () => {} });
   worker.start();

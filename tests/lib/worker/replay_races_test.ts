@@ -9,7 +9,7 @@ import { webhookReplay } from "../../../commands/webhook_replay.ts";
 import { ConflictError, StoreUnavailableError, TargetError } from "../../../lib/errors.ts";
 import type { NewEvent, StateStore } from "../../../lib/state/mod.ts";
 import { openStateStore } from "../../../lib/state/sqlite/mod.ts";
-import type { DeliveryJob } from "../../../lib/targets/mod.ts";
+import type { DeliveryJob, SentPart } from "../../../lib/targets/mod.ts";
 import {
   createWorker,
   type DeliverFn,
@@ -62,7 +62,7 @@ function harness(
   const timers: { at: number; cb: () => void }[] = [];
   const worker = createWorker({
     store,
-    runAgent: () => Promise.resolve("answer"),
+    runAgent: () => Promise.resolve({ provider: "command", text: "answer" }),
     deliver: (job, onPart, options) =>
       (options?.senderWaits ? deliveries.direct : deliveries.worker)!(job, onPart, options),
     systemPrompt: () => Promise.resolve(""),
@@ -114,6 +114,8 @@ function sendsTo(sent: DeliveryJob[], gate?: Promise<void>): DeliverFn {
 
 /** What a fake delivery answers. */
 const RECEIPT = { target: "telegram", parts: 1, destination: "chat 42" };
+/** A part as a fake delivery reports it sent. */
+const SENT: SentPart = { target: "telegram", destination: "chat 42", messageId: "7" };
 
 Deno.test("a replay that fails leaves the sender's later retry deliverable", async () => {
   const store = openStateStore(":memory:", { idempotencyTtlSeconds: 86_400 });
@@ -280,8 +282,8 @@ Deno.test("a replay that waited for the sender's retry resumes after the parts t
         // The retry resumes after part 1, sends parts 2 and 3, then the target fails.
         assert.equal(job.partsAlreadySent, 1);
         await gate;
-        await onPart(2, 4);
-        await onPart(3, 4);
+        await onPart(2, 4, SENT);
+        await onPart(3, 4, SENT);
         throw new TargetError("Telegram 502");
       },
       worker: (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve(RECEIPT)),
@@ -390,7 +392,7 @@ Deno.test("a failed resend of a delivered message, replayed again, resumes after
     store.replay(b, clock.now);
     // The resend gets part 1 out, then the target refuses for good.
     await runWorker(store, clock, (_job, onPart) => {
-      onPart?.(1, 4);
+      onPart?.(1, 4, SENT);
       return Promise.reject(new TargetError("down", { permanent: true }));
     });
     assert.equal(store.getEvent(b)!.status, "failed");
@@ -414,7 +416,7 @@ Deno.test("direct mode tries to record a long message's progress once per rest w
     const worker = directWorker(store, async (_job, onPart) => {
       for (let part = 1; part <= 6; part++) {
         if (part === 4) rests.splice(0).forEach((endRest) => endRest()); // a slow platform
-        await onPart(part, 6);
+        await onPart(part, 6, SENT);
       }
       return { target: "telegram", parts: 6, destination: "chat 42" };
     }, { now: () => T0, setTimer: (callback) => (rests.push(callback), () => {}) });
@@ -435,7 +437,7 @@ Deno.test("plain direct mode: first send, retry after 502 resumes, retry after 2
     let failing = true;
     const worker = directWorker(store, async (job, onPart) => {
       if (failing) {
-        await onPart(2, 3);
+        await onPart(2, 3, SENT);
         throw new TargetError("502");
       }
       return sendsTo(sent)(job, onPart);

@@ -7,7 +7,12 @@ import {
 } from "../../../lib/errors.ts";
 import type { NewEvent, StateStore } from "../../../lib/state/mod.ts";
 import { openStateStore } from "../../../lib/state/sqlite/mod.ts";
-import type { DeliveryJob, DeliveryReceipt } from "../../../lib/targets/mod.ts";
+import type {
+  DeliveryJob,
+  DeliveryReceipt,
+  OnPartSent,
+  SentPart,
+} from "../../../lib/targets/mod.ts";
 import {
   ABORT_GRACE_MS,
   createWorker,
@@ -15,7 +20,11 @@ import {
   type WorkerDeps,
 } from "../../../lib/worker/mod.ts";
 import { newEvent } from "../state/_fixtures.ts";
-import { type AgentSettings, createAgentRunner } from "../../../lib/agents/mod.ts";
+import {
+  type AgentAnswer,
+  type AgentSettings,
+  createAgentRunner,
+} from "../../../lib/agents/mod.ts";
 import { eventually } from "../../_helpers.ts";
 
 const T0 = 1_700_000_000_000;
@@ -43,6 +52,14 @@ function fakeTime() {
       for (const timer of due) timer.callback();
     },
   };
+}
+
+/** A part as a fake delivery reports it sent. */
+const SENT: SentPart = { target: "telegram", destination: "123", messageId: "9" };
+
+/** A runner's answer of `text`, without model or token counts. */
+function answer(text: string): AgentAnswer {
+  return { provider: "command", text };
 }
 
 /** The store tests' event, sent to Telegram chat 123 about issue 7. */
@@ -79,7 +96,7 @@ async function withWorker(
     store,
     runAgent: ({ signal: _, ...request }) => {
       prompts.push(request);
-      return Promise.resolve(`answer to ${request.prompt}`);
+      return Promise.resolve(answer(`answer to ${request.prompt}`));
     },
     deliver: (job) => {
       jobs.push(job);
@@ -173,7 +190,9 @@ Deno.test("worker retries a failed agent run after the backoff, then delivers", 
   let calls = 0;
   const runAgent = () => {
     calls += 1;
-    return calls === 1 ? Promise.reject(new AgentError("503 overloaded")) : Promise.resolve("ok");
+    return calls === 1
+      ? Promise.reject(new AgentError("503 overloaded"))
+      : Promise.resolve(answer("ok"));
   };
   await withWorker({ runAgent, retry: { initialDelayMs: 10_000 } }, async (h) => {
     const id = await accept(h.store);
@@ -212,7 +231,7 @@ Deno.test("after the LLM endpoint fails two runs in a row, new agent runs wait; 
   const runAgent = () => {
     calls += 1;
     const down = new AgentError("503", { unavailable: true, retryAfterSeconds: 5 });
-    return up ? Promise.resolve("ok") : Promise.reject(down);
+    return up ? Promise.resolve(answer("ok")) : Promise.reject(down);
   };
   await withWorker(
     { runAgent, maxConcurrency: 1, retry: { initialDelayMs: 20_000 } },
@@ -303,7 +322,7 @@ Deno.test("one event's own retries failing at the endpoint pause nothing", async
     calls += 1;
     return eventId === failing
       ? Promise.reject(new AgentError("503", { unavailable: true }))
-      : Promise.resolve("ok");
+      : Promise.resolve(answer("ok"));
   };
   await withWorker(
     { runAgent, maxConcurrency: 1, retry: { initialDelayMs: 10_000 } },
@@ -329,7 +348,7 @@ Deno.test("an endpoint failure between successes pauses nothing: it may be the p
     // A proxy in front of the endpoint answers 502 to every other prompt.
     return calls % 2 === 1
       ? Promise.reject(new AgentError("502 Bad Gateway", { unavailable: true }))
-      : Promise.resolve("ok");
+      : Promise.resolve(answer("ok"));
   };
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
     for (const n of [1, 2, 3, 4, 5, 6]) await accept(h.store, { deliveryId: `d-${n}` });
@@ -340,9 +359,9 @@ Deno.test("an endpoint failure between successes pauses nothing: it may be the p
 });
 
 Deno.test("a run that succeeds ends the pause another run's failure began", async () => {
-  const answers: PromiseWithResolvers<string>[] = [];
+  const answers: PromiseWithResolvers<AgentAnswer>[] = [];
   const runAgent = () => {
-    answers.push(Promise.withResolvers<string>());
+    answers.push(Promise.withResolvers<AgentAnswer>());
     return answers.at(-1)!.promise;
   };
   await withWorker({ runAgent, maxConcurrency: 3 }, async (h) => {
@@ -354,10 +373,10 @@ Deno.test("a run that succeeds ends the pause another run's failure began", asyn
     }
     await turnsUntil(() => h.logs.filter((l) => l.message === "retry scheduled").length === 2);
     assert.equal(answers.length, 3, "the fourth waits for the pause");
-    answers[2].resolve("ok");
+    answers[2].resolve(answer("ok"));
     await turnsUntil(() => answers.length === 4);
     assert.equal(h.time.now(), T0, "at once, not after the second");
-    answers[3].resolve("ok");
+    answers[3].resolve(answer("ok"));
   });
 });
 
@@ -392,7 +411,9 @@ Deno.test("an event queued before the clock was set back is due as soon after it
   let calls = 0;
   const runAgent = () => {
     calls += 1;
-    return calls === 1 ? Promise.reject(new AgentError("LLM answered 502")) : Promise.resolve("ok");
+    return calls === 1
+      ? Promise.reject(new AgentError("LLM answered 502"))
+      : Promise.resolve(answer("ok"));
   };
   const time = fakeTime();
   let shift = 0;
@@ -550,7 +571,7 @@ Deno.test("the agent's answer is stored before its delivery: a gateway that dies
     const delivered: string[] = [];
     const next = createWorker({
       store: h.store,
-      runAgent: () => Promise.resolve(`a second answer (run ${++agentRuns})`),
+      runAgent: () => Promise.resolve(answer(`a second answer (run ${++agentRuns})`)),
       deliver: (job) => (delivered.push(job.text), Promise.resolve(RECEIPT)),
       systemPrompt: () => Promise.resolve("base"),
       now: h.time.now,
@@ -570,11 +591,11 @@ Deno.test("the agent's answer is stored before its delivery: a gateway that dies
 
 Deno.test("worker resumes a split message after the parts already sent", async () => {
   const seen: (number | undefined)[] = [];
-  const deliver = (job: DeliveryJob, onPartSent: (sent: number, parts: number) => void) => {
+  const deliver = (job: DeliveryJob, onPartSent: OnPartSent) => {
     seen.push(job.partsAlreadySent);
     if (seen.length === 1) {
-      onPartSent(1, 3);
-      onPartSent(2, 3);
+      onPartSent(1, 3, SENT);
+      onPartSent(2, 3, SENT);
       return Promise.reject(new TargetError("429", { retryAfterSeconds: 30 }));
     }
     return Promise.resolve(RECEIPT);
@@ -594,11 +615,11 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
   // moves the message on, so it is delivered whole instead of dead-lettered after 3 attempts.
   const PARTS = 16;
   const seen: number[] = [];
-  const deliver = (job: DeliveryJob, onPartSent: (sent: number, parts: number) => void) => {
+  const deliver = (job: DeliveryJob, onPartSent: OnPartSent) => {
     const from = job.partsAlreadySent ?? 0;
     seen.push(from);
     const to = Math.min(PARTS, from + 3);
-    for (let part = from + 1; part <= to; part++) onPartSent(part, PARTS);
+    for (let part = from + 1; part <= to; part++) onPartSent(part, PARTS, SENT);
     return to === PARTS
       ? Promise.resolve(RECEIPT)
       : Promise.reject(new TargetError("Slack rate limited", { retryAfterSeconds: 31 }));
@@ -620,8 +641,8 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
 
 Deno.test("attempts that deliver nothing still count, after attempts that made progress", async () => {
   let calls = 0;
-  const deliver = (_job: DeliveryJob, onPartSent: (sent: number, parts: number) => void) => {
-    if (++calls === 1) onPartSent(1, 2); // part 1 goes out, then the platform fails for good
+  const deliver = (_job: DeliveryJob, onPartSent: OnPartSent) => {
+    if (++calls === 1) onPartSent(1, 2, SENT); // part 1 goes out, then the platform fails for good
     return Promise.reject(new TargetError("Telegram answered 502"));
   };
   await withWorker({ deliver, retry: { maxAttempts: 3 } }, async (h) => {
@@ -666,7 +687,9 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
   const runAgent = () => {
     active += 1;
     peak = Math.max(peak, active);
-    return new Promise<string>((resolve) => gates.push(() => (active -= 1, resolve("ok"))));
+    return new Promise<AgentAnswer>((resolve) =>
+      gates.push(() => (active -= 1, resolve(answer("ok"))))
+    );
   };
   await withWorker({ runAgent, maxConcurrency: 2 }, async (h) => {
     for (let i = 0; i < 5; i++) await accept(h.store);
@@ -687,10 +710,10 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
 });
 
 Deno.test("worker.stop() waits up to the deadline, stops the agent run and leaves queued events queued", async () => {
-  let release: ((value: string) => void) | undefined;
+  let release: ((value: AgentAnswer) => void) | undefined;
   let aborted = false;
   const runAgent = ({ signal }: { signal?: AbortSignal }) =>
-    new Promise<string>((resolve, reject) => {
+    new Promise<AgentAnswer>((resolve, reject) => {
       release = resolve;
       signal?.addEventListener("abort", () => {
         aborted = true;
@@ -719,7 +742,7 @@ Deno.test("worker.stop() waits up to the deadline, stops the agent run and leave
     await Promise.resolve();
     assert.equal(h.store.getEvent(first)!.status, "queued", "no claim after stop");
     assert.equal(h.store.getEvent(second)!.status, "queued", "no claim after stop");
-    release!("late answer");
+    release!(answer("late answer"));
     await new Promise((resolve) => setTimeout(resolve, 0));
   });
 });
@@ -727,7 +750,7 @@ Deno.test("worker.stop() waits up to the deadline, stops the agent run and leave
 Deno.test("worker.stop() stops the agent run at once when hurried", async () => {
   let runs = 0;
   const runAgent = ({ signal }: { signal?: AbortSignal }) =>
-    new Promise<string>((_, reject) => {
+    new Promise<AgentAnswer>((_, reject) => {
       runs += 1;
       signal?.addEventListener("abort", () => reject(new Error("stopped")));
     });
@@ -751,7 +774,7 @@ Deno.test("worker.stop() stops the agent run at once when hurried", async () => 
 
 Deno.test("a stop that cannot requeue its stopped run at once tries again before it ends", async () => {
   const runAgent = ({ signal }: { signal?: AbortSignal }) =>
-    new Promise<string>((_, reject) =>
+    new Promise<AgentAnswer>((_, reject) =>
       signal?.addEventListener("abort", () => reject(new Error("x")))
     );
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
@@ -786,8 +809,8 @@ Deno.test("a missing skill found after a stop began still fails the event, not r
 });
 
 Deno.test("worker.stop() gives up on an agent run that ignores the stop after a grace period", async () => {
-  let release: ((value: string) => void) | undefined;
-  const runAgent = () => new Promise<string>((resolve) => (release = resolve));
+  let release: ((value: AgentAnswer) => void) | undefined;
+  const runAgent = () => new Promise<AgentAnswer>((resolve) => (release = resolve));
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
     const id = await accept(h.store);
     h.worker.start();
@@ -801,7 +824,7 @@ Deno.test("worker.stop() gives up on an agent run that ignores the stop after a 
     await stopping;
     assert.equal(h.store.getEvent(id)!.status, "running");
     assert.ok(h.logs.some((l) => l.message === "worker stopped with events in progress"));
-    release!("late answer"); // lets the run end before the harness closes the store
+    release!(answer("late answer")); // lets the run end before the harness closes the store
     await turnsUntil(() => h.store.getEvent(id)!.status !== "running");
   });
 });
@@ -908,7 +931,7 @@ Deno.test("worker does not let an outcome the store keeps refusing hold up the o
 
 Deno.test("an answer the store refuses is delivered and kept, and the agent does not run again", async () => {
   let runs = 0;
-  const runAgent = () => (runs++, Promise.resolve("the answer"));
+  const runAgent = () => (runs++, Promise.resolve(answer("the answer")));
   let deliveries = 0;
   const deliver: WorkerDeps["deliver"] = () =>
     ++deliveries === 1
@@ -935,7 +958,7 @@ Deno.test("worker keeps the parts already sent when the store fails between part
   const deliver: WorkerDeps["deliver"] = async (job, onPartSent) => {
     resumedAfter.push(job.partsAlreadySent);
     if (resumedAfter.length > 1) return RECEIPT;
-    await onPartSent(1, 2);
+    await onPartSent(1, 2, SENT);
     throw new TargetError("502 from Telegram on part 2");
   };
   await withWorker({ deliver }, async (h) => {
@@ -965,7 +988,7 @@ Deno.test("worker.start() resumes events a previous run left running", async () 
 
 Deno.test("an event interrupted by a crash on every attempt ends failed, not run again", async () => {
   let runs = 0;
-  const runAgent = () => (runs++, Promise.resolve("never"));
+  const runAgent = () => (runs++, Promise.resolve(answer("never")));
   await withWorker({ runAgent, retry: { maxAttempts: 3 } }, async (h) => {
     const id = await accept(h.store);
     for (let crash = 0; crash < 3; crash++) {
