@@ -2,7 +2,8 @@
  * The "auth" step of `POST /webhooks/<name>` (docs/http.md, docs/signatures.md): the signature is verified on the
  * raw bytes with the route's secrets, before anything is parsed, and the checks that tie a body
  * to the scheme that signed it: which form bodies that scheme's senders send, and Linear's
- * timestamp, which is inside the signed body.
+ * timestamp, which is inside the signed body. And what of a request's headers is stored with its
+ * event: all of them, but the values that can carry a credential (docs/durability.md#what-is-kept).
  *
  * @module
  */
@@ -11,6 +12,7 @@ import type { IngestDeps } from "./mod.ts";
 import { log } from "./_answers.ts";
 import { Refusal, refusalFor, REJECTED } from "./_refusal.ts";
 import { DEFAULT_TOLERANCE_SECONDS, type SchemeName } from "../../lib/signatures/mod.ts";
+import { REDACTED } from "../../lib/state/mod.ts";
 
 /** A request to authenticate: its raw body, and the route its name found. */
 export interface Unverified {
@@ -160,4 +162,63 @@ function linearTimestampFresh(payload: unknown, nowMs: number): boolean {
   const sent = (payload as { webhookTimestamp?: unknown } | null)?.webhookTimestamp;
   return typeof sent === "number" && Number.isFinite(sent) &&
     Math.abs(nowMs - sent) <= DEFAULT_TOLERANCE_SECONDS * 1000;
+}
+
+/**
+ * The headers each scheme of docs/signatures.md reads its signature or token from, and the
+ * usual carriers of credentials (proxies', cookies). Any other name that says what it carries
+ * ({@link CREDENTIAL_NAME}) is redacted too: `X-Api-Key`, a sender's own `X-Auth-Token`.
+ */
+const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set([
+  "x-hub-signature-256",
+  "x-hub-signature",
+  "x-gitlab-token",
+  "webhook-signature",
+  "svix-signature",
+  "stripe-signature",
+  "x-slack-signature",
+  "x-shopify-hmac-sha256",
+  "linear-signature",
+  "x-webhook-signature-v2",
+  "x-webhook-signature",
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+]);
+
+/** A header name that says it carries a credential. */
+const CREDENTIAL_NAME =
+  /auth|token|secret|signature|hmac|cookie|session|password|passwd|api[-_]?key|credential/i;
+
+/** Most headers stored with an event: a request may send a hundred, no sender sends so many. */
+const MAX_STORED_HEADERS = 64;
+
+/** Longest header value stored, in characters; a longer one is cut, its length said. */
+const MAX_STORED_VALUE_CHARS = 1024;
+
+/**
+ * A request's headers as they are stored with its event: by lowercase name, sorted as
+ * `Headers` gives them, the value of every header that can carry a credential replaced with
+ * `[redacted]` (its name kept, so the lineage shows which scheme's header came); at most 64
+ * headers, each value cut at 1,024 characters.
+ * @param headers the request's headers
+ * @returns the headers to store
+ * @example
+ * ```ts
+ * redactedHeaders(new Headers({ "X-Hub-Signature-256": "sha256=ab12", "X-GitHub-Event": "ping" }));
+ * // { "x-github-event": "ping", "x-hub-signature-256": "[redacted]" }
+ * ```
+ */
+export function redactedHeaders(headers: Headers): Record<string, string> {
+  const stored: Record<string, string> = {};
+  let count = 0;
+  for (const [name, value] of headers) {
+    if (++count > MAX_STORED_HEADERS) break;
+    stored[name] = CREDENTIAL_HEADERS.has(name) || CREDENTIAL_NAME.test(name)
+      ? REDACTED
+      : value.length > MAX_STORED_VALUE_CHARS
+      ? `${value.slice(0, MAX_STORED_VALUE_CHARS)}… (${value.length} characters)`
+      : value;
+  }
+  return stored;
 }

@@ -20,6 +20,7 @@ import type { Route } from "../../lib/subscriptions/mod.ts";
 import { isOwnComment, postsComments } from "../../lib/targets/own_comments.ts";
 import type { IngestDeps } from "./mod.ts";
 import { deliverNow } from "./_direct.ts";
+import { redactedHeaders } from "./_auth.ts";
 import {
   accepted,
   duplicate,
@@ -76,7 +77,7 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
     deps.metrics?.event(route.name, "ignored");
     return eventType;
   }
-  const newEvent = buildEvent(received, { json, receivedAtMs: deps.now() });
+  const newEvent = buildEvent(received, { json, receivedAtMs: deps.now(), headers, scheme });
   const { subscription, eventLabel: event, deliveryId } = newEvent;
   const names: EventNames = { event: info.type, action: info.action, eventType };
   // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
@@ -160,11 +161,17 @@ function senderScheme(scheme: SchemeName, payload: unknown): SchemeName {
 /**
  * The event to store: the request's facts and what the route does with it.
  * @param received the route, the event's facts and label, and the parsed payload
- * @param stored the payload's JSON text, and when the request was received (ms since the epoch)
+ * @param request the payload's JSON text, when the request was received (ms since the epoch),
+ *   its headers (stored redacted) and the scheme that verified it
  */
 function buildEvent(
   { route, info, event, payload }: Received,
-  { json, receivedAtMs }: { json: string; receivedAtMs: number },
+  { json, receivedAtMs, headers, scheme }: {
+    json: string;
+    receivedAtMs: number;
+    headers: Headers;
+    scheme: SchemeName;
+  },
 ): NewEvent {
   const handling = dispatchFor(route, payload, {
     event,
@@ -179,6 +186,8 @@ function buildEvent(
     source: info.source,
     payload: json,
     receivedAtMs,
+    headers: redactedHeaders(headers),
+    scheme,
     ...handling,
   };
 }
