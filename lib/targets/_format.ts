@@ -10,10 +10,14 @@
  * and fits the limit both rendered and as its Markdown source, which is what is sent when a
  * platform refuses the formatting.
  *
+ * The answer is lexed once, and each block, list item, run of table rows and piece of text is
+ * rendered once however often it is weighed (the cut is made again for each width of the part
+ * numbers), so the time grows with the answer's length, not with its square.
+ *
  * @module
  */
 
-import { type Dialect, lexBlocks, type Token, type Tokens } from "./_markdown.ts";
+import { type Dialect, entitySpans, lexBlocks, type Token, type Tokens } from "./_markdown.ts";
 import { type Span, splitMessage, splitText } from "./split.ts";
 import type { MessageFormat, MessagePart } from "./_target.ts";
 
@@ -68,12 +72,14 @@ export function messageParts(
 
 /** The rendered parts of `markdown`, or none when it renders to nothing. */
 function formattedParts(markdown: string, maxChars: number, dialect: Dialect): MessagePart[] {
-  const whole = pack(pieces(markdown, maxChars, dialect), maxChars);
+  const blocks = lexBlocks(markdown);
+  const renderer = new Renderer(dialect);
+  const whole = pack(pieces(blocks, maxChars, renderer), maxChars);
   if (whole.length <= 1) return whole.map((group) => part(group, ""));
   for (let digits = 1;; digits++) {
     // "(n/n)" and the space or line break after it, with n of `digits` digits.
     const room = maxChars - (2 * digits + 4);
-    const groups = pack(pieces(markdown, room, dialect), room);
+    const groups = pack(pieces(blocks, room, renderer), room);
     if (String(groups.length).length <= digits) {
       return groups.map((group, index) => part(group, `(${index + 1}/${groups.length})`));
     }
@@ -118,21 +124,21 @@ function pieceSize(piece: Piece): number {
   return Math.max(piece.length, piece.markdown.length);
 }
 
-/** The pieces of `markdown`, each at most `room` rendered and as Markdown. */
-function pieces(markdown: string, room: number, dialect: Dialect): Piece[] {
-  return lexBlocks(markdown).flatMap((token) => blockPieces(token, room, dialect));
+/** The pieces of the blocks, each at most `room` rendered and as Markdown. */
+function pieces(blocks: readonly Token[], room: number, renderer: Renderer): Piece[] {
+  return blocks.flatMap((token) => blockPieces(token, room, renderer));
 }
 
 /** A block as one piece, or cut in pieces when it is longer than `room`. */
-function blockPieces(token: Token, room: number, dialect: Dialect): Piece[] {
-  const whole = pieceOf(token, dialect, BLOCK_GLUE);
+function blockPieces(token: Token, room: number, renderer: Renderer): Piece[] {
+  const whole = renderer.block(token, BLOCK_GLUE);
   if (whole === undefined || pieceSize(whole) <= room) return whole ? [whole] : [];
-  if (token.type === "list") return listPieces(token as Tokens.List, room, dialect);
+  if (token.type === "list") return listPieces(token as Tokens.List, room, renderer);
   if (token.type === "table") {
-    const rows = tablePieces(token as Tokens.Table, room, dialect);
+    const rows = tablePieces(token as Tokens.Table, room, renderer);
     if (rows !== undefined) return rows;
   }
-  return textPieces(token.raw, { room, dialect, keep: keptSpans(token, token.raw) });
+  return textPieces(token.raw, { room, renderer, keep: renderer.spans(token) });
 }
 
 /** A rendered block; undefined when it renders to nothing. */
@@ -145,54 +151,70 @@ function pieceOf(token: Token, dialect: Dialect, glue: string): Piece | undefine
 }
 
 /** A list too long for a part, item by item: each a list of one, numbered as it was. */
-function listPieces(list: Tokens.List, room: number, dialect: Dialect): Piece[] {
+function listPieces(list: Tokens.List, room: number, renderer: Renderer): Piece[] {
   return list.items.flatMap((item, index) => {
     const start = list.ordered ? (Number(list.start) || 1) + index : "";
     const one: Tokens.List = { ...list, items: [item], start, raw: item.raw };
     const glue = index === 0 ? BLOCK_GLUE : "\n";
-    const piece = pieceOf(one, dialect, glue);
+    const piece = renderer.block(one, glue, item);
     if (piece === undefined) return [];
     if (pieceSize(piece) <= room) return [piece];
-    const cut = textPieces(item.raw, {
-      room,
-      dialect,
-      keep: keptSpans(item, item.raw),
-      dedent: true,
-    });
+    const cut = textPieces(item.raw, { room, renderer, keep: renderer.spans(item), dedent: true });
     return cut.map((each, at) => at === 0 ? { ...each, glue } : each);
   });
 }
 
-/** A table too long for a part, in runs of rows under its header; undefined if a row alone is. */
-function tablePieces(table: Tokens.Table, room: number, dialect: Dialect): Piece[] | undefined {
+/**
+ * A table too long for a part, in runs of rows under its header, each as long as fits; undefined
+ * if a row alone does not. A run's size only grows with its rows (a row adds a line, and can only
+ * widen the columns), so the longest run that fits is searched for, from the length of the run
+ * before: each row is rendered a few times, not once for every run it could end.
+ */
+function tablePieces(table: Tokens.Table, room: number, renderer: Renderer): Piece[] | undefined {
   const lines = table.raw.replace(/\s+$/, "").split("\n");
   if (lines.length !== table.rows.length + 2) return undefined;
-  const runOf = (from: number, to: number) =>
-    pieceOf(
-      {
-        ...table,
-        rows: table.rows.slice(from, to),
-        raw: [lines[0], lines[1], ...lines.slice(2 + from, 2 + to)].join("\n"),
-      },
-      dialect,
-      BLOCK_GLUE,
-    );
+  const fitting = (from: number, to: number) => {
+    const raw = [lines[0], lines[1], ...lines.slice(2 + from, 2 + to)].join("\n");
+    const run = renderer.run({ ...table, rows: table.rows.slice(from, to), raw });
+    return run !== undefined && pieceSize(run) <= room ? run : undefined;
+  };
   const runs: Piece[] = [];
-  for (let from = 0; from < table.rows.length;) {
-    let to = from + 1;
-    let run = runOf(from, to);
-    if (run === undefined || pieceSize(run) > room) return undefined;
-    while (to < table.rows.length) {
-      const next = runOf(from, to + 1);
-      if (next === undefined || pieceSize(next) > room) break;
-      [run, to] = [next, to + 1];
-    }
-    runs.push(run);
-    from = to;
+  let rows = 1;
+  for (let from = 0; from < table.rows.length; from += rows) {
+    const left = table.rows.length - from;
+    rows = longestFit(left, rows, (count) => fitting(from, from + count) !== undefined);
+    if (rows === 0) return undefined;
+    runs.push(fitting(from, from + rows)!);
   }
   return runs;
 }
 
+/**
+ * The largest count from 1 to `max` that `fits`, or 0 when 1 does not, for a `fits` that holds up
+ * to some count and not above it: from `guess`, in steps that double, in the direction `guess`
+ * answered until the answer changes, then halving the gap between the two.
+ */
+function longestFit(max: number, guess: number, fits: (count: number) => boolean): number {
+  let low = 0; // the largest count known to fit
+  let high = max + 1; // the smallest count known not to
+  let probe = Math.min(Math.max(guess, 1), max);
+  const up = fits(probe);
+  if (up) low = probe;
+  else high = probe;
+  for (let step = 1; high - low > 1; step *= 2) {
+    probe = up ? Math.min(low + step, high - 1) : Math.max(high - step, low + 1);
+    const fit = fits(probe);
+    if (fit) low = probe;
+    else high = probe;
+    if (fit !== up) break;
+  }
+  while (high - low > 1) {
+    const middle = (low + high) >> 1;
+    if (fits(middle)) low = middle;
+    else high = middle;
+  }
+  return low;
+}
 /**
  * A block cut as text: each piece at most `room` as Markdown, and rendered, which can be longer
  * (a table's padding, Slack's escapes): then the text is cut again with less room.
@@ -202,15 +224,18 @@ function tablePieces(table: Tokens.Table, room: number, dialect: Dialect): Piece
  */
 function textPieces(
   text: string,
-  options: { room: number; dialect: Dialect; keep: Span[]; dedent?: boolean },
+  options: { room: number; renderer: Renderer; keep: Span[]; dedent?: boolean },
 ): Piece[] {
-  const { room, dialect, keep } = options;
+  const { room, renderer, keep } = options;
   for (let sourceRoom = room;;) {
-    const cut = splitText(text.replace(/\s+$/, ""), sourceRoom, keep)
-      .map((part) => options.dedent ? dedent(part) : part)
-      .map((part) => rendered(part, dialect))
-      .filter((piece) => piece !== undefined);
-    const longest = Math.max(0, ...cut.map((piece) => piece.length));
+    const cut: Piece[] = [];
+    let longest = 0;
+    for (const part of splitText(text.replace(/\s+$/, ""), sourceRoom, keep)) {
+      const piece = renderer.text(options.dedent ? dedent(part) : part);
+      if (piece === undefined) continue;
+      cut.push(piece);
+      longest = Math.max(longest, piece.length);
+    }
     if (longest <= room) return cut;
     // Rendering grows text about in proportion (escapes, padding): shrink the room as much.
     sourceRoom = Math.min(sourceRoom - 1, Math.floor((sourceRoom * room) / longest));
@@ -239,33 +264,43 @@ function dedent(text: string): string {
     : text;
 }
 
-/** Inline entities a cut should not fall inside: a link, an image, emphasis, inline code. */
-const KEPT = new Set(["link", "image", "strong", "em", "del", "codespan"]);
-
 /**
- * Where in `source` (a block's Markdown) its links, emphasis and inline code are, outermost
- * only, in order. An entity whose source is not found as written (a line of a nested list item,
- * whose indentation marked removed) is left out: a cut may fall inside it, as in plain text.
+ * The renderings of one message's blocks, list items, table runs and text pieces, and where its
+ * blocks' entities are, each made once: `formattedParts` cuts the message again for each width of
+ * the part numbers, and most of what a cut holds is the same at each.
  */
-function keptSpans(token: Token, source: string): Span[] {
-  const spans: Span[] = [];
-  let cursor = 0;
-  const visit = (node: Token) => {
-    if (KEPT.has(node.type)) {
-      const at = source.indexOf(node.raw, cursor);
-      if (at !== -1) {
-        spans.push({ start: at, end: at + node.raw.length });
-        cursor = at + node.raw.length;
-        return;
-      }
-    }
-    const children = node.type === "list"
-      ? (node as Tokens.List).items
-      : "tokens" in node
-      ? node.tokens
-      : undefined;
-    for (const child of (children ?? []) as Token[]) visit(child);
-  };
-  visit(token);
-  return spans;
+class Renderer {
+  readonly #blocks = new Map<Token, Piece | undefined>();
+  readonly #runs = new Map<string, Piece | undefined>();
+  readonly #texts = new Map<string, Piece | undefined>();
+  readonly #spans = new Map<Token, Span[]>();
+
+  constructor(readonly dialect: Dialect) {}
+
+  /** A block, or a list of one item whose `key` is the item, rendered. */
+  block(token: Token, glue: string, key: Token = token): Piece | undefined {
+    return once(this.#blocks, key, () => pieceOf(token, this.dialect, glue));
+  }
+
+  /** A run of a table's rows under its header: a table of its own, known by its Markdown. */
+  run(table: Tokens.Table): Piece | undefined {
+    return once(this.#runs, table.raw, () => pieceOf(table, this.dialect, BLOCK_GLUE));
+  }
+
+  /** A piece of a block cut as text. */
+  text(markdown: string): Piece | undefined {
+    return once(this.#texts, markdown, () => rendered(markdown, this.dialect));
+  }
+
+  /** Where a block's (or list item's) entities are in its Markdown. */
+  spans(token: Token): Span[] {
+    return once(this.#spans, token, () => entitySpans(token, token.raw));
+  }
+}
+
+function once<K, V>(made: Map<K, V>, key: K, make: () => V): V {
+  if (made.has(key)) return made.get(key) as V;
+  const value = make();
+  made.set(key, value);
+  return value;
 }

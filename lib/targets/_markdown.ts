@@ -11,6 +11,7 @@
  */
 
 import { Lexer, type Token, type Tokens } from "marked";
+import type { Span } from "./split.ts";
 
 export type { Token, Tokens };
 
@@ -180,3 +181,38 @@ export function isOpenableUrl(href: string): boolean {
 
 /** A line for a thematic break (`---`), which chats do not draw. */
 export const RULE = "──────────";
+
+/** Inline entities a cut should not fall inside: a link, an image, emphasis, inline code. */
+const KEPT = new Set(["link", "image", "strong", "em", "del", "codespan"]);
+
+/**
+ * Where in `source` (a block's Markdown) its links, emphasis and inline code are, outermost
+ * only, in order, for a cut to keep them whole. An entity whose source is not found as written
+ * (a line of a nested list item, whose indentation marked removed) is left out: a cut may fall
+ * inside it, as in plain text.
+ * @param token a block or list item
+ * @param source its Markdown, `token.raw`
+ * @returns the spans, sorted and not overlapping
+ */
+export function entitySpans(token: Token, source: string): Span[] {
+  const spans: Span[] = [];
+  let cursor = 0;
+  const visit = (node: Token) => {
+    if (KEPT.has(node.type)) {
+      const at = source.indexOf(node.raw, cursor);
+      if (at !== -1) {
+        spans.push({ start: at, end: at + node.raw.length });
+        cursor = at + node.raw.length;
+        return;
+      }
+    }
+    const children = node.type === "list"
+      ? (node as Tokens.List).items
+      : "tokens" in node
+      ? node.tokens
+      : undefined;
+    for (const child of (children ?? []) as Token[]) visit(child);
+  };
+  visit(token);
+  return spans;
+}

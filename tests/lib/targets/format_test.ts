@@ -9,6 +9,7 @@ import { messageParts } from "../../../lib/targets/_format.ts";
 import { telegramHtml } from "../../../lib/targets/_telegram_html.ts";
 import { discordMarkdown } from "../../../lib/targets/_discord_markdown.ts";
 import { slackMrkdwn } from "../../../lib/targets/_slack_mrkdwn.ts";
+import type { Dialect, Tokens } from "../../../lib/targets/_markdown.ts";
 import { startFakePlatform, startFakeTelegram } from "../../fakes/chat_servers.ts";
 import { parseTelegramHtml } from "../../fakes/telegram_entities.ts";
 import { longAnswer, RESERVED, TRIAGE, words } from "./_answers.ts";
@@ -161,6 +162,12 @@ Deno.test("deliver() plain format sends Markdown characters as written: no parse
   assert.equal(slack.messages[0].text, "**Build** &lt;failed&gt; &amp; [log](https://ci.example)");
 });
 
+const DIALECTS = [
+  ["telegram", telegramHtml, 4096],
+  ["slack", slackMrkdwn, 4000],
+  ["discord", discordMarkdown, 2000],
+] as const;
+
 const LONG = longAnswer();
 const LINKS = LONG.match(/\[[^\]]+\]\(https:\/\/[^)]+\)/g)!;
 const CHATS = [
@@ -252,6 +259,55 @@ Deno.test("messageParts() gives a text that grows when rendered (Slack's escapes
       .replaceAll("&amp;", "&")
   );
   assert.equal(unescaped.join(" "), text);
+});
+
+/** `dialect`, counting what it renders: blocks, table rows, and characters of Markdown. */
+function counting(dialect: Dialect) {
+  const rendered = { blocks: 0, rows: 0, chars: 0 };
+  const counted: Dialect = {
+    block(token) {
+      rendered.blocks++;
+      rendered.rows += token.type === "table" ? (token as Tokens.Table).rows.length : 0;
+      rendered.chars += token.raw.length;
+      return dialect.block(token);
+    },
+    length: dialect.length,
+  };
+  return { dialect: counted, rendered };
+}
+
+/** A Markdown table of at least `chars` characters, in short rows. */
+function bigTable(chars: number): { markdown: string; rows: number } {
+  const lines = ["| Check | Status | Time |", "| --- | :---: | ---: |"];
+  for (let i = 0, size = 0; size < chars; i++) {
+    lines.push(`| check-${i} | ${i % 9 ? "ok" : "**failed**"} | ${(i * 37) % 900} ms |`);
+    size += lines[lines.length - 1].length + 1;
+  }
+  return { markdown: lines.join("\n"), rows: lines.length - 2 };
+}
+
+for (const [name, dialect, maxChars] of DIALECTS) {
+  Deno.test(`messageParts() renders each row of a 270 KB table a few times for ${name}, not once for every longer run`, () => {
+    const table = bigTable(270_000);
+    const { dialect: counted, rendered } = counting(dialect);
+    const parts = messageParts(table.markdown, { format: "markdown", maxChars, dialect: counted });
+    assert.ok(parts.length > 50 && parts.every((part) => part.formatted), `${parts.length}`);
+    // Whole once, then about twice a row for each part-number width tried (three or four).
+    assert.ok(rendered.rows <= 10 * table.rows, `${rendered.rows} rows for ${table.rows}`);
+  });
+}
+
+Deno.test("messageParts() renders a 1 MB paragraph whole once, then its pieces once for each part-number width tried", () => {
+  const sentence = (i: number) =>
+    `The **check ${i}** timed out after [run ${i}](https://ci.example/runs/${i}).`;
+  const text = Array.from({ length: 15_000 }, (_, i) => sentence(i)).join(" ");
+  assert.ok(text.length >= 1_000_000, `${text.length}`);
+  const { dialect, rendered } = counting(telegramHtml);
+  const parts = messageParts(text, { format: "markdown", maxChars: 4096, dialect });
+  assert.ok(parts.length > 200, `${parts.length}`);
+  // Whole once, to know it does not fit, then cut at four rooms: without a part number, and for
+  // "(n/n)" of one, two and three digits.
+  assert.ok(rendered.chars <= 5 * text.length, `${rendered.chars} for ${text.length}`);
 });
 
 Deno.test("deliver() telegram sends a part again as plain text when Telegram answers can't parse entities", async () => {
