@@ -1,6 +1,7 @@
 /**
  * How `agent webhook events` shows events: the table for people, and the JSON fields for
- * scripts (everything but the payload and the prompt).
+ * scripts (everything but the payload, the prompt and the answers); and the pieces
+ * `agent webhook show` builds on (attempt series, times, durations).
  *
  * @module
  */
@@ -21,8 +22,12 @@ export function eventJson(event: StoredEvent, attempts: Attempt[]) {
   return { ...publicFields(event), attempts_detail: withSeries(attempts).map(publicAttempt) };
 }
 
-/** The fields shown to users: everything but the payload and the prompt. */
-function publicFields(event: StoredEvent) {
+/**
+ * The fields shown to users: everything but the payload, the prompt and the answer.
+ * @param event the stored event
+ * @returns its fields in snake_case, with ISO times
+ */
+export function publicFields(event: StoredEvent) {
   return {
     id: event.id,
     subscription: event.subscription,
@@ -46,8 +51,9 @@ function publicFields(event: StoredEvent) {
  * Numbers each attempt's series, from 1: a replay starts a new one, where attempt numbers begin
  * again at 1.
  * @param attempts an event's attempts, oldest first
+ * @returns the attempts, each with its `series`
  */
-function withSeries(attempts: Attempt[]): (Attempt & { series: number })[] {
+export function withSeries(attempts: Attempt[]): (Attempt & { series: number })[] {
   let series = 0;
   return attempts.map((attempt, i) => {
     if (i === 0 || attempt.attempt <= attempts[i - 1].attempt) series += 1;
@@ -55,8 +61,14 @@ function withSeries(attempts: Attempt[]): (Attempt & { series: number })[] {
   });
 }
 
-/** An attempt as the JSON shows it: snake_case names and ISO times, as the event's own. */
-function publicAttempt(attempt: Attempt & { series: number }) {
+/**
+ * An attempt as the JSON shows it: snake_case names and ISO times, as the event's own, with
+ * the agent run that answered in it (provider, model, tokens, duration), if one did.
+ * @param attempt the attempt and its series
+ * @returns its fields, without the answer
+ */
+export function publicAttempt(attempt: Attempt & { series: number }) {
+  const { run } = attempt;
   return {
     series: attempt.series,
     attempt: attempt.attempt,
@@ -64,11 +76,21 @@ function publicAttempt(attempt: Attempt & { series: number }) {
     started_at: new Date(attempt.startedAtMs).toISOString(),
     finished_at: isoOrNull(attempt.finishedAtMs),
     error: attempt.error,
+    agent_run: run === null ? null : {
+      provider: run.provider,
+      model: run.model,
+      prompt_tokens: run.promptTokens,
+      completion_tokens: run.completionTokens,
+      duration_ms: run.durationMs,
+    },
   };
 }
 
-/** An ISO time, or null for none (or for a time past the year 275760, which has no ISO form). */
-function isoOrNull(ms: number | null): string | null {
+/**
+ * An ISO time, or null for none (or for a time past the year 275760, which has no ISO form).
+ * @param ms ms since the epoch, or null
+ */
+export function isoOrNull(ms: number | null): string | null {
   return ms === null || Math.abs(ms) > 8.64e15 ? null : new Date(ms).toISOString();
 }
 
@@ -99,7 +121,7 @@ export function eventTable(events: StoredEvent[]): string {
     cut(oneTerminalLine(e.deliveryId), 24),
     e.status,
     String(e.attempts),
-    new Date(e.receivedAtMs).toISOString().replace("T", " ").slice(0, 19),
+    utcTime(e.receivedAtMs),
     e.status === "delivered" || e.status === "failed"
       ? duration(e.updatedAtMs - (e.replayedAtMs ?? e.receivedAtMs))
       : "-",
@@ -111,13 +133,28 @@ export function eventTable(events: StoredEvent[]): string {
     .join("\n");
 }
 
-/** `text`, or its first `maxChars - 1` characters and "…" when it is longer. */
-function cut(text: string, maxChars: number): string {
+/**
+ * A time as the listings show it, to the second, in UTC: `2026-03-01 10:00:00`.
+ * @param ms ms since the epoch
+ */
+export function utcTime(ms: number): string {
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+}
+
+/**
+ * `text`, or its first `maxChars - 1` characters and "…" when it is longer.
+ * @param text any text
+ * @param maxChars the most characters to keep, the "…" included
+ */
+export function cut(text: string, maxChars: number): string {
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
 }
 
-/** A duration as people read it: `420 ms`, `3.2 s`, `12 min`. */
-function duration(ms: number): string {
+/**
+ * A duration as people read it: `420 ms`, `3.2 s`, `12 min`.
+ * @param ms the duration, in ms
+ */
+export function duration(ms: number): string {
   if (ms < 1000) return `${ms} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return `${Math.round(ms / 60_000)} min`;

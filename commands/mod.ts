@@ -19,6 +19,7 @@ import { webhookList } from "./webhook_list.ts";
 import { webhookRemove } from "./webhook_remove.ts";
 import { webhookReplay } from "./webhook_replay.ts";
 import { webhookRotateSecret } from "./webhook_rotate_secret.ts";
+import { webhookShow } from "./webhook_show.ts";
 import { webhookSubscribe } from "./webhook_subscribe.ts";
 import { webhookTest } from "./webhook_test_event.ts";
 
@@ -38,6 +39,7 @@ export const COMMANDS: readonly Command[] = [
   webhookTest,
   webhookRotateSecret,
   webhookEvents,
+  webhookShow,
   webhookReplay,
   gatewaySetup,
   gatewayRun,

@@ -128,6 +128,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
         started_at: "2026-03-01T10:00:00.001Z",
         finished_at: "2026-03-01T10:00:01.000Z",
         error: "LLM endpoint answered 500",
+        agent_run: null,
       },
       {
         series: 1,
@@ -136,6 +137,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
         started_at: "2026-03-01T10:00:02.000Z",
         finished_at: "2026-03-01T10:00:03.000Z",
         error: "Telegram failed\n   (HTTP 500):\tdown",
+        agent_run: null,
       },
     ],
   });
