@@ -1,6 +1,7 @@
 /**
  * `agent webhook events [<name>]`: recent events from the state database, with their status,
- * attempts, timings and last error (docs/commands.md).
+ * attempts, timings and last error; with `--follow`, new events and their outcomes as the
+ * running gateway stores them, until Ctrl-C (docs/commands.md).
  *
  * @module
  */
@@ -12,25 +13,29 @@ import { openStateStore } from "../lib/state/sqlite/mod.ts";
 import { readSubscriptionsOrError } from "../lib/subscriptions/file_store.ts";
 import type { Command } from "./_command.ts";
 import { eventJson, eventTable } from "./_event_listing.ts";
+import { followEvents } from "./_follow.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags, wholeNumber } from "./_flags.ts";
 
 const STATUSES: readonly EventStatus[] = ["queued", "running", "delivered", "failed"];
 
-const usage = `Usage: agent webhook events [<name>] [--status S] [--limit N] [--json]
+const usage = `Usage: agent webhook events [<name>] [--status S] [--limit N] [--json | --follow]
 
 Lists recent events, newest first: id, subscription, event type, delivery id, status,
 attempts, when it was received (UTC), how long it took and the last error (the first 80
-characters; --json has it whole).
+characters; --json has it whole). agent webhook show <id> prints one event's whole story.
   --status S   only ${STATUSES.join(", ")}
   --limit N    at most N events (default 20)
   --json       machine-readable output, with each event's attempts and their series (a
-               replay starts a new one)`;
+               replay starts a new one), and each agent run's model and tokens
+  --follow     print the latest events, oldest first, then a line for each new event and each
+               change of status (running, retry, delivered, failed) as it happens, until Ctrl-C`;
 
 const options = {
   status: { type: "string" },
   limit: { type: "string" },
   json: { type: "boolean" },
+  follow: { type: "boolean" },
 } as const;
 
 /** `agent webhook events`. */
@@ -49,10 +54,19 @@ export const webhookEvents: Command = {
     if (!Number.isSafeInteger(limit) || limit < 1) {
       throw new UsageError("--limit must be a whole number ≥ 1");
     }
+    if (values.follow && values.json) throw new UsageError("--follow prints lines, not --json");
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
     const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
     try {
+      if (values.follow) {
+        // Ctrl-C ends the following, and the store is closed as after any listing.
+        const signal = ctx.shutdownSignal;
+        ctx.stderr("Following new events; Ctrl-C stops.");
+        const following = { subscription: positionals[0], status, limit, signal };
+        await followEvents(store, { ...following, print: ctx.stdout, sleep: abortableSleep });
+        return 0;
+      }
       const events = store.listEvents({ subscription: positionals[0], status, limit });
       if (values.json) {
         const rows = events.map((event) => eventJson(event, store.attempts(event.id)));
@@ -95,4 +109,17 @@ async function isRouteName(config: Config, name: string): Promise<boolean> {
   const records = await readSubscriptionsOrError(config.paths.subscriptions);
   return records instanceof ConfigError ||
     findRoute(name, records, config.webhook.routes) !== undefined;
+}
+
+/** Waits `ms`, or until `signal` aborts. */
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
