@@ -1,6 +1,6 @@
 /**
- * `agent webhook test <name>`: sends a signed test event to the running gateway and explains
- * the answer (docs/commands.md).
+ * `agent webhook test <name>`: sends a signed test event to the running gateway, explains the
+ * answer, and waits for the event's outcome (`_test_outcome.ts`) (docs/commands.md).
  *
  * @module
  */
@@ -9,25 +9,37 @@ import { NotFoundError, UsageError } from "../lib/errors.ts";
 import { localUrl } from "../lib/config/address.ts";
 import { eventInfo, eventLabel } from "../lib/subscriptions/event_info.ts";
 import { runningGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { openStateStore } from "../lib/state/sqlite/mod.ts";
 import { routesAndHidden } from "../lib/subscriptions/routes.ts";
 import { type SchemeName, signRequest } from "../lib/signatures/mod.ts";
 import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
-import { parseFlags } from "./_flags.ts";
+import { parseFlags, wholeNumber } from "./_flags.ts";
+import { waitForOutcome } from "./_test_outcome.ts";
 import { checkEvent, parseTestPayload, placeEvent, type SentEvent } from "./_test_payload.ts";
 import { answerHints, missingPathNotes, noSigningKeyMessage } from "./_test_hints.ts";
 
-const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE]
+const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE] [--wait S]
 
 Signs a test event with the subscription's secret, as GitHub does (X-Hub-Signature-256), or as
 the scheme the subscription is pinned to with --auth does, and posts it to the running gateway.
 --payload is a JSON object. --event (default: test) goes where the scheme's senders put the
 event type: X-GitHub-Event, X-Gitlab-Event (a payload's object_kind comes first), X-Shopify-Topic,
 or for the other schemes the payload's "type", unless the payload names its type itself ("type",
-"event_type" or "event"). A Linear payload gets the current webhookTimestamp.`;
+"event_type" or "event"). A Linear payload gets the current webhookTimestamp.
+Then it waits up to --wait seconds (default 30) for the event's outcome and prints it: the agent
+run (model, tokens) and each message delivered, or the error; it exits 0 once delivered, 1 when
+the event failed or no outcome came in time. --wait 0 returns with the gateway's answer.`;
 
-const options = { payload: { type: "string" }, event: { type: "string" } } as const;
+const options = {
+  payload: { type: "string" },
+  event: { type: "string" },
+  wait: { type: "string" },
+} as const;
+
+/** How long `test` waits for the event's outcome by default, in seconds. */
+const DEFAULT_WAIT_SECONDS = 30;
 
 /** How long `test` waits for the gateway's answer, in milliseconds. */
 const TEST_TIMEOUT_MS = 30_000;
@@ -40,6 +52,10 @@ export const webhookTest: Command = {
   async run(argv, ctx) {
     const { values, positionals } = parseFlags(argv, options, usage);
     if (positionals.length !== 1) throw new UsageError(`Expected one <name>.\n\n${usage}`);
+    const waitSeconds = values.wait === undefined ? DEFAULT_WAIT_SECONDS : wholeNumber(values.wait);
+    if (!Number.isSafeInteger(waitSeconds)) {
+      throw new UsageError("--wait must be a whole number of seconds (0: do not wait)");
+    }
     const payload = parseTestPayload(values.payload);
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
@@ -56,7 +72,9 @@ export const webhookTest: Command = {
     // What the gateway will read from these headers and this payload, for the notes and hints.
     const label = eventLabel(eventInfo(new Headers(sent.headers), payload, () => "", scheme));
     for (const note of missingPathNotes(route, { payload, event: label })) ctx.stderr(note);
-    return await send({ route, scheme, payload, sent, label, secret, config, ctx });
+    const answered = await send({ route, scheme, payload, sent, label, secret, config, ctx });
+    if (answered.eventId === undefined || waitSeconds === 0) return answered.exitCode;
+    return await outcomeOf(answered.eventId, { waitSeconds, config, ctx });
   },
 };
 
@@ -93,7 +111,8 @@ async function testedRoute(
  * means.
  * @param options the route tested, its `scheme` and `secret`; the `payload` and the `sent`
  *   headers; the event's `label` as the gateway reads it; the command's `config` and `ctx`
- * @returns the exit code: 0 for a 2xx answer, 1 otherwise or when it cannot be sent
+ * @returns the exit code: 0 for a 2xx answer, 1 otherwise or when it cannot be sent; and the
+ *   event the gateway's 2xx answer named, if it named one
  */
 async function send(
   options: {
@@ -106,7 +125,7 @@ async function send(
     config: Config;
     ctx: CommandContext;
   },
-): Promise<number> {
+): Promise<{ exitCode: number; eventId?: string }> {
   const { route, scheme, sent, label, secret, config, ctx } = options;
   const body = JSON.stringify(options.payload);
   // The running gateway says where it listens (it may have been started with --port).
@@ -119,16 +138,52 @@ async function send(
   });
   if (!auth) {
     ctx.stderr(noSigningKeyMessage(route, scheme));
-    return 1;
+    return { exitCode: 1 };
   }
   const headers = { ...sent.headers, ...auth };
   const response = await post(url, { headers, body, ctx });
-  if (!response) return 1;
+  if (!response) return { exitCode: 1 };
   const text = await response.text();
   ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
   const answer = { status: response.status, text };
   for (const hint of answerHints(answer, { route, scheme, sent, label })) ctx.stdout(hint);
-  return response.ok ? 0 : 1;
+  if (!response.ok) return { exitCode: 1 };
+  return { exitCode: 0, eventId: namedEvent(text) };
+}
+
+/** The `event_id` a 2xx answer names (`accepted`, or `delivered` directly), if any. */
+function namedEvent(text: string): string | undefined {
+  try {
+    const id = (JSON.parse(text) as { event_id?: unknown } | null)?.event_id;
+    return typeof id === "string" && id !== "" ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Waits for the outcome of the event the gateway took, in the state database of this home.
+ * @param eventId the event
+ * @param options `waitSeconds`: the longest wait; the command's `config` and `ctx`
+ * @returns the exit code of {@link waitForOutcome}
+ */
+async function outcomeOf(
+  eventId: string,
+  options: { waitSeconds: number; config: Config; ctx: CommandContext },
+): Promise<number> {
+  const { waitSeconds, config, ctx } = options;
+  ctx.stdout(`Waiting up to ${waitSeconds} s for the outcome of ${eventId} (--wait 0 does not)...`);
+  const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
+  try {
+    return await waitForOutcome(store, eventId, {
+      waitMs: waitSeconds * 1000,
+      now: ctx.now,
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      print: ctx.stdout,
+    });
+  } finally {
+    await store.close();
+  }
 }
 
 /**
