@@ -107,6 +107,15 @@ Deno.test("/metrics counts what a known sequence of requests became, by subscrip
     metrics.series("agent_delivery_duration_seconds_bucket")
       .some(({ labels }) => labels.target === "telegram" && labels.le === "+Inf"),
   );
+  // The fake LLM's usage, as the endpoint reported it for the two runs.
+  for (const kind of ["prompt", "completion"] as const) {
+    const reported = llm.requests.reduce((sum, { usage }) => sum + usage![`${kind}_tokens`], 0);
+    const counted = ["gh", "gh-lost"].map((subscription) =>
+      metrics.value("agent_llm_tokens_total", { subscription, kind })!
+    );
+    assert.ok(counted.every((tokens) => tokens > 0), `${kind} tokens of each subscription`);
+    assert.equal(counted[0] + counted[1], reported, `${kind} tokens`);
+  }
   assert.ok(metrics.value("process_resident_memory_bytes")! > 0);
 });
 
