@@ -38,6 +38,21 @@ export function lexBlocks(markdown: string): Token[] {
   );
 }
 
+/**
+ * Escapes `&`, `<` and `>` as `&amp;`, `&lt;` and `&gt;`, so that the text shows as written where
+ * they are markup: in Telegram's HTML `parse_mode` (https://core.telegram.org/bots/api#html-style)
+ * and in Slack's text (https://api.slack.com/reference/surfaces/formatting#escaping).
+ * @param text any text
+ * @returns the text escaped
+ * @example
+ * ```ts
+ * escapeAmpLtGt("<!channel> & a<b"); // "&lt;!channel&gt; &amp; a&lt;b"
+ * ```
+ */
+export function escapeAmpLtGt(text: string): string {
+  return text.replace(/[&<>]/g, (char) => char === "&" ? "&amp;" : char === "<" ? "&lt;" : "&gt;");
+}
+
 /** The entities CommonMark decodes in text that agents write most: named basics and numbers. */
 const ENTITY = /&(amp|lt|gt|quot|apos|nbsp|#\d{1,7}|#x[\da-f]{1,6});/gi;
 const NAMED: Record<string, string> = {

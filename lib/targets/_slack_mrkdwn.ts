@@ -11,6 +11,7 @@
 import {
   decodeEntities,
   type Dialect,
+  escapeAmpLtGt,
   isOpenableUrl,
   plainInline,
   renderBlocks,
@@ -21,16 +22,6 @@ import {
   type Tokens,
 } from "./_markdown.ts";
 
-/**
- * Escapes Slack's three control characters, so the text shows as written.
- * https://api.slack.com/reference/surfaces/formatting#escaping
- * @param text any text
- * @returns the text with `&`, `<` and `>` as `&amp;`, `&lt;` and `&gt;`
- */
-export function escapeSlackText(text: string): string {
-  return text.replace(/[&<>]/g, (char) => char === "&" ? "&amp;" : char === "<" ? "&lt;" : "&gt;");
-}
-
 function inline(tokens: readonly Token[] | undefined): string {
   return (tokens ?? []).map(inlineToken).join("");
 }
@@ -38,9 +29,9 @@ function inline(tokens: readonly Token[] | undefined): string {
 function inlineToken(token: Token): string {
   switch (token.type) {
     case "text":
-      return token.tokens ? inline(token.tokens) : escapeSlackText(decodeEntities(token.text));
+      return token.tokens ? inline(token.tokens) : escapeAmpLtGt(decodeEntities(token.text));
     case "escape":
-      return escapeSlackText(token.text);
+      return escapeAmpLtGt(token.text);
     case "strong":
       return `*${inline(token.tokens)}*`;
     case "em":
@@ -48,14 +39,14 @@ function inlineToken(token: Token): string {
     case "del":
       return `~${inline(token.tokens)}~`;
     case "codespan":
-      return `\`${escapeSlackText(token.text)}\``;
+      return `\`${escapeAmpLtGt(token.text)}\``;
     case "link":
     case "image":
       return link(token as Tokens.Link | Tokens.Image);
     case "br":
       return "\n";
     default:
-      return escapeSlackText(token.raw);
+      return escapeAmpLtGt(token.raw);
   }
 }
 
@@ -68,10 +59,10 @@ function link(token: Tokens.Link | Tokens.Image): string {
   const text = token.type === "image" ? token.text : plainInline(token.tokens);
   if (!isOpenableUrl(token.href)) {
     const target = token.href ? ` (${token.href})` : "";
-    return escapeSlackText(text + target);
+    return escapeAmpLtGt(text + target);
   }
-  const url = escapeSlackText(token.href.replaceAll("|", "%7C"));
-  return text === "" || text === token.href ? `<${url}>` : `<${url}|${escapeSlackText(text)}>`;
+  const url = escapeAmpLtGt(token.href.replaceAll("|", "%7C"));
+  return text === "" || text === token.href ? `<${url}>` : `<${url}|${escapeAmpLtGt(text)}>`;
 }
 
 /** One block, `quoted` inside a quote (Slack quotes do not nest). */
@@ -80,11 +71,11 @@ function block(token: Token, depth: number, quoted: boolean): string {
     case "paragraph":
       return inline(token.tokens);
     case "text":
-      return token.tokens ? inline(token.tokens) : escapeSlackText(token.text);
+      return token.tokens ? inline(token.tokens) : escapeAmpLtGt(token.text);
     case "heading":
       return `*${inline(token.tokens)}*`;
     case "code":
-      return "```\n" + escapeSlackText(token.text) + "\n```";
+      return "```\n" + escapeAmpLtGt(token.text) + "\n```";
     case "blockquote": {
       const inner = blocks(token.tokens ?? [], depth, true);
       if (quoted || inner.trim() === "") return inner;
@@ -93,7 +84,7 @@ function block(token: Token, depth: number, quoted: boolean): string {
     case "list":
       return list(token as Tokens.List, depth, quoted);
     case "table":
-      return "```\n" + escapeSlackText(tableText(token as Tokens.Table)) + "\n```";
+      return "```\n" + escapeAmpLtGt(tableText(token as Tokens.Table)) + "\n```";
     case "hr":
       return RULE;
     case "checkbox":
@@ -101,7 +92,7 @@ function block(token: Token, depth: number, quoted: boolean): string {
     case "def":
       return "";
     default:
-      return escapeSlackText(token.raw.trimEnd());
+      return escapeAmpLtGt(token.raw.trimEnd());
   }
 }
 

@@ -12,6 +12,7 @@
 import {
   decodeEntities,
   type Dialect,
+  escapeAmpLtGt,
   isOpenableUrl,
   renderBlocks,
   renderList,
@@ -21,14 +22,9 @@ import {
   type Tokens,
 } from "./_markdown.ts";
 
-/** Escapes text for Telegram HTML: `&`, `<`, `>`. */
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>]/g, (char) => char === "&" ? "&amp;" : char === "<" ? "&lt;" : "&gt;");
-}
-
 /** Escapes an attribute value: also `"`. */
 function escapeAttribute(text: string): string {
-  return escapeHtml(text).replaceAll('"', "&quot;");
+  return escapeAmpLtGt(text).replaceAll('"', "&quot;");
 }
 
 /** Where an inline token sits: inside a link (no link in it), or inside any entity (no code). */
@@ -47,9 +43,11 @@ function inlineToken(token: Token, inside: Inside): string {
   const within = { ...inside, entity: true };
   switch (token.type) {
     case "text":
-      return token.tokens ? inline(token.tokens, inside) : escapeHtml(decodeEntities(token.text));
+      return token.tokens
+        ? inline(token.tokens, inside)
+        : escapeAmpLtGt(decodeEntities(token.text));
     case "escape":
-      return escapeHtml(token.text);
+      return escapeAmpLtGt(token.text);
     case "strong":
       return `<b>${inline(token.tokens, within)}</b>`;
     case "em":
@@ -58,32 +56,34 @@ function inlineToken(token: Token, inside: Inside): string {
       return `<s>${inline(token.tokens, within)}</s>`;
     case "codespan":
       // Telegram lets no entity hold a code entity.
-      return inside.entity ? escapeHtml(token.text) : `<code>${escapeHtml(token.text)}</code>`;
+      return inside.entity
+        ? escapeAmpLtGt(token.text)
+        : `<code>${escapeAmpLtGt(token.text)}</code>`;
     case "link":
     case "image":
       return link(token as Tokens.Link | Tokens.Image, inside);
     case "br":
       return "\n";
     default:
-      return escapeHtml(token.raw);
+      return escapeAmpLtGt(token.raw);
   }
 }
 
 /** A link the chat can open as `<a>`; any other shows its text and, after it, its target. */
 function link(token: Tokens.Link | Tokens.Image, inside: Inside): string {
   const text = token.type === "image"
-    ? escapeHtml(token.text || token.href)
+    ? escapeAmpLtGt(token.text || token.href)
     : inline(token.tokens, { link: true, entity: true });
   if (inside.link) return text;
   if (!isOpenableUrl(token.href)) {
-    return token.href ? `${text} (${escapeHtml(token.href)})` : text;
+    return token.href ? `${text} (${escapeAmpLtGt(token.href)})` : text;
   }
   return `<a href="${escapeAttribute(token.href)}">${text}</a>`;
 }
 
 /** A code block: `<pre>`, with its language as Telegram reads it, or as text in a quote. */
 function code(token: Tokens.Code, quoted: boolean): string {
-  const text = escapeHtml(token.text);
+  const text = escapeAmpLtGt(token.text);
   if (quoted) return text;
   const language = /^[\w+#.-]{1,32}$/.test(token.lang ?? "") ? token.lang : undefined;
   return language === undefined
@@ -97,7 +97,7 @@ function block(token: Token, depth: number, quoted: boolean): string {
     case "paragraph":
       return inline(token.tokens, TOP);
     case "text":
-      return token.tokens ? inline(token.tokens, TOP) : escapeHtml(token.text);
+      return token.tokens ? inline(token.tokens, TOP) : escapeAmpLtGt(token.text);
     case "heading": {
       const text = inline(token.tokens, { link: false, entity: true });
       return text.trim() === "" ? "" : `<b>${text}</b>`;
@@ -112,7 +112,7 @@ function block(token: Token, depth: number, quoted: boolean): string {
     case "list":
       return list(token as Tokens.List, depth, quoted);
     case "table": {
-      const text = escapeHtml(tableText(token as Tokens.Table));
+      const text = escapeAmpLtGt(tableText(token as Tokens.Table));
       return quoted ? text : `<pre>${text}</pre>`;
     }
     case "hr":
@@ -122,7 +122,7 @@ function block(token: Token, depth: number, quoted: boolean): string {
     case "def":
       return "";
     default:
-      return escapeHtml(token.raw.trimEnd());
+      return escapeAmpLtGt(token.raw.trimEnd());
   }
 }
 

@@ -19,7 +19,8 @@ import { apiBase, chatOrHome, checkTarget, requireToken } from "./_env.ts";
 import { postJson } from "./_http.ts";
 import { type Failure, messageIdOf, notThePlatformsAnswer } from "./_platform_answers.ts";
 import type { Target } from "./_target.ts";
-import { escapeSlackText, slackMrkdwn } from "./_slack_mrkdwn.ts";
+import { escapeAmpLtGt } from "./_markdown.ts";
+import { slackMrkdwn } from "./_slack_mrkdwn.ts";
 
 /** Where a Slack message goes. */
 export interface SlackDestination {
@@ -108,7 +109,7 @@ export const slack: Target<SlackDestination> = {
       headers: { Authorization: `Bearer ${token}` },
       body: {
         channel,
-        text: formatted ? text : escapeSlackText(text),
+        text: formatted ? text : escapeAmpLtGt(text),
         ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
       },
       secret: token,
