@@ -1,13 +1,20 @@
 /**
  * Markdown as Discord shows it: as written, but for what Discord's Markdown lacks
  * (https://support.discord.com/hc/en-us/articles/210298617): tables become aligned columns in a
- * code block, and headings below `###` bold lines. Everything else (headings, lists, quotes,
- * code, links) Discord draws itself.
+ * code block, headings below `###` bold lines, and a link with no text its bare address.
+ * Everything else (headings, lists, quotes, code, links) Discord draws itself.
  *
  * @module
  */
 
-import { type Dialect, plainInline, tableText, type Token, type Tokens } from "./_markdown.ts";
+import {
+  type Dialect,
+  linkText,
+  plainInline,
+  tableText,
+  type Token,
+  type Tokens,
+} from "./_markdown.ts";
 
 /** Discord draws headings of one to three `#`. */
 const DEEPEST_HEADING = 3;
@@ -17,7 +24,35 @@ function block(token: Token): string {
   if (token.type === "heading" && (token as Tokens.Heading).depth > DEEPEST_HEADING) {
     return `**${plainInline(token.tokens)}**`;
   }
-  return token.raw.replace(/\s+$/, "");
+  return withEmptyLinksShown(token, token.raw.replace(/\s+$/, ""));
+}
+
+/**
+ * `source` (the Markdown of `token`) with each link that has no text, `[](https://…)`, as its
+ * bare target, which Discord links by itself: it would show such a link as nothing to click. A
+ * link whose source is not found as written (inside a nested list item) stays as it is.
+ */
+function withEmptyLinksShown(token: Token, source: string): string {
+  let shown = "";
+  let cursor = 0;
+  const visit = (node: Token) => {
+    if (node.type === "link" && linkText(node as Tokens.Link) === "") {
+      const at = source.indexOf(node.raw, cursor);
+      if (at !== -1) {
+        shown += source.slice(cursor, at) + (node as Tokens.Link).href;
+        cursor = at + node.raw.length;
+      }
+      return;
+    }
+    const children = node.type === "list"
+      ? (node as Tokens.List).items
+      : "tokens" in node
+      ? node.tokens
+      : undefined;
+    for (const child of (children ?? []) as Token[]) visit(child);
+  };
+  visit(token);
+  return shown + source.slice(cursor);
 }
 
 /** Discord's Markdown; its length is the text as sent. */

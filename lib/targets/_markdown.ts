@@ -81,7 +81,7 @@ export function decodeEntities(text: string): string {
 
 /**
  * The plain text of inline tokens: formatting dropped, links as their text, images as their
- * description. Used where a platform allows no formatting (a table cell, a link's text).
+ * description (either as its target when it has none). Used where a platform allows no formatting (a table cell, a link's text).
  * @param tokens inline tokens
  * @returns the text
  */
@@ -93,8 +93,9 @@ export function plainInline(tokens: readonly Token[] | undefined): string {
       case "escape":
       case "codespan":
         return token.text;
+      case "link":
       case "image":
-        return token.text;
+        return linkText(token as Tokens.Link | Tokens.Image) || token.href;
       case "br":
         return " ";
       case "html":
@@ -103,6 +104,16 @@ export function plainInline(tokens: readonly Token[] | undefined): string {
         return "tokens" in token && token.tokens ? plainInline(token.tokens) : token.raw;
     }
   }).join("");
+}
+
+/**
+ * The plain text of a link or image: its text, or its description, trimmed; "" when it has none
+ * (`[](https://…)`), which a chat would show as nothing to click, so the renderers show the
+ * target instead.
+ * @param token a link or image token
+ */
+export function linkText(token: Tokens.Link | Tokens.Image): string {
+  return (token.type === "image" ? token.text : plainInline(token.tokens)).trim();
 }
 
 /**

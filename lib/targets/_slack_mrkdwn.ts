@@ -13,7 +13,7 @@ import {
   type Dialect,
   escapeAmpLtGt,
   isOpenableUrl,
-  plainInline,
+  linkText,
   renderBlocks,
   renderList,
   RULE,
@@ -51,14 +51,14 @@ function inlineToken(token: Token): string {
 }
 
 /**
- * `<url|text>`, or `<url>` when the text is the URL; a link Slack cannot open shows its text and
- * its target. Slack shows a link's text as written, so it is the plain text, and a `|` in the
+ * `<url|text>`, or `<url>` when the text is the URL or there is none; a link Slack cannot open
+ * shows its text and its target, or only its target. Slack shows a link's text as written, so it is the plain text, and a `|` in the
  * URL would end it early.
  */
 function link(token: Tokens.Link | Tokens.Image): string {
-  const text = token.type === "image" ? token.text : plainInline(token.tokens);
+  const text = linkText(token);
   if (!isOpenableUrl(token.href)) {
-    const target = token.href ? ` (${token.href})` : "";
+    const target = token.href && text !== "" ? ` (${token.href})` : token.href;
     return escapeAmpLtGt(text + target);
   }
   const url = escapeAmpLtGt(token.href.replaceAll("|", "%7C"));

@@ -14,6 +14,7 @@ import {
   type Dialect,
   escapeAmpLtGt,
   isOpenableUrl,
+  linkText,
   renderBlocks,
   renderList,
   RULE,
@@ -69,15 +70,20 @@ function inlineToken(token: Token, inside: Inside): string {
   }
 }
 
-/** A link the chat can open as `<a>`; any other shows its text and, after it, its target. */
+/**
+ * A link the chat can open as `<a>`; any other shows its text and, after it, its target. A link
+ * with no text shows its target as its text, rather than nothing to click.
+ */
 function link(token: Tokens.Link | Tokens.Image, inside: Inside): string {
-  const text = token.type === "image"
-    ? escapeAmpLtGt(token.text || token.href)
+  const target = escapeAmpLtGt(token.href);
+  const empty = linkText(token) === "";
+  const text = empty
+    ? target
+    : token.type === "image"
+    ? escapeAmpLtGt(token.text)
     : inline(token.tokens, { link: true, entity: true });
   if (inside.link) return text;
-  if (!isOpenableUrl(token.href)) {
-    return token.href ? `${text} (${escapeAmpLtGt(token.href)})` : text;
-  }
+  if (!isOpenableUrl(token.href)) return token.href && !empty ? `${text} (${target})` : text;
   return `<a href="${escapeAttribute(token.href)}">${text}</a>`;
 }
 

@@ -72,6 +72,30 @@ Deno.test("deliver() telegram links only web and mail addresses: a tg:// mention
   );
 });
 
+Deno.test("deliver() shows a link with no text as its address in Telegram, Slack and Discord, rather than nothing", async () => {
+  await using telegram = startFakeTelegram();
+  await using slack = startFakePlatform("slack");
+  await using discord = startFakePlatform("discord");
+  const text =
+    "See [](https://e.com/x) or [ ](docs/x.md).\n\n| Log |\n| --- |\n| [](https://e.com/l) |";
+  await deliver(markdown("telegram", "7", text), recordingContext(telegram.env));
+  await deliver(markdown("slack", "C1", text), recordingContext(slack.env));
+  await deliver(markdown("discord", "1", text), recordingContext(discord.env));
+  assert.equal(
+    telegram.messages[0].text,
+    'See <a href="https://e.com/x">https://e.com/x</a> or docs/x.md.\n\n' +
+      "<pre>Log\n---------------\nhttps://e.com/l</pre>",
+  );
+  assert.equal(
+    slack.messages[0].text,
+    "See <https://e.com/x> or docs/x.md.\n\n```\nLog\n---------------\nhttps://e.com/l\n```",
+  );
+  assert.equal(
+    discord.messages[0].text,
+    "See https://e.com/x or docs/x.md.\n\n```\nLog\n---------------\nhttps://e.com/l\n```",
+  );
+});
+
 Deno.test("deliver() telegram and slack flatten a quote inside a quote (neither nests them) and leave out an empty one", async () => {
   await using telegram = startFakeTelegram();
   await using slack = startFakePlatform("slack");
