@@ -1,10 +1,13 @@
 /**
  * Checks `agent webhook subscribe` makes before it stores a subscription: that its secret can
- * work under its scheme, and that the skills it asks for are installed and usable.
+ * work under its scheme, that `--auth none` is asked for on a gateway that listens on loopback
+ * only, and that the skills it asks for are installed and usable.
  *
  * @module
  */
+import type { Config } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
+import { isLoopbackHost } from "../lib/subscriptions/routes.ts";
 import { findSkill, listSkills } from "../lib/agents/skills.ts";
 import { HEADER_TOKEN, HEADER_TOKEN_SCHEMES } from "../lib/subscriptions/file_store.ts";
 import type { Subscription } from "../lib/subscriptions/mod.ts";
@@ -46,6 +49,24 @@ export function checkSecretForScheme(secret: string, auth: string | undefined): 
 }
 
 /**
+ * Refuses `--auth none` unless the gateway listens on a loopback address: a subscription that
+ * takes requests without a signature is for local tools and tests (docs/subscriptions.md#auth-none).
+ * @param config the command's configuration: the address the gateway listens on
+ * @throws UsageError naming the address and where it is set
+ */
+export function checkAuthNone(config: Config): void {
+  const { host } = config.webhook;
+  if (isLoopbackHost(host)) return;
+  throw new UsageError(
+    `--auth none is accepted only while the gateway listens on a loopback address ` +
+      `(127.0.0.1, ::1, localhost), and it listens on ${host} (WEBHOOK_HOST or ` +
+      `platforms.webhook.extra.host in ${config.paths.config}): anyone who reaches that address ` +
+      "could send events without a signature. Use a signature scheme (--auth github, ...), or " +
+      "listen on 127.0.0.1",
+  );
+}
+
+/**
  * Says when `subscribe` generated a secret for a stored record that had none (edited by hand,
  * or with `"secret": ""`): the gateway refused every request to it with 403, and its sender
  * now needs the new secret.
@@ -57,7 +78,9 @@ export function generatedForEmptySecret(
   existing: Subscription | undefined,
   changes: Subscription,
 ): string[] {
+  // `auth: none` asked for no secret: one made for a scheme given now is printed, no surprise.
   if (existing === undefined || existing.secret || changes.secret !== undefined) return [];
+  if (existing.auth === "none") return [];
   return [
     `it had no secret (${existing.secret === "" ? "an empty one" : "none in the file"}), so ` +
     "the gateway refused every request with 403: a new one was generated (printed below); give " +

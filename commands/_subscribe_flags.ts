@@ -5,8 +5,9 @@
  * @module
  */
 import { UsageError } from "../lib/errors.ts";
-import type { Subscription } from "../lib/subscriptions/mod.ts";
-import { isSchemeName, SCHEME_NAMES } from "../lib/signatures/mod.ts";
+import { AUTH_NAMES, type Subscription } from "../lib/subscriptions/mod.ts";
+import { filterProblem, MAX_FILTERS } from "../lib/subscriptions/filter.ts";
+import { isSchemeName } from "../lib/signatures/mod.ts";
 import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../lib/targets/mod.ts";
 import { commaList, wholeNumber } from "./_flags.ts";
 
@@ -14,17 +15,18 @@ import { commaList, wholeNumber } from "./_flags.ts";
  * Turns the given flags into the record fields they replace.
  * @param values the parsed flags of `subscribe`
  * @returns the fields the flags give; a flag not given leaves its field out
- * @throws UsageError for an empty --events or --deliver, a --secret shorter than 8 characters,
- *   a --rate-limit that is no whole number ≥ 1, an --auth that is no scheme, or a --format that
- *   is neither plain nor markdown
+ * @throws UsageError for an empty --events or --deliver, a --filter that does not compile (where
+ *   its mistake is), a --secret shorter than 8 characters, a --rate-limit that is no whole number
+ *   ≥ 1, an --auth that is no scheme nor `none`, or a --format that is neither plain nor markdown
  */
 export function optionsToRecord(
-  values: Record<string, string | boolean | undefined>,
+  values: Record<string, string | string[] | boolean | undefined>,
 ): Subscription {
   const text = (key: string) => values[key] as string | undefined;
   const record: Subscription = {};
   if (text("prompt") !== undefined) record.prompt = text("prompt");
   if (text("events") !== undefined) record.events = eventFilter(text("events")!);
+  if (values.filter !== undefined) record.filters = payloadFilters(values.filter as string[]);
   if (text("description") !== undefined) record.description = text("description");
   // A skill named twice would be added to the system prompt twice.
   if (text("skills") !== undefined) record.skills = [...new Set(commaList(text("skills")))];
@@ -53,12 +55,44 @@ export function optionsToRecord(
     record.rate_limit = limit;
   }
   if (text("auth") !== undefined) {
-    if (!isSchemeName(text("auth")!)) {
-      throw new UsageError(`--auth must be one of: ${SCHEME_NAMES.join(", ")}`);
+    if (!isSchemeName(text("auth")!) && text("auth") !== "none") {
+      throw new UsageError(`--auth must be one of: ${AUTH_NAMES.join(", ")}`);
     }
     record.auth = text("auth");
   }
   return record;
+}
+
+/**
+ * Reads the `--filter` flags: CEL expressions that must all hold (docs/subscriptions.md#filters).
+ * `--filter true` alone removes a subscription's filters, as `--events all` its event filter.
+ * @param expressions the flags' values, in order
+ * @returns the filters to store; none for `--filter true`
+ * @throws UsageError for an empty one (more likely an unset shell variable than a wish), more
+ *   than {@link MAX_FILTERS}, or one that does not compile, with its column and a caret
+ */
+function payloadFilters(expressions: string[]): string[] {
+  if (expressions.length === 1 && expressions[0].trim() === "true") return [];
+  if (expressions.length > MAX_FILTERS) {
+    throw new UsageError(`--filter is given ${expressions.length} times: at most ${MAX_FILTERS}`);
+  }
+  for (const [i, expression] of expressions.entries()) {
+    const which = expressions.length > 1 ? `--filter ${i + 1}` : "--filter";
+    if (expression.trim() === "") {
+      throw new UsageError(
+        `${which} is empty: give a CEL expression, e.g. 'pull_request.base.ref == "main"', or ` +
+          "--filter true alone to remove the filters",
+      );
+    }
+    const problem = filterProblem(expression);
+    if (problem !== undefined) {
+      throw new UsageError(
+        `${which} has a mistake at ${problem}\nFilters are CEL expressions: see ` +
+          "docs/subscriptions.md#filters",
+      );
+    }
+  }
+  return expressions;
 }
 
 /**

@@ -48,8 +48,9 @@ export function mergeSubscription(
     else delete merged.deliver_extra;
   }
   merged.deliver ??= "log";
-  // An empty secret counts as none (403): a new one replaces it.
-  merged.secret ||= generateSecret(merged.auth);
+  // An empty secret counts as none (403): a new one replaces it. `auth: none` asks for none,
+  // and keeps one it had for a scheme given again later.
+  if (merged.auth !== "none") merged.secret ||= generateSecret(merged.auth);
   merged.created_at ??= nowIso;
   merged.updated_at = nowIso;
   const warnings = validateTarget({
@@ -58,8 +59,8 @@ export function mergeSubscription(
     deliverOnly: merged.deliver_only ?? false,
     env: config.env,
   });
-  if (changes.secret !== undefined || changes.auth !== undefined) {
-    warnings.push(...checkSecretForScheme(merged.secret, merged.auth));
+  if ((changes.secret !== undefined || changes.auth !== undefined) && merged.auth !== "none") {
+    warnings.push(...checkSecretForScheme(merged.secret!, merged.auth));
   }
   return { record: merged, warnings };
 }

@@ -16,6 +16,7 @@ import { gatewayUninstall } from "./gateway_uninstall.ts";
 import { gatewaySetup } from "./gateway_setup.ts";
 import { webhookEvents } from "./webhook_events.ts";
 import { webhookList } from "./webhook_list.ts";
+import { webhookDisable, webhookEnable } from "./webhook_disable.ts";
 import { webhookRemove } from "./webhook_remove.ts";
 import { webhookReplay } from "./webhook_replay.ts";
 import { webhookRotateSecret } from "./webhook_rotate_secret.ts";
@@ -36,6 +37,8 @@ export const COMMANDS: readonly Command[] = [
   webhookSubscribe,
   webhookList,
   webhookRemove,
+  webhookDisable,
+  webhookEnable,
   webhookTest,
   webhookRotateSecret,
   webhookEvents,

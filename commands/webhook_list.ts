@@ -1,13 +1,14 @@
 /**
  * `agent webhook list`: every dynamic subscription and static route with its URL, events,
- * target and secret, and warnings about what the gateway refuses or cannot serve: records it
- * cannot read, hidden names, skills gone, secrets no sender can satisfy (docs/commands.md).
+ * filters, target and secret, whether it is disabled, and warnings about what the gateway
+ * refuses or cannot serve: records it cannot read, hidden names, skills gone, secrets no sender
+ * can satisfy, `auth: none` off loopback (docs/commands.md).
  *
  * @module
  */
 import { type Config, webhookUrl } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
-import { routesAndHidden } from "../lib/subscriptions/routes.ts";
+import { isLoopbackHost, routesAndHidden } from "../lib/subscriptions/routes.ts";
 import { secretProblem } from "../lib/subscriptions/file_store.ts";
 import { findSkill, listSkills } from "../lib/agents/skills.ts";
 import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
@@ -19,7 +20,7 @@ import { advertisedWebhook } from "./_running_gateway.ts";
 const usage = `Usage: agent webhook list [--json]
 
 Lists subscriptions (from webhook_subscriptions.json) and static routes (from config.yaml)
-with their URL, events, target and secret.`;
+with their URL, events, filters, target and secret; a disabled one is marked [disabled].`;
 
 /** `agent webhook list`. */
 export const webhookList: Command = {
@@ -48,6 +49,13 @@ export const webhookList: Command = {
     for (const route of routes) {
       const problem = secretProblem(route, loaded.webhook.secret);
       if (problem !== undefined) ctx.stderr(`Warning: "${route.name}": ${problem}`);
+      if (route.auth === "none" && !isLoopbackHost(loaded.webhook.host)) {
+        ctx.stderr(
+          `Warning: "${route.name}" has auth none, served only while the gateway listens on a ` +
+            `loopback address; it is set to listen on ${loaded.webhook.host}, so its requests ` +
+            "are refused (404).",
+        );
+      }
     }
     const config = { ...loaded, webhook: await advertisedWebhook(loaded) };
     if (values.json) {
@@ -101,15 +109,17 @@ async function skillProblems(routes: Route[], skillsDir: string): Promise<string
  */
 function describeRoute(route: Route, config: Config, nowMs: number): string {
   // An empty secret is none, as the gateway reads it (`currentSecret`).
-  const secret = route.secret ||
+  const secret = route.auth === "none" ? "(none asked for: auth none)" : route.secret ||
     (currentSecret(route, config.webhook.secret) === undefined
       ? "(none: requests are refused with 403)"
       : `${config.webhook.secret} (global secret)`);
   const chat = route.deliver_extra?.chat_id ? ` (chat ${route.deliver_extra.chat_id})` : "";
   const lines = [
-    `${route.name}${route.origin === "static" ? "  [static, config.yaml]" : ""}`,
+    `${route.name}${route.origin === "static" ? "  [static, config.yaml]" : ""}` +
+    (route.disabled ? "  [disabled]" : ""),
     `  URL:      ${webhookUrl(config.webhook, route.name)}`,
     `  Events:   ${route.events?.length ? route.events.join(", ") : "all"}`,
+    ...(route.filters ?? []).map((filter) => `  Filter:   ${filter}`),
     `  Deliver:  ${route.deliver ?? "log"}${chat}${route.deliver_only ? " (direct)" : ""}` +
     (route.format ? `, as ${route.format}` : ""),
     `  Secret:   ${secret}`,
@@ -121,7 +131,14 @@ function describeRoute(route: Route, config: Config, nowMs: number): string {
   }
   if (route.description) lines.push(`  About:    ${route.description}`);
   if (route.skills?.length) lines.push(`  Skills:   ${route.skills.join(", ")}`);
-  if (route.auth) lines.push(`  Auth:     ${route.auth} only`);
+  if (route.auth === "none") lines.push("  Auth:     none (unsigned requests, on loopback only)");
+  else if (route.auth) lines.push(`  Auth:     ${route.auth} only`);
+  if (route.disabled) {
+    const undo = route.origin === "static"
+      ? "remove disabled in config.yaml"
+      : `agent webhook enable ${route.name}`;
+    lines.push(`  Disabled: its requests are answered 404, as an unknown name's (${undo})`);
+  }
   if (route.rate_limit) lines.push(`  Limit:    ${route.rate_limit} requests/minute`);
   return lines.join("\n");
 }

@@ -7,16 +7,15 @@
 import { webhookUrl } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
-import { NAME_PATTERN, type Subscription } from "../lib/subscriptions/mod.ts";
+import { AUTH_NAMES, NAME_PATTERN, type Subscription } from "../lib/subscriptions/mod.ts";
 import { updateSubscriptions } from "../lib/subscriptions/file_store.ts";
-import { SCHEME_NAMES } from "../lib/signatures/mod.ts";
 import { homeChannelOf } from "../lib/targets/mod.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { addressCheck, agentCheck } from "./_readiness.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
-import { checkSkills, generatedForEmptySecret } from "./_subscribe_checks.ts";
+import { checkAuthNone, checkSkills, generatedForEmptySecret } from "./_subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "./_subscribe_flags.ts";
 import { mergeSubscription } from "./_subscribe_merge.ts";
 
@@ -29,6 +28,9 @@ Options:
   --prompt TEXT            prompt template with {dot.path} placeholders (default: the whole payload)
   --events LIST            comma-separated event types, e.g. issues,pull_request.opened
                            (default, or --events all: every event)
+  --filter EXPR            a CEL expression over the payload and headers that must be true,
+                           e.g. 'pull_request.base.ref == "main"'; repeatable, all must hold
+                           (--filter true alone removes them)
   --description TEXT       free text shown by list
   --skills LIST            comma-separated skill names from ~/.agent/skills
   --deliver TARGET         log (default), telegram, discord, slack, github_comment, gitlab_comment, origin
@@ -38,12 +40,14 @@ Options:
   --format FORMAT          markdown: render for each chat (agent default); plain: as written
   --secret SECRET          HMAC secret (default: 32 random bytes, kept on update)
   --rate-limit N           requests per minute for this subscription
-  --auth SCHEME            accept only this signature scheme (${SCHEME_NAMES.join(", ")})
+  --auth SCHEME            accept only this signature scheme (${AUTH_NAMES.join(", ")});
+                           none: unsigned requests, only while the gateway listens on loopback
   --json                   print the result as JSON`;
 
 const options = {
   prompt: { type: "string" },
   events: { type: "string" },
+  filter: { type: "string", multiple: true },
   description: { type: "string" },
   skills: { type: "string" },
   deliver: { type: "string" },
@@ -70,6 +74,7 @@ export const webhookSubscribe: Command = {
     if (!config) return 1;
     refuseStatic(config, name, "subscribe");
     const changes = optionsToRecord(values);
+    if (changes.auth === "none") checkAuthNone(config);
     if (changes.skills?.length) {
       await checkSkills(changes.skills, { skillsDir: config.paths.skills, warn: ctx.stderr });
     }
@@ -89,6 +94,12 @@ export const webhookSubscribe: Command = {
     if (updated) await untilGatewaySeesChange(config);
     for (const warning of [...warnings, ...eventFilterWarnings(changes.events)]) {
       ctx.stderr(`Warning: ${warning}`);
+    }
+    if (record.disabled) {
+      ctx.stderr(
+        `Warning: "${name}" is disabled: the gateway answers its requests as an unknown name's ` +
+          `(404) until: agent webhook enable ${name}`,
+      );
     }
     // As for a target's token: the subscription is kept, but its runs fail until this is fixed.
     const agent = agentCheck(config);
@@ -131,11 +142,15 @@ function describe(
     : home && env[home]
     ? ` (chat ${env[home]}, from ${home})`
     : "";
+  const secret = record.auth === "none"
+    ? "none asked for (--auth none: unsigned requests, on a loopback address only)"
+    : record.secret;
   return [
     `${verb} subscription "${name}"`,
     `  URL:     ${url}`,
-    `  Secret:  ${record.secret}`,
+    `  Secret:  ${secret}`,
     `  Events:  ${record.events?.length ? record.events.join(", ") : "all"}`,
+    ...(record.filters ?? []).map((filter) => `  Filter:  ${filter}`),
     `  Deliver: ${record.deliver ?? "log"}${chat}`,
     `  Mode:    ${record.deliver_only ? "direct delivery (no agent run)" : "agent run"}` +
     (record.format ? `, sent as ${record.format}` : ""),

@@ -84,6 +84,7 @@ export function ingestDeps(config: Config, parts: {
   return {
     refusals: parts.refusals,
     findRoute: parts.findRoute,
+    listenHost: webhook.host,
     maxBodyBytes: webhook.maxBodyBytes,
     bodyTimeoutMs: parts.bodyTimeoutMs,
     bodyBudgetBytes: parts.bodyBudgetBytes,

@@ -43,8 +43,8 @@ import type { Scheme, SchemeOutcome, VerifyRequest, VerifyResult } from "./_type
 export type { VerifyRequest, VerifyResult } from "./_types.ts";
 export { MAX_HEADER_CHARS, MAX_SIGNATURES } from "./_headers.ts";
 
-/** The authentication schemes of docs/signatures.md, in the order their headers are tried. */
-export type SchemeName =
+/** The signature schemes of docs/signatures.md, in the order their headers are tried. */
+export type SignatureSchemeName =
   | "github"
   | "gitlab"
   | "standard"
@@ -56,10 +56,19 @@ export type SchemeName =
   | "bearer";
 
 /**
- * Every scheme name, in the order their headers are tried (docs/signatures.md table order): the
- * verifier tries its schemes in this order, and the first whose header is present decides.
+ * How a request was authenticated: by one of the signature schemes, or by none, for a
+ * subscription with `auth: none`, which the gateway serves only while it listens on a loopback
+ * address (docs/subscriptions.md#auth-none). No scheme verifies `none`: the verifier refuses it
+ * as `missing`, and the gateway checks `auth: none` before it asks.
  */
-export const SCHEME_NAMES: readonly SchemeName[] = Object.freeze([
+export type SchemeName = SignatureSchemeName | "none";
+
+/**
+ * Every signature scheme's name, in the order their headers are tried (docs/signatures.md table
+ * order): the verifier tries its schemes in this order, and the first whose header is present
+ * decides. `none` is not one of them.
+ */
+export const SCHEME_NAMES: readonly SignatureSchemeName[] = Object.freeze([
   "github",
   "gitlab",
   "standard",
@@ -82,12 +91,12 @@ export const SCHEME_NAMES: readonly SchemeName[] = Object.freeze([
  * isSchemeName("basic"); // false
  * ```
  */
-export function isSchemeName(name: string): name is SchemeName {
+export function isSchemeName(name: string): name is SignatureSchemeName {
   return (SCHEME_NAMES as readonly string[]).includes(name);
 }
 
-/** Each scheme by its name: the type requires one for every {@link SchemeName}. */
-const SCHEME_BY_NAME: Readonly<Record<SchemeName, Scheme>> = {
+/** Each scheme by its name: the type requires one for every {@link SignatureSchemeName}. */
+const SCHEME_BY_NAME: Readonly<Record<SignatureSchemeName, Scheme>> = {
   github,
   gitlab,
   standard,
@@ -225,8 +234,8 @@ export interface SignOptions {
  * @param body the exact body text to be sent (signed as its UTF-8 bytes)
  * @param options the delivery id and the time the timestamped schemes sign
  * @returns lower-case header names and values, e.g. `{"x-hub-signature-256": "sha256=<hex>"}`;
- *   null when the secret gives no key (empty, or a `whsec_` secret that is not base64), or
- *   for a name that is no scheme (a hand-edited file)
+ *   null when the secret gives no key (empty, or a `whsec_` secret that is not base64), for
+ *   `none`, which signs nothing, or for a name that is no scheme (a hand-edited file)
  * @example
  * ```ts
  * const options = { deliveryId: "t-1", nowSeconds: 1_700_000_000 };

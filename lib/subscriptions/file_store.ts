@@ -170,7 +170,7 @@ export const HEADER_TOKEN = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
  * (an empty one counts as none), so every request gets 403; or its secret has characters no
  * header can carry while GitLab and Bearer senders, which send it as a header, may be the ones
  * using it (every request of theirs gets 401). A route pinned to a scheme that signs with the
- * secret (`--auth github`) has no such problem with it.
+ * secret (`--auth github`) has no such problem with it, nor one with `auth: none`.
  * @param route the subscription or static route
  * @param globalSecret `extra.secret`, which serves static routes without a secret of their own
  * @returns the problem and what to do, to follow `subscription "<name>": `; undefined when
@@ -182,6 +182,7 @@ export const HEADER_TOKEN = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
  * ```
  */
 export function secretProblem(route: Route, globalSecret: string | undefined): string | undefined {
+  if (route.auth === "none") return undefined; // no secret is asked for
   const secret = currentSecret(route, globalSecret);
   const dynamic = route.origin === "dynamic";
   const renew = dynamic

@@ -7,7 +7,8 @@
  */
 import { ConfigError } from "../errors.ts";
 import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../targets/mod.ts";
-import { isSchemeName, SCHEME_NAMES } from "../signatures/mod.ts";
+import { isSchemeName, SCHEME_NAMES, type SchemeName } from "../signatures/mod.ts";
+import { filterProblem, MAX_FILTERS } from "./filter.ts";
 
 /** Where a subscription comes from: the CLI-managed file, or `config.yaml` (read-only). */
 export type RouteOrigin = "dynamic" | "static";
@@ -18,11 +19,25 @@ export interface Subscription {
   description?: string;
   /** Event-type filter; empty or absent accepts every event. */
   events?: string[];
+  /**
+   * CEL expressions over the payload and `headers`, evaluated after the event-type filter; every
+   * one must be true (docs/subscriptions.md#filters). Empty or absent accepts every event.
+   */
+  filters?: string[];
+  /**
+   * Set by `agent webhook disable`: the gateway answers the subscription's requests as it does an
+   * unknown name's (404), and keeps its record and secret.
+   */
+  disabled?: boolean;
   /** Current HMAC secret (or shared token for GitLab/Bearer). */
   secret?: string;
   /** Previous secrets still accepted until `expires_at` (secret rotation). */
   previous_secrets?: { secret: string; expires_at: string }[];
-  /** Only this signature scheme is accepted when set (`subscribe --auth`). */
+  /**
+   * Only this signature scheme is accepted when set (`subscribe --auth`); `none` accepts
+   * requests without a signature, and only while the gateway listens on a loopback address
+   * (docs/subscriptions.md#auth-none).
+   */
   auth?: string;
   /** Prompt template with `{dot.path}` placeholders; absent dumps the payload. */
   prompt?: string;
@@ -114,6 +129,12 @@ export function generateSecret(scheme?: string): string {
 /** Names allowed for subscriptions (docs/subscriptions.md). */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
+/**
+ * What a subscription's `auth` may name: a signature scheme (docs/signatures.md), or `none`
+ * (docs/subscriptions.md#auth-none).
+ */
+export const AUTH_NAMES: readonly SchemeName[] = [...SCHEME_NAMES, "none"];
+
 const TEXT_FIELDS = [
   "description",
   "secret",
@@ -129,24 +150,27 @@ const TEXT_FIELDS = [
 export const RECORD_FIELDS: readonly string[] = [
   ...TEXT_FIELDS,
   "events",
+  "filters",
   "skills",
   "deliver_only",
+  "disabled",
   "rate_limit",
   "deliver_extra",
   "previous_secrets",
 ];
 
 /**
- * Refuses a `deliver` that names no target and an `auth` that names no signature scheme: the
- * checks `checkRecord` leaves to its callers, which word where the field is.
+ * Refuses a `deliver` that names no target, an `auth` that names no signature scheme (nor
+ * `none`), and `filters` that do not compile or are too many: the checks `checkRecord` leaves to
+ * its callers, which word where the field is.
  * @param record a record `checkRecord` passed
  * @param field names a field for the message, e.g. `routes.ci.deliver in config.yaml`
  * @param file the file the record is in
- * @throws ConfigError with the valid names
+ * @throws ConfigError with the valid names, or where a filter's mistake is
  */
 export function checkTargetAndScheme(
   record: Subscription,
-  field: (name: "deliver" | "auth") => string,
+  field: (name: "deliver" | "auth" | "filters") => string,
   file: string,
 ): void {
   if (record.deliver !== undefined && !TARGET_NAMES.includes(record.deliver)) {
@@ -156,12 +180,22 @@ export function checkTargetAndScheme(
       { file },
     );
   }
-  if (record.auth !== undefined && !isSchemeName(record.auth)) {
+  if (record.auth !== undefined && record.auth !== "none" && !isSchemeName(record.auth)) {
     throw new ConfigError(
       `${field("auth")}: unknown signature scheme "${record.auth}"; valid schemes: ` +
-        SCHEME_NAMES.join(", "),
+        AUTH_NAMES.join(", "),
       { file },
     );
+  }
+  const filters = record.filters ?? [];
+  if (filters.length > MAX_FILTERS) {
+    throw new ConfigError(`${field("filters")}: more than ${MAX_FILTERS} filters`, { file });
+  }
+  for (const [i, expression] of filters.entries()) {
+    const problem = filterProblem(expression);
+    if (problem !== undefined) {
+      throw new ConfigError(`${field("filters")}: filter ${i + 1}, ${problem}`, { file });
+    }
   }
 }
 
@@ -210,7 +244,7 @@ function checkScalarFields(record: Record<string, unknown>, fail: Fail): void {
       fail(field, "must be a string");
     }
   }
-  for (const field of ["events", "skills"]) {
+  for (const field of ["events", "filters", "skills"]) {
     const value = record[field];
     if (
       value !== undefined && !(Array.isArray(value) && value.every((v) => typeof v === "string"))
@@ -218,8 +252,10 @@ function checkScalarFields(record: Record<string, unknown>, fail: Fail): void {
       fail(field, "must be a list of strings");
     }
   }
-  if (record.deliver_only !== undefined && typeof record.deliver_only !== "boolean") {
-    fail("deliver_only", "must be true or false");
+  for (const field of ["deliver_only", "disabled"]) {
+    if (record[field] !== undefined && typeof record[field] !== "boolean") {
+      fail(field, "must be true or false");
+    }
   }
   const limit = record.rate_limit;
   if (limit !== undefined && !(Number.isSafeInteger(limit) && (limit as number) >= 1)) {

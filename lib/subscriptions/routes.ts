@@ -5,6 +5,7 @@
  * @module
  */
 import type { Config } from "../config/mod.ts";
+import { unbracketed } from "../config/address.ts";
 import { UsageError } from "../errors.ts";
 import { type EventDispatch, storableText } from "../state/mod.ts";
 import { NAME_PATTERN, type Route } from "./mod.ts";
@@ -121,6 +122,49 @@ export async function routesAndHidden(
     hidden: names.filter((name) => config.webhook.routes.has(name)),
     unusable: unusableSubscriptions(records, config.paths.subscriptions, config.webhook.routes),
   };
+}
+
+/**
+ * Why the gateway, listening on `listenHost`, answers a route's requests as it does an unknown
+ * name's (404, the same body): the route is disabled (`agent webhook disable`), or it has
+ * `auth: none` and the gateway listens on an address other hosts may reach
+ * (docs/subscriptions.md#auth-none).
+ * @param route the route found for a request's name
+ * @param listenHost the address the gateway listens on (`extra.host`); undefined when unknown,
+ *   which serves no `auth: none` route
+ * @returns the reason, for the log line; undefined when the route is served
+ * @example
+ * ```ts
+ * unservedReason({ name: "local", origin: "dynamic", auth: "none" }, "0.0.0.0");
+ * // "auth none is served only on a loopback address, and the gateway listens on 0.0.0.0"
+ * ```
+ */
+export function unservedReason(route: Route, listenHost: string | undefined): string | undefined {
+  if (route.disabled) return "disabled (agent webhook enable turns it back on)";
+  if (route.auth === "none" && !(listenHost !== undefined && isLoopbackHost(listenHost))) {
+    return "auth none is served only on a loopback address, and the gateway listens on " +
+      (listenHost ?? "an unknown address");
+  }
+  return undefined;
+}
+
+/**
+ * Tells whether an address to listen on reaches this machine only: `localhost`, 127.0.0.0/8 or
+ * `::1` (bracketed or not; an IPv4-mapped `::ffff:127.x.y.z` too). A wildcard (`0.0.0.0`, `::`)
+ * or any other name is not: other hosts may reach it.
+ * @param host a host name or address, as configured
+ * @returns true for a loopback address
+ * @example
+ * ```ts
+ * isLoopbackHost("127.0.0.1"); // true
+ * isLoopbackHost("0.0.0.0"); // false
+ * ```
+ */
+export function isLoopbackHost(host: string): boolean {
+  const bare = unbracketed(host).toLowerCase();
+  if (bare === "localhost" || bare === "::1" || bare === "0:0:0:0:0:0:0:1") return true;
+  const v4 = bare.startsWith("::ffff:") ? bare.slice(7) : bare;
+  return /^127(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/.test(v4);
 }
 
 /**

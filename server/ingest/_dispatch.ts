@@ -15,6 +15,7 @@ import {
   matchedEventType,
 } from "../../lib/subscriptions/event_info.ts";
 import { dispatchFor } from "../../lib/subscriptions/routes.ts";
+import { failedFilter } from "../../lib/subscriptions/filter.ts";
 import type { NewEvent } from "../../lib/state/mod.ts";
 import type { Route } from "../../lib/subscriptions/mod.ts";
 import { isOwnComment, postsComments } from "../../lib/targets/own_comments.ts";
@@ -36,6 +37,9 @@ import type { SchemeName } from "../../lib/signatures/mod.ts";
 const ACCEPTED = lineTemplate("accepted {subscription} {event}");
 const IGNORED = lineTemplate("ignored {subscription}: event {event} not in filter");
 const OWN_COMMENT = lineTemplate("ignored {subscription}: event {event} is about its own comment");
+const FILTERED = lineTemplate(
+  "ignored {subscription}: event {event} did not pass filter {filter} ({expression}): {reason}",
+);
 
 /** A request that passed the auth, rate and parse steps. */
 export interface Authentic {
@@ -72,7 +76,7 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   const received: Received = { route, info, event: eventLabel(info), payload };
   const answered = answerWithoutEvent(received, scheme);
   if (answered) return answered;
-  const eventType = filter(received);
+  const eventType = filter(received, headers);
   if (typeof eventType !== "string") {
     deps.metrics?.event(route.name, "ignored");
     return eventType;
@@ -124,10 +128,11 @@ function answerWithoutEvent(
 }
 
 /**
- * The "filter" step: `ignored` for an event not in the route's filter or about its own comment;
- * else the type the filter let it through as (see `matchedEventType`).
+ * The "filter" step: `ignored` for an event not in the route's filter, for which one of its
+ * `filters` does not hold (docs/subscriptions.md#filters), or about its own comment; else the
+ * type the filter let it through as (see `matchedEventType`).
  */
-function filter({ route, info, event, payload }: Received): Response | string {
+function filter({ route, info, event, payload }: Received, headers: Headers): Response | string {
   const subscription = route.name;
   const eventType = matchedEventType(route.events, info);
   if (eventType === undefined) {
@@ -137,6 +142,12 @@ function filter({ route, info, event, payload }: Received): Response | string {
       events: route.events?.join(","),
     });
     return ignored(event);
+  }
+  const failed = failedFilter(route.filters, { payload, headers });
+  if (failed !== undefined) {
+    const { index, expression, reason } = failed;
+    writeLine(log, "info", FILTERED, { subscription, event, filter: index, expression, reason });
+    return ignored(event, "filter");
   }
   if (postsComments(route.deliver ?? "log") && isOwnComment(payload)) {
     writeLine(log, "info", OWN_COMMENT, { subscription, event });

@@ -84,7 +84,8 @@ const STORE_UNAVAILABLE = lineTemplate("store unavailable for {subscription}: {r
  * counts in the pool of refusals that name no subscription, others in the subscription's.
  * @param name the subscription name of the URL, whatever it holds: the line quotes one that is
  *   not a subscription name, and the answer and the line show at most 80 characters of it
- * @param refused the status, the message (the line's reason) and more headers of the answer
+ * @param refused the status, the message (the line's reason) and more headers of the answer;
+ *   `detail`: said after the reason in the line only, not in the answer
  * @returns the refusal, to throw
  * @example
  * ```ts
@@ -93,7 +94,12 @@ const STORE_UNAVAILABLE = lineTemplate("store unavailable for {subscription}: {r
  */
 export function refusalFor(
   name: string,
-  { status, error, headers }: { status: number; error: string; headers?: HeadersInit },
+  { status, error, headers, detail }: {
+    status: number;
+    error: string;
+    headers?: HeadersInit;
+    detail?: string;
+  },
 ): Refusal {
   const subscription = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   // A name that is not a subscription name is quoted: `zz 2026-… INFO ingest accepted gh`
@@ -108,7 +114,12 @@ export function refusalFor(
       logger: log,
       level: "warning",
       template: REJECTED,
-      properties: { subscription: shown, status, reason: error.replace(name, () => shown) },
+      properties: {
+        subscription: shown,
+        status,
+        // The detail is for the operator only: a disabled name answers as an unknown one.
+        reason: error.replace(name, () => shown) + (detail ? ` (${detail})` : ""),
+      },
     },
   });
 }

@@ -10,6 +10,7 @@
 import type { RateLimiter } from "../../lib/subscriptions/rate_limit.ts";
 import type { NewEvent, StateStore } from "../../lib/state/mod.ts";
 import { NAME_PATTERN, type Route } from "../../lib/subscriptions/mod.ts";
+import { unservedReason } from "../../lib/subscriptions/routes.ts";
 import type { DirectResult } from "../../lib/worker/mod.ts";
 import { BodyBudget, BodyDeadlines, declaredLength, readBody } from "./_body.ts";
 import { parsePayload } from "./_payload.ts";
@@ -34,6 +35,12 @@ export interface IngestDeps {
    * pass.
    */
   findRoute(name: string, options?: { fresh?: boolean }): Route | undefined;
+  /**
+   * The address the gateway listens on (`extra.host`): a route with `auth: none` is served only
+   * when it is a loopback address (docs/subscriptions.md#auth-none). @default {none: no such
+   * route is served}
+   */
+  listenHost?: string;
   /** Largest accepted body, in bytes. */
   maxBodyBytes: number;
   /** Time allowed to receive a whole body, in milliseconds. @default {30000} */
@@ -162,13 +169,15 @@ async function handleWebhook(
     const error = `method ${request.method} not allowed: use POST`;
     throw refusalFor(name, { status: 405, error, headers: { allow: "POST" } });
   }
-  // 2. route
-  const found = NAME_PATTERN.test(name)
-    ? deps.findRoute(name) ?? deps.findRoute(name, { fresh: true })
-    : undefined;
-  if (!found) throw refusalFor(name, { status: 404, error: `unknown subscription: ${name}` });
+  // 2. route (a disabled one, or `auth: none` off loopback, is answered as an unknown name)
+  const found = NAME_PATTERN.test(name) ? findServed(deps, name) : undefined;
+  const unserved = found && unservedReason(found, deps.listenHost);
+  if (!found || unserved) {
+    const error = `unknown subscription: ${name}`;
+    throw refusalFor(name, { status: 404, error, detail: unserved });
+  }
   // 3. size
-  const body = await receiveBody(request, pipeline);
+  const body = await receiveBody(request, pipeline, found);
   // 4. auth
   const nowMs = deps.now();
   const { route, scheme } = await authenticate(deps, { request, name, route: found, body, nowMs });
@@ -186,6 +195,16 @@ async function handleWebhook(
 }
 
 /**
+ * The route called `name` from the copy of the subscription file, or from the file as it is now
+ * when the copy has none or one it does not serve (it may have been enabled a moment ago).
+ */
+function findServed(deps: IngestDeps, name: string): Route | undefined {
+  const cached = deps.findRoute(name);
+  if (cached && !unservedReason(cached, deps.listenHost)) return cached;
+  return deps.findRoute(name, { fresh: true });
+}
+
+/**
  * The "size" step: the body, read within `maxBodyBytes`, the time allowed and the budget of
  * bodies received at once.
  * @throws BodyError 413, 408, 400; 503 past the budget
@@ -193,13 +212,14 @@ async function handleWebhook(
 async function receiveBody(
   request: Request,
   { deps, deadlines, budget }: Pipeline,
+  route: Route,
 ): Promise<Uint8Array> {
   // A request without any signature header is refused (401, or 403 without a secret) before
   // its body is read: it cannot make the gateway receive and hold a body. Only once its size
   // is known to be within the limit (Content-Length), as the size step comes first; a
   // chunked one is read, and counted, first. A signed request (nearly all) skips this check
-  // of its Content-Length: readBody makes it.
-  const unsigned = detectScheme(request.headers) === null &&
+  // of its Content-Length: readBody makes it. A route with `auth: none` takes unsigned ones.
+  const unsigned = route.auth !== "none" && detectScheme(request.headers) === null &&
     declaredLength(request, deps.maxBodyBytes) !== null;
   return unsigned ? NO_BODY : await readBody(request, deps.maxBodyBytes, { deadlines, budget });
 }

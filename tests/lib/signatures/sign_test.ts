@@ -7,6 +7,7 @@ import {
   createSignatureVerifier,
   SCHEME_NAMES,
   type SchemeName,
+  type SignatureSchemeName,
   signRequest,
 } from "../../../lib/signatures/mod.ts";
 import { BODY, bytes, hmac, NOW, OTHER_SECRET, SECRET } from "../../fakes/senders.ts";
@@ -86,7 +87,7 @@ Deno.test("signRequest gives no headers for a secret that gives no key", () => {
 Deno.test("signRequest writes each scheme's headers as its senders do, byte for byte", () => {
   const t = String(NOW);
   const key = Buffer.from(SECRET.slice("whsec_".length), "base64");
-  const expected: Record<SchemeName, Record<string, string>> = {
+  const expected: Record<SignatureSchemeName, Record<string, string>> = {
     github: { "x-hub-signature-256": `sha256=${hmac(SECRET, BODY, "hex")}` },
     gitlab: { "x-gitlab-token": SECRET },
     standard: {
