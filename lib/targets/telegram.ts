@@ -35,16 +35,28 @@ export interface TelegramDestination {
 }
 
 /**
+ * A chat Telegram can address: a numeric id (a user; negative for a group, `-100…` for a channel
+ * or supergroup), or a public channel's `@username` of 5 to 32 letters, digits and underscores.
+ * https://core.telegram.org/bots/api#sendmessage (`chat_id`)
+ */
+const TELEGRAM_CHAT = /^(-?[1-9]\d{0,19}|@[A-Za-z0-9_]{5,32})$/;
+
+/**
  * Parses `<chat>` or `<chat>:<thread>`.
  * @param value a chat id (`-100123`, `@channel`), with a forum topic after a colon
  * @returns the chat id and the topic, both trimmed
- * @throws {TargetError} permanent when the chat id is empty, or the thread is not a positive
- *   integer.
+ * @throws {TargetError} permanent when the chat is neither a numeric id nor an `@username`, or
+ *   the thread is not a positive integer.
  */
 export function parseTelegramChat(value: string): { chatId: string; threadId?: number } {
   const [chatId, thread] = value.split(":", 2).map((part) => part.trim());
-  if (chatId === "") {
-    throw new TargetError("a Telegram chat id is empty", { permanent: true });
+  if (!TELEGRAM_CHAT.test(chatId)) {
+    throw new TargetError(
+      `a Telegram chat is a number (-100… for a channel or supergroup) or @channelusername, got ${
+        JSON.stringify(chatId)
+      }`,
+      { permanent: true },
+    );
   }
   if (thread === undefined) return { chatId };
   if (!/^[1-9]\d*$/.test(thread)) {

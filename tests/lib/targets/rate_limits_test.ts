@@ -106,7 +106,8 @@ for (const target of ["gitlab_comment", "telegram", "slack"]) {
       SLACK_BOT_TOKEN: "xoxb-token",
     };
     const ctx = recordingContext(env);
-    const error = await targetError(deliver(job(target, { chatId: "1#2" }), ctx));
+    const chatId = target === "gitlab_comment" ? "1#2" : "12";
+    const error = await targetError(deliver(job(target, { chatId }), ctx));
     assert.equal(error.permanent, true);
     assert.equal(error.retryAfterSeconds, undefined);
     assert.match(error.message, /\(HTTP 403\): 403 Forbidden$/);
