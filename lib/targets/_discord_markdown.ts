@@ -55,8 +55,38 @@ function withEmptyLinksShown(token: Token, source: string): string {
   return shown + source.slice(cursor);
 }
 
-/** Discord's Markdown; its length is the text as sent. */
+/** A web address as Discord links it by itself; a backslash inside one would change it. */
+const BARE_URL = /\bhttps?:\/\/[^\s<]+/g;
+/** What Discord's Markdown reads anywhere in a line: emphasis, code, spoilers, masked links. */
+const INLINE_MARKUP = /[\\*_~`|[\]]/g;
+
+/**
+ * Text escaped so that Discord shows it as written: a backslash before each character its
+ * Markdown reads (https://support.discord.com/hc/en-us/articles/210298617): a backslash, `*`, `_`,
+ * `~`, a backtick, `|`, `[` and `]` anywhere but in a web address, and what makes a line a heading,
+ * quote or list item (`#`, `>`, `-`, `+`, the `.` or `)` of `1.`). Discord shows a backslash
+ * before punctuation as nothing.
+ * @param text plain text, such as a direct-delivery message
+ * @returns the text escaped, as long as it was or longer
+ * @example
+ * ```ts
+ * escapeDiscordText("*URGENT* _x_"); // "\\*URGENT\\* \\_x\\_"
+ * ```
+ */
+export function escapeDiscordText(text: string): string {
+  let escaped = "";
+  let from = 0;
+  for (const url of text.matchAll(BARE_URL)) {
+    escaped += text.slice(from, url.index).replace(INLINE_MARKUP, "\\$&") + url[0];
+    from = url.index + url[0].length;
+  }
+  escaped += text.slice(from).replace(INLINE_MARKUP, "\\$&");
+  return escaped.replace(/^([ \t]*)([#>+-])/gm, "$1\\$2").replace(/^([ \t]*\d+)([.)])/gm, "$1\\$2");
+}
+
+/** Discord's Markdown; its length is the text as sent, plain text escaped. */
 export const discordMarkdown: Dialect = {
   block,
   length: (rendered) => rendered.length,
+  escapePlain: escapeDiscordText,
 };

@@ -42,8 +42,9 @@ const BLOCK_GLUE = "\n\n";
  *
  * @param text The message: an agent's answer or a rendered template.
  * @param options `format`: how `text` is meant (`markdown` is rendered when the target has a
- *   `dialect`, else sent as written); `maxChars`: the target's limit per message, in UTF-16 code
- *   units, absent for none.
+ *   `dialect`, else sent as written; `plain` is escaped when the dialect draws Markdown in any
+ *   message, Discord's); `maxChars`: the target's limit per message, in UTF-16 code units, absent
+ *   for none.
  * @returns The parts in order, numbered `(i/n)` when there are several.
  * @throws {RangeError} When `maxChars` cannot hold a numbered part (below about 16).
  * @example
@@ -66,8 +67,20 @@ export function messageParts(
       if (!(error instanceof RangeError)) throw error;
     }
   }
-  const texts = maxChars === undefined ? [text] : splitMessage(text, maxChars);
+  const escape = format === "plain" ? dialect?.escapePlain : undefined;
+  const written = escape === undefined ? text : escape(text);
+  // An escape (`\*`) is kept whole: cut between its two characters, it would show the markup.
+  const escapes = written === text ? [] : spansOf(written, /\\[^]/g);
+  const texts = maxChars === undefined ? [written] : splitMessage(written, maxChars, escapes);
   return texts.map((part) => ({ text: part, formatted: false, plain: part }));
+}
+
+/** Where `pattern` (global) matches in `text`. */
+function spansOf(text: string, pattern: RegExp): Span[] {
+  return [...text.matchAll(pattern)].map((match) => ({
+    start: match.index,
+    end: match.index + match[0].length,
+  }));
 }
 
 /** The rendered parts of `markdown`, or none when it renders to nothing. */

@@ -24,6 +24,11 @@ export interface Dialect {
   block(token: Token): string;
   /** How much of the platform's limit `rendered` takes, in UTF-16 code units. */
   length(rendered: string): number;
+  /**
+   * Plain text written so that the platform shows it as written, when it draws Markdown in any
+   * message (Discord); the limit counts what it returns. Absent: plain text is sent as it is.
+   */
+  escapePlain?(text: string): string;
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * The `discord` target: `POST /channels/{channel.id}/messages` with a bot token. Mentions in the
  * text are not resolved (`allowed_mentions.parse = []`), so a payload cannot ping `@everyone`.
- * Markdown goes as written, but for what Discord does not draw (`_discord_markdown.ts`).
+ * Markdown goes as written, but for what Discord does not draw; plain text goes with its Markdown
+ * characters escaped, so it shows as written (`_discord_markdown.ts`).
  * https://discord.com/developers/docs/resources/message#create-message
  *
  * @module

@@ -5,10 +5,11 @@
  *
  * Plain text is escaped as Slack asks for text it should not parse (`&`, `<`, `>` become
  * `&amp;`, `&lt;`, `&gt;`: https://api.slack.com/reference/surfaces/formatting#escaping), so a
- * payload cannot ping the channel with `<!channel>` or disguise a link as `<url|other text>`.
- * Splitting counts the text before escaping; the escaped part stays far below the 40,000
- * characters at which Slack truncates. Markdown is rendered as `mrkdwn` (`_slack_mrkdwn.ts`),
- * escaped the same way outside the links it writes.
+ * payload cannot ping the channel with `<!channel>` or disguise a link as `<url|other text>`,
+ * and sent with `mrkdwn: false` (https://api.slack.com/methods/chat.postMessage#arg_mrkdwn), so
+ * its `*`, `_` and `~` show as written. Splitting counts the text before escaping; the escaped
+ * part stays far below the 40,000 characters at which Slack truncates. Markdown is rendered as
+ * `mrkdwn` (`_slack_mrkdwn.ts`), escaped the same way outside the links it writes.
  *
  * @module
  */
@@ -110,6 +111,8 @@ export const slack: Target<SlackDestination> = {
       body: {
         channel,
         text: formatted ? text : escapeAmpLtGt(text),
+        // Plain text is not read as mrkdwn: `*bold*` in a payload shows its asterisks.
+        ...(formatted ? {} : { mrkdwn: false }),
         ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
       },
       secret: token,

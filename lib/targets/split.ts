@@ -42,6 +42,7 @@ const MIN_ROOM = 8;
  *
  * @param text The whole message.
  * @param maxChars The platform's limit per message, in UTF-16 code units (JavaScript length).
+ * @param keep Spans of `text` to keep whole (as {@link splitText}), such as escapes.
  * @returns `[text]` when it fits, else the numbered parts in order.
  * @throws {RangeError} When `maxChars` is too small to hold a numbered part (below about 16).
  * @example
@@ -50,7 +51,11 @@ const MIN_ROOM = 8;
  * // ["(1/2) The build failed.", "(2/2) See the log for details."]
  * ```
  */
-export function splitMessage(text: string, maxChars: number): string[] {
+export function splitMessage(
+  text: string,
+  maxChars: number,
+  keep: readonly Span[] = [],
+): string[] {
   if (text.length <= maxChars) return [text];
   for (let digits = 1;; digits++) {
     // "(n/n) " with n of `digits` digits is the longest marker a part of n can get.
@@ -58,7 +63,7 @@ export function splitMessage(text: string, maxChars: number): string[] {
     if (room < MIN_ROOM) {
       throw new RangeError(`Cannot split a message into parts of ${maxChars} characters`);
     }
-    const chunks = chunk(text, room, []);
+    const chunks = chunk(text, room, keep);
     if (String(chunks.length).length <= digits) return chunks.map(numbered);
   }
 }

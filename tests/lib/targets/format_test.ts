@@ -11,6 +11,7 @@ import { discordMarkdown } from "../../../lib/targets/_discord_markdown.ts";
 import { slackMrkdwn } from "../../../lib/targets/_slack_mrkdwn.ts";
 import type { Dialect, Tokens } from "../../../lib/targets/_markdown.ts";
 import { startFakePlatform, startFakeTelegram } from "../../fakes/chat_servers.ts";
+import { discordShows, slackShows } from "../../fakes/chat_markup.ts";
 import { parseTelegramHtml } from "../../fakes/telegram_entities.ts";
 import { longAnswer, RESERVED, TRIAGE, words } from "./_answers.ts";
 import { job, recordingContext, targetError } from "./_context.ts";
@@ -184,6 +185,53 @@ Deno.test("deliver() plain format sends Markdown characters as written: no parse
   assert.equal(telegram.messages[0].text, text);
   assert.equal(telegram.messages[0].body.parse_mode, undefined);
   assert.equal(slack.messages[0].text, "**Build** &lt;failed&gt; &amp; [log](https://ci.example)");
+});
+
+Deno.test("deliver() plain format reaches Slack and Discord as written: a payload's *URGENT* _x_ ~y~ draws nothing", async () => {
+  await using slack = startFakePlatform("slack");
+  await using discord = startFakePlatform("discord");
+  const text = "New issue: *URGENT* _x_ ~y~";
+  await deliver(job("slack", { chatId: "C1", text, format: "plain" }), recordingContext(slack.env));
+  await deliver(
+    job("discord", { chatId: "1", text, format: "plain" }),
+    recordingContext(discord.env),
+  );
+  assert.equal(slackShows(slack.messages[0]), text);
+  assert.equal(discordShows(discord.messages[0]), text);
+});
+
+Deno.test("deliver() plain format escapes every Markdown character Discord reads, but web addresses", async () => {
+  await using discord = startFakePlatform("discord");
+  const text = [
+    "# Deploy **prod** of `app` || [docs](https://e.com/a) ~~now~~ __ok__",
+    "> quoted",
+    "- item",
+    "  1. sub",
+    "-# small",
+    String.raw`C:\temp\new and https://e.com/a_b_c?x=*y*`,
+  ].join("\n");
+  await deliver(
+    job("discord", { chatId: "1", text, format: "plain" }),
+    recordingContext(discord.env),
+  );
+  assert.equal(discordShows(discord.messages[0]), text);
+  assert.ok(discord.messages[0].text.includes(" https://e.com/a_b_c?x=*y*"), "the link as it is");
+});
+
+Deno.test("deliver() plain format to Discord counts the escapes in its 2,000 characters", async () => {
+  await using discord = startFakePlatform("discord");
+  const text = Array.from({ length: 240 }, (_, i) => `a_b_c_${String(i).padStart(3, "0")}`)
+    .join(" "); // 2,399 characters, 3,119 escaped
+  const receipt = await deliver(
+    job("discord", { chatId: "1", text, format: "plain" }),
+    recordingContext(discord.env),
+  );
+  assert.equal(receipt.parts, 2);
+  const shown = discord.messages.map((message) => {
+    assert.ok(message.text.length <= 2000, `${message.text.length}`);
+    return discordShows(message).replace(/^\(\d\/2\) /, "");
+  });
+  assert.equal(shown.join(" "), text);
 });
 
 const DIALECTS = [
