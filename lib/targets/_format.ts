@@ -11,31 +11,16 @@
  * platform refuses the formatting.
  *
  * The answer is lexed once, and each block, list item, run of table rows and piece of text is
- * rendered once however often it is weighed (the cut is made again for each width of the part
- * numbers), so the time grows with the answer's length, not with its square.
+ * rendered once however often it is weighed (`_pieces.ts`; the cut is made again for each width of
+ * the part numbers), so the time grows with the answer's length, not with its square.
  *
  * @module
  */
 
-import { type Dialect, entitySpans, lexBlocks, type Token, type Tokens } from "./_markdown.ts";
+import { type Dialect, lexBlocks, type Token, type Tokens } from "./_markdown.ts";
+import { BLOCK_GLUE, type Piece, pieceSize, Renderer } from "./_pieces.ts";
 import { type Span, splitMessage, splitText } from "./split.ts";
 import type { MessageFormat, MessagePart } from "./_target.ts";
-
-/** One stretch of the answer, rendered: a block, or a piece of a block too long for a part. */
-interface Piece {
-  /** Its Markdown source. */
-  markdown: string;
-  /** In the target's formatting. */
-  rendered: string;
-  /** Of `rendered`, as the platform counts it. */
-  length: number;
-  /** Running text: a part that starts with it has its number on the same line. */
-  inline: boolean;
-  /** What joins it to the piece before: a line break between the items of a list, else a blank line. */
-  glue: string;
-}
-
-const BLOCK_GLUE = "\n\n";
 
 /**
  * The parts of a message for one target.
@@ -132,11 +117,6 @@ function pack(all: Piece[], room: number): Piece[][] {
   return groups;
 }
 
-/** The larger of the piece's rendered and source lengths: a part must fit as both. */
-function pieceSize(piece: Piece): number {
-  return Math.max(piece.length, piece.markdown.length);
-}
-
 /** The pieces of the blocks, each at most `room` rendered and as Markdown. */
 function pieces(blocks: readonly Token[], room: number, renderer: Renderer): Piece[] {
   return blocks.flatMap((token) => blockPieces(token, room, renderer));
@@ -152,15 +132,6 @@ function blockPieces(token: Token, room: number, renderer: Renderer): Piece[] {
     if (rows !== undefined) return rows;
   }
   return textPieces(token.raw, { room, renderer, keep: renderer.spans(token) });
-}
-
-/** A rendered block; undefined when it renders to nothing. */
-function pieceOf(token: Token, dialect: Dialect, glue: string): Piece | undefined {
-  const rendered = dialect.block(token);
-  if (rendered.trim() === "") return undefined;
-  const markdown = token.raw.replace(/^\n+|\s+$/g, "");
-  const inline = token.type === "paragraph";
-  return { markdown, rendered, length: dialect.length(rendered), inline, glue };
 }
 
 /** A list too long for a part, item by item: each a list of one, numbered as it was. */
@@ -255,16 +226,6 @@ function textPieces(
   }
 }
 
-/** One piece of a block cut as text, read again as Markdown and rendered. */
-function rendered(markdown: string, dialect: Dialect): Piece | undefined {
-  const blocks = lexBlocks(markdown);
-  const text = blocks.map((token) => dialect.block(token)).filter((each) => each.trim() !== "")
-    .join(BLOCK_GLUE);
-  if (text === "") return undefined;
-  const inline = blocks[0]?.type === "paragraph";
-  return { markdown, rendered: text, length: dialect.length(text), inline, glue: BLOCK_GLUE };
-}
-
 /** `text` without the indentation all its lines share. */
 function dedent(text: string): string {
   const lines = text.split("\n");
@@ -275,45 +236,4 @@ function dedent(text: string): string {
   return common > 0 && common !== Infinity
     ? lines.map((line) => line.slice(common)).join("\n")
     : text;
-}
-
-/**
- * The renderings of one message's blocks, list items, table runs and text pieces, and where its
- * blocks' entities are, each made once: `formattedParts` cuts the message again for each width of
- * the part numbers, and most of what a cut holds is the same at each.
- */
-class Renderer {
-  readonly #blocks = new Map<Token, Piece | undefined>();
-  readonly #runs = new Map<string, Piece | undefined>();
-  readonly #texts = new Map<string, Piece | undefined>();
-  readonly #spans = new Map<Token, Span[]>();
-
-  constructor(readonly dialect: Dialect) {}
-
-  /** A block, or a list of one item whose `key` is the item, rendered. */
-  block(token: Token, glue: string, key: Token = token): Piece | undefined {
-    return once(this.#blocks, key, () => pieceOf(token, this.dialect, glue));
-  }
-
-  /** A run of a table's rows under its header: a table of its own, known by its Markdown. */
-  run(table: Tokens.Table): Piece | undefined {
-    return once(this.#runs, table.raw, () => pieceOf(table, this.dialect, BLOCK_GLUE));
-  }
-
-  /** A piece of a block cut as text. */
-  text(markdown: string): Piece | undefined {
-    return once(this.#texts, markdown, () => rendered(markdown, this.dialect));
-  }
-
-  /** Where a block's (or list item's) entities are in its Markdown. */
-  spans(token: Token): Span[] {
-    return once(this.#spans, token, () => entitySpans(token, token.raw));
-  }
-}
-
-function once<K, V>(made: Map<K, V>, key: K, make: () => V): V {
-  if (made.has(key)) return made.get(key) as V;
-  const value = make();
-  made.set(key, value);
-  return value;
 }
