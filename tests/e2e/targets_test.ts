@@ -159,6 +159,8 @@ interface TargetCase {
   textField: string;
   /** Added to `body` for an agent's answer (Markdown): Telegram's `parse_mode`. */
   markdownBody?: Record<string, unknown>;
+  /** Added to `body` for a direct message (plain text): Slack's `mrkdwn: false`. */
+  plainBody?: Record<string, unknown>;
 }
 
 const CASES: TargetCase[] = [
@@ -195,6 +197,7 @@ const CASES: TargetCase[] = [
     headers: { authorization: "Bearer <token>" },
     body: { channel: "C0123" },
     textField: "text",
+    plainBody: { mrkdwn: false },
   },
   {
     target: "github_comment",
@@ -271,7 +274,10 @@ for (const c of CASES) {
       const { status, body } = await world.post("direct", c.sent);
       assert.equal(status, 200, JSON.stringify(body));
       assert.equal(body.status, "delivered");
-      assertCall(c, fake, fake.messages.at(-1)!, { text: `Direct ${label(c.sent)} via direct` });
+      assertCall(c, fake, fake.messages.at(-1)!, {
+        text: `Direct ${label(c.sent)} via direct`,
+        extraBody: c.plainBody,
+      });
     });
 
     await t.step("direct mode: the platform failing with 500 gets the sender a 502", async () => {
