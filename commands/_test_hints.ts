@@ -8,6 +8,7 @@ import type { SchemeName } from "../lib/signatures/mod.ts";
 import type { Route } from "../lib/subscriptions/mod.ts";
 import { renderTemplate } from "../lib/subscriptions/templates.ts";
 import type { SentEvent } from "./_test_payload.ts";
+import { filterHints, ignoredReason, unservedHints } from "./_test_filter.ts";
 
 /**
  * Notes on the placeholders of the route's prompt and chat id that the payload cannot fill.
@@ -58,18 +59,32 @@ export function noSigningKeyMessage(route: Route, scheme: SchemeName): string {
  * What the gateway's answer means, where it needs saying.
  * @param answer the response's `status` code and its body's `text`
  * @param options `route` and `scheme`: the route tested and its scheme; `sent`: the event's
- *   headers and type field; `label`: the event's type, as the gateway read it
- * @returns one hint per line to print: an event outside the filter, a duplicate delivery id, a
- *   target's refusal (502), a refused signature (401)
+ *   headers and type field; `label`: the event's type, as the gateway read it; `request`: the
+ *   payload and all the headers sent, to explain a filter that did not hold
+ * @returns one hint per line to print: an event outside the filter, a filter that did not hold
+ *   and what it read, a duplicate delivery id, a target's refusal (502), a refused signature
+ *   (401), a subscription not served (404)
  */
 export function answerHints(
   answer: { status: number; text: string },
-  options: { route: Route; scheme: SchemeName; sent: SentEvent; label: string },
+  options: {
+    route: Route;
+    scheme: SchemeName;
+    sent: SentEvent;
+    label: string;
+    request?: { payload: unknown; headers: Record<string, string> };
+  },
 ): string[] {
-  const { route, scheme, sent, label } = options;
+  const { route, scheme, sent, label, request } = options;
   const hints: string[] = [];
   const status = answerStatus(answer.text);
-  if (status === "ignored") {
+  const reason = ignoredReason(answer.text);
+  if (reason === "filter" && request !== undefined) {
+    const headers = new Headers({ "content-type": "application/json", ...request.headers });
+    hints.push(...filterHints(route, { payload: request.payload, headers }));
+  }
+  if (answer.status === 404) hints.push(...unservedHints(route));
+  if (status === "ignored" && reason === undefined) {
     hints.push(
       `The event "${label}" is not in the subscription's filter (${
         route.events?.join(", ")

@@ -101,7 +101,7 @@ async function testedRoute(
     throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
   }
   const secret = currentSecret(route, config.webhook.secret);
-  if (secret) return { route, secret };
+  if (secret || route.auth === "none") return { route, secret: secret ?? "" };
   ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
   return undefined;
 }
@@ -132,7 +132,8 @@ async function send(
   const running = await runningGatewayUrl(config.paths.stateDb);
   const base = running ?? localUrl(config.webhook.host, config.webhook.port);
   const url = `${base}/webhooks/${route.name}`;
-  const auth = signRequest(scheme, secret, body, {
+  // `auth: none` takes the event unsigned.
+  const auth = scheme === "none" ? {} : signRequest(scheme, secret, body, {
     deliveryId: sent.deliveryId,
     nowSeconds: Math.floor(ctx.now() / 1000),
   });
@@ -146,7 +147,10 @@ async function send(
   const text = await response.text();
   ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
   const answer = { status: response.status, text };
-  for (const hint of answerHints(answer, { route, scheme, sent, label })) ctx.stdout(hint);
+  const request = { payload: options.payload, headers };
+  for (const hint of answerHints(answer, { route, scheme, sent, label, request })) {
+    ctx.stdout(hint);
+  }
   if (!response.ok) return { exitCode: 1 };
   return { exitCode: 0, eventId: namedEvent(text) };
 }
