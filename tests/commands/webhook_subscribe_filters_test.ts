@@ -108,3 +108,21 @@ Deno.test("subscribe --auth none is refused unless the gateway listens on a loop
   );
   assert.doesNotMatch(list.err.join("\n"), /no secret/);
 });
+
+Deno.test("a hand-edited filter that does not compile: list names it, the others are served", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  await Deno.writeTextFile(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({
+      typo: { secret: "typo-secret-1", filters: ['action == "opened"', "labels.exists(l l)"] },
+      fine: { secret: "fine-secret-1", filters: [BASE_IS_MAIN] },
+    }),
+  );
+  const ctx = fakeContext({ AGENT_HOME: h.home });
+  assert.equal(await runCommand(["webhook", "list"], ctx), 0);
+  assert.match(
+    ctx.err.join("\n"),
+    /subscription "typo" in .*: filters: filter 2, column 17: Expected RPAREN.*; the gateway refuses its requests/s,
+  );
+  assert.doesNotMatch(ctx.err.join("\n"), /"fine"/);
+});
