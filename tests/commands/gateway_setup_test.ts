@@ -61,8 +61,8 @@ Deno.test("setup refuses a home channel of the wrong shape for its platform, as 
     const [flag, value, reason] of [
       [
         "--telegram-home",
-        "abc:xyz",
-        /--telegram-home "abc:xyz": a Telegram topic must be a message thread id/,
+        "-100123:xyz",
+        /--telegram-home "-100123:xyz": a Telegram topic must be a message thread id/,
       ],
       ["--discord-home", "general", /--discord-home "general": a Discord channel id is a number/],
       [
