@@ -69,9 +69,18 @@ export function lineageText(lineage: Lineage, options: { holdsKey: boolean }): s
     section("Prompt", quoted(event.prompt)),
     section("Attempts", attemptLines(attempts)),
     section("Answer", event.response === null ? ["  none yet"] : quoted(event.response)),
-    section("Delivered", parts.length ? parts.map(partLine) : ["  no part yet"]),
+    section("Delivered", parts.length ? parts.map(partLine) : [noPartText(event)]),
     `Payload: ${event.payload.length} characters (agent webhook show --json prints it)`,
   ].join("\n\n");
+}
+
+/**
+ * Why nothing was delivered: an agent event delivered with no part had the silent marker for
+ * its answer (an answer is never empty, and every other delivery sends a part).
+ */
+function noPartText(event: StoredEvent): string {
+  const silent = event.status === "delivered" && event.mode === "agent" && event.partsSent === 0;
+  return silent ? "  none: the agent chose silence" : "  no part yet";
 }
 
 /** The event's first lines: id and status, where it came from, where it goes. */

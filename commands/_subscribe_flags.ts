@@ -5,7 +5,7 @@
  * @module
  */
 import { UsageError } from "../lib/errors.ts";
-import { AUTH_NAMES, type Subscription } from "../lib/subscriptions/mod.ts";
+import { agentOptionProblem, AUTH_NAMES, type Subscription } from "../lib/subscriptions/mod.ts";
 import { filterProblem, MAX_FILTERS } from "../lib/subscriptions/filter.ts";
 import { isSchemeName } from "../lib/signatures/mod.ts";
 import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../lib/targets/mod.ts";
@@ -60,6 +60,34 @@ export function optionsToRecord(
     }
     record.auth = text("auth");
   }
+  Object.assign(record, agentOptions(text));
+  return record;
+}
+
+/**
+ * Reads `--model`, `--max-tokens`, `--temperature` and `--system-prompt`: the subscription's
+ * own agent options (docs/subscriptions.md#agent-options), checked as the gateway checks them.
+ * @param text reads a flag's value
+ * @returns the fields the flags give
+ * @throws UsageError for a blank model, a max tokens that is no whole number ≥ 1, or a
+ *   temperature that is no number from 0 to 2
+ */
+function agentOptions(text: (key: string) => string | undefined): Subscription {
+  const record: Subscription = {};
+  if (text("model") !== undefined) record.model = text("model")!.trim();
+  if (text("max-tokens") !== undefined) record.max_tokens = wholeNumber(text("max-tokens")!);
+  if (text("temperature") !== undefined) {
+    const value = text("temperature")!.trim();
+    record.temperature = value === "" ? NaN : Number(value);
+  }
+  const flags = { model: "--model", max_tokens: "--max-tokens", temperature: "--temperature" };
+  for (const [field, flag] of Object.entries(flags) as [keyof typeof flags, string][]) {
+    const problem = agentOptionProblem(field, record[field]);
+    if (problem !== undefined) {
+      throw new UsageError(`${flag} ${problem}, got ${JSON.stringify(text(flag.slice(2)))}`);
+    }
+  }
+  if (text("system-prompt") !== undefined) record.system_prompt = text("system-prompt");
   return record;
 }
 

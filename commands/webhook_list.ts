@@ -140,5 +140,17 @@ function describeRoute(route: Route, config: Config, nowMs: number): string {
     lines.push(`  Disabled: its requests are answered 404, as an unknown name's (${undo})`);
   }
   if (route.rate_limit) lines.push(`  Limit:    ${route.rate_limit} requests/minute`);
+  const agent = agentOptionsText(route);
+  if (agent) lines.push(`  Agent:    ${agent}`);
+  if (route.system_prompt) lines.push(`  System:   ${route.system_prompt.replace(/\s+/g, " ")}`);
   return lines.join("\n");
+}
+
+/** `model gpt-4o, max 500 tokens, temperature 0.2`: what the route sets over `agent.*`. */
+function agentOptionsText(route: Route): string {
+  return [
+    route.model ? `model ${route.model}` : "",
+    route.max_tokens === undefined ? "" : `max ${route.max_tokens} tokens`,
+    route.temperature === undefined ? "" : `temperature ${route.temperature}`,
+  ].filter((part) => part).join(", ");
 }

@@ -40,6 +40,10 @@ Options:
   --format FORMAT          markdown: render for each chat (agent default); plain: as written
   --secret SECRET          HMAC secret (default: 32 random bytes, kept on update)
   --rate-limit N           requests per minute for this subscription
+  --model NAME             model of this subscription's agent runs (over agent.model)
+  --max-tokens N           most tokens an answer may have (a whole number ≥ 1)
+  --temperature T          sampling temperature, 0 to 2
+  --system-prompt TEXT     instructions added to the system prompt, after the skills
   --auth SCHEME            accept only this signature scheme (${AUTH_NAMES.join(", ")});
                            none: unsigned requests, only while the gateway listens on loopback
   --json                   print the result as JSON`;
@@ -56,6 +60,10 @@ const options = {
   format: { type: "string" },
   secret: { type: "string" },
   "rate-limit": { type: "string" },
+  model: { type: "string" },
+  "max-tokens": { type: "string" },
+  temperature: { type: "string" },
+  "system-prompt": { type: "string" },
   auth: { type: "string" },
   json: { type: "boolean" },
 } as const;

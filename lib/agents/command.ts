@@ -18,7 +18,7 @@ import { settledWithin } from "../worker/wait.ts";
 import { AgentError, ConfigError, errorMessage } from "../errors.ts";
 import { readUpTo, writeInput } from "./_pipes.ts";
 import { killProcessGroup, spawnInOwnSession } from "./own_session.ts";
-import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
+import type { AgentDeps, AgentRequest, AgentRunner, AgentSettings } from "./mod.ts";
 
 /**
  * Largest answer a `command` agent may print, in bytes (1 MiB): more is a failure, and the
@@ -76,9 +76,14 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
   const env = withoutWithheld(deps.env);
   const { timeoutSeconds } = settings;
 
-  return async ({ prompt, systemPrompt, eventId, signal }) => {
+  return async (request) => {
+    const { prompt, systemPrompt, eventId, signal } = request;
     const input = systemPrompt ? `${systemPrompt}\n\n${prompt}` : prompt;
-    const child = startProgram(program, args, { ...env, AGENT_EVENT_ID: eventId });
+    const child = startProgram(program, args, {
+      ...env,
+      ...routeVariables(request),
+      AGENT_EVENT_ID: eventId,
+    });
     // Noted while it runs: if the gateway dies meanwhile, the next start kills the group.
     deps.processNotes?.started(child.pid, eventId);
     try {
@@ -90,6 +95,21 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
       deps.processNotes?.ended(child.pid);
     }
   };
+}
+
+/**
+ * A route's agent options as the program's environment: `AGENT_MODEL` (over the gateway's),
+ * `AGENT_MAX_TOKENS` and `AGENT_TEMPERATURE`, each only when the route sets it. The program
+ * decides what to make of them (docs/subscriptions.md#agent-options).
+ */
+function routeVariables(
+  request: Pick<AgentRequest, "model" | "maxTokens" | "temperature">,
+): Record<string, string> {
+  const variables: Record<string, string> = {};
+  if (request.model) variables.AGENT_MODEL = request.model;
+  if (request.maxTokens !== undefined) variables.AGENT_MAX_TOKENS = String(request.maxTokens);
+  if (request.temperature !== undefined) variables.AGENT_TEMPERATURE = String(request.temperature);
+  return variables;
 }
 
 /** The set variables of `env`, less {@link WITHHELD_VARIABLES}. */

@@ -16,10 +16,12 @@ import { ConfigError } from "../errors.ts";
 import type { AgentProcessNotes } from "./_leftovers.ts";
 import { createCommandRunner } from "./command.ts";
 import { createOpenAiRunner } from "./openai.ts";
+import { DEFAULT_SILENT_MARKER, silenceInstruction } from "./skills.ts";
 
 export { type AgentProcessNotes, agentProcessNotes, killLeftoverAgents } from "./_leftovers.ts";
 export { programPath } from "./_program_path.ts";
 export { DEFAULT_BASE_URL } from "./openai.ts";
+export { DEFAULT_SILENT_MARKER } from "./skills.ts";
 
 /** The `agent:` section of `config.yaml`, resolved. */
 export interface AgentSettings {
@@ -38,6 +40,11 @@ export interface AgentSettings {
   command?: string[];
   /** Longest an agent run may take, in seconds. @default {300} (in config) */
   timeoutSeconds: number;
+  /**
+   * `agent.silent_marker`: an answer that is exactly this (trimmed) is delivered nowhere
+   * (docs/subscriptions.md#silent-answers). @default {"[SILENT]"}
+   */
+  silentMarker?: string;
 }
 
 /** What a runner is asked to do. */
@@ -46,6 +53,17 @@ export interface AgentRequest {
   prompt: string;
   /** Base system prompt plus the subscription's skills. */
   systemPrompt?: string;
+  /**
+   * The subscription's `system_prompt`, added last: after the skills and the sentence that
+   * allows a silent answer, so that a route can have the last word.
+   */
+  routeSystemPrompt?: string;
+  /** The subscription's `model`, over `agent.model` (`AGENT_MODEL` for a `command` program). */
+  model?: string;
+  /** The subscription's `max_tokens`: the answer's token limit (`AGENT_MAX_TOKENS` for `command`). */
+  maxTokens?: number;
+  /** The subscription's `temperature`, 0 to 2 (`AGENT_TEMPERATURE` for `command`). */
+  temperature?: number;
   /** The event being answered, for logs and for the program's environment. */
   eventId: string;
   /**
@@ -73,6 +91,11 @@ export interface AgentAnswer {
    * sent none, and for `command`, whose program reports none.
    */
   usage?: { promptTokens: number; completionTokens: number };
+  /**
+   * True when the whole answer was the silent marker: the agent found nothing worth reporting,
+   * and nothing is delivered.
+   */
+  silent?: boolean;
 }
 
 /**
@@ -125,9 +148,30 @@ export interface AgentDeps {
  * ```
  */
 export function createAgentRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
+  return withSilence(providerRunner(settings, deps), settings.silentMarker);
+}
+
+/** The runner of the configured provider. */
+function providerRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
   if (settings.provider === "openai") return createOpenAiRunner(settings, deps);
   if (settings.provider === "command") return createCommandRunner(settings, deps);
   throw new ConfigError(
     `Unknown agent provider "${String(settings.provider)}": use openai or command`,
   );
+}
+
+/**
+ * Tells the model it may answer the silent marker, and marks such an answer `silent`. The
+ * route's own system prompt comes after that sentence, so a route can forbid silence.
+ * @param run the provider's runner
+ * @param marker `agent.silent_marker` @default {@link DEFAULT_SILENT_MARKER}
+ */
+function withSilence(run: AgentRunner, marker = DEFAULT_SILENT_MARKER): AgentRunner {
+  return async (request) => {
+    const { routeSystemPrompt, ...rest } = request;
+    const parts = [request.systemPrompt, silenceInstruction(marker), routeSystemPrompt];
+    const systemPrompt = parts.filter((part) => part).join("\n\n");
+    const answer = await run({ ...rest, systemPrompt });
+    return answer.text.trim() === marker ? { ...answer, silent: true } : answer;
+  };
 }

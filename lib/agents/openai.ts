@@ -18,7 +18,7 @@ import {
   notAChatCompletion,
   readCompletion,
 } from "./_completion.ts";
-import type { AgentDeps, AgentRunner, AgentSettings } from "./mod.ts";
+import type { AgentDeps, AgentRequest, AgentRunner, AgentSettings } from "./mod.ts";
 
 /** The endpoint used when neither `agent.base_url` nor `OPENAI_BASE_URL` is set. */
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -53,10 +53,10 @@ export const CUT_OFF_MARKER = "[answer cut off: the model reached its length lim
  */
 export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): AgentRunner {
   const baseURL = settings.baseUrl || deps.env.OPENAI_BASE_URL || DEFAULT_BASE_URL;
-  const model = settings.model || deps.env.AGENT_MODEL || "";
+  const defaultModel = settings.model || deps.env.AGENT_MODEL || "";
   const apiKey = settings.apiKey || deps.env.OPENAI_API_KEY ||
     (baseURL === DEFAULT_BASE_URL ? "" : "no-key");
-  const client = apiKey && model
+  const client = apiKey
     ? sdkClient(deps, { apiKey, baseURL, timeoutSeconds: settings.timeoutSeconds })
     : undefined;
 
@@ -66,8 +66,11 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
   const hideSecrets = (text: string) =>
     apiKey.length >= MIN_SECRET_CHARS ? redact(text, apiKey) : text;
 
-  return async ({ prompt, systemPrompt, eventId, signal }) => {
-    if (!client) {
+  return async (request) => {
+    const { prompt, systemPrompt, eventId, signal } = request;
+    // A route's own model stands in for agent.model, with the same client.
+    const model = request.model || defaultModel;
+    if (!client || !model) {
       const missing = apiKey
         ? "no model (agent.model or AGENT_MODEL)"
         : "OPENAI_API_KEY is not set (in the environment, or in .env when the gateway started: " +
@@ -82,7 +85,8 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       // The signal is not handed to the SDK, which keeps memory for good per request given
       // one; the request left behind on a stop ends with the process. The body is read here,
       // not by the SDK, so that an answer that is not a chat completion can be quoted.
-      body = await untilAborted(postCompletion(client, { model, messages }, signal), signal);
+      const completion = { model, messages, ...sampling(request) };
+      body = await untilAborted(postCompletion(client, completion, signal), signal);
     } catch (error) {
       throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
@@ -95,6 +99,21 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       model,
     });
     return { ...run, text: `${answer.text}\n\n${CUT_OFF_MARKER}` };
+  };
+}
+
+/**
+ * A route's `max_tokens` and `temperature`, as the request fields they set (absent: the
+ * endpoint's defaults). `max_tokens` rather than `max_completion_tokens`: the one that
+ * OpenAI-compatible servers (vLLM, Ollama, LiteLLM) read.
+ * https://platform.openai.com/docs/api-reference/chat/create
+ */
+function sampling(
+  request: Pick<AgentRequest, "maxTokens" | "temperature">,
+): { max_tokens?: number; temperature?: number } {
+  return {
+    ...(request.maxTokens === undefined ? {} : { max_tokens: request.maxTokens }),
+    ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
   };
 }
 

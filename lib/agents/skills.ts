@@ -38,6 +38,19 @@ export const BASE_SYSTEM_PROMPT =
   "Your reply is delivered as a chat message: make it short, factual and useful to a " +
   "human, in plain Markdown, without preamble.";
 
+/** The answer that means "nothing worth reporting" when `agent.silent_marker` is not set. */
+export const DEFAULT_SILENT_MARKER = "[SILENT]";
+
+/**
+ * The sentence of the system prompt that allows a silent answer (docs/subscriptions.md#silent-answers).
+ * @param marker the configured marker
+ * @returns the sentence
+ */
+export function silenceInstruction(marker: string): string {
+  return `If nothing in this event is worth reporting to a human, answer exactly ${marker} ` +
+    "and nothing else: then no message is sent.";
+}
+
 /**
  * A skill folder whose `SKILL.md` cannot be used: it cannot be read (a folder named `SKILL.md`,
  * no permission) or its front matter is malformed. Only subscriptions and runs that ask for it

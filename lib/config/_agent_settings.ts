@@ -9,6 +9,7 @@ import { DEFAULT_RETRY, MAX_WAIT_SECONDS, type RetryPolicy } from "../worker/ret
 import { objectAt, toInteger, toText, toUrl, unknownKeys } from "./_typed_values.ts";
 import type { Config } from "./mod.ts";
 import { ConfigError } from "../errors.ts";
+import { DEFAULT_SILENT_MARKER } from "../agents/mod.ts";
 
 /** Largest `agent.timeout_seconds`: one day (timers cannot count past 24.8 days anyway). */
 export const MAX_TIMEOUT_SECONDS = 86_400;
@@ -40,6 +41,7 @@ export function agentSettings(
         toUrl(yaml.base_url, at("base_url")),
     apiKey: env.OPENAI_API_KEY || undefined,
     command,
+    silentMarker: silentMarker(yaml.silent_marker, file),
     timeoutSeconds: toInteger(yaml.timeout_seconds, at("timeout_seconds"), {
       min: 1,
       max: MAX_TIMEOUT_SECONDS,
@@ -83,6 +85,24 @@ function agentProgram(
     });
   }
   return { provider, command: command as string[] | undefined };
+}
+
+/**
+ * `agent.silent_marker`: the whole answer that means the agent chose silence
+ * (docs/subscriptions.md#silent-answers), trimmed as answers are.
+ * @returns the marker, {@link DEFAULT_SILENT_MARKER} when absent
+ * @throws ConfigError for a value that is not text, or is blank (every answer would be
+ *   compared with nothing)
+ */
+function silentMarker(value: unknown, file: string): string {
+  const marker = toText(value, { file, key: "agent.silent_marker" });
+  if (marker === undefined) return DEFAULT_SILENT_MARKER;
+  if (marker.trim() === "") {
+    throw new ConfigError(`agent.silent_marker in ${file} is blank: give a word such as [SILENT]`, {
+      file,
+    });
+  }
+  return marker.trim();
 }
 
 /**
@@ -146,6 +166,7 @@ export function agentWarnings(yaml: Record<string, unknown>, file: string): stri
         "timeout_seconds",
         "max_concurrency",
         "retry",
+        "silent_marker",
       ],
       file,
     }),

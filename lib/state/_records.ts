@@ -28,6 +28,20 @@ export interface RouteSnapshot {
    * decides (docs/targets.md#formatting). The values of `MessageFormat` in lib/targets.
    */
   format?: "plain" | "markdown";
+  /** The subscription's own agent options, when it sets any (docs/subscriptions.md#agent-options). */
+  agent?: RouteAgentOptions;
+}
+
+/** A route's overrides of `agent.*` for its runs; each absent one leaves the setting in force. */
+export interface RouteAgentOptions {
+  /** The model asked for, over `agent.model`. */
+  model?: string;
+  /** The answer's token limit, a whole number ≥ 1. */
+  maxTokens?: number;
+  /** Sampling temperature, 0 to 2. */
+  temperature?: number;
+  /** Instructions added to the system prompt, after the skills. */
+  systemPrompt?: string;
 }
 
 /** An event as the receiver hands it to the store. */

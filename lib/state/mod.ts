@@ -58,6 +58,7 @@ export type {
   Lineage,
   NewEvent,
   PartReceipt,
+  RouteAgentOptions,
   RouteSnapshot,
   StoredEvent,
 } from "./_records.ts";

@@ -60,6 +60,14 @@ export interface Subscription {
   format?: MessageFormat;
   /** Requests per minute for this subscription, overriding `extra.rate_limit`. */
   rate_limit?: number;
+  /** The model its agent runs ask for, over `agent.model` (docs/subscriptions.md#agent-options). */
+  model?: string;
+  /** The most tokens an answer may have, a whole number ≥ 1; absent: the endpoint's default. */
+  max_tokens?: number;
+  /** Sampling temperature, 0 to 2; absent: the endpoint's default. */
+  temperature?: number;
+  /** Instructions added to the system prompt, after the skills. */
+  system_prompt?: string;
   /** When `subscribe` created it, ISO 8601 UTC. */
   created_at?: string;
   /** When a command last changed it, ISO 8601 UTC. */
@@ -142,6 +150,8 @@ const TEXT_FIELDS = [
   "deliver",
   "auth",
   "format",
+  "model",
+  "system_prompt",
   "created_at",
   "updated_at",
 ];
@@ -155,6 +165,8 @@ export const RECORD_FIELDS: readonly string[] = [
   "deliver_only",
   "disabled",
   "rate_limit",
+  "max_tokens",
+  "temperature",
   "deliver_extra",
   "previous_secrets",
 ];
@@ -261,6 +273,36 @@ function checkScalarFields(record: Record<string, unknown>, fail: Fail): void {
   if (limit !== undefined && !(Number.isSafeInteger(limit) && (limit as number) >= 1)) {
     fail("rate_limit", "must be a whole number of requests per minute (≥ 1)");
   }
+  for (const field of ["model", "max_tokens", "temperature"] as const) {
+    const problem = agentOptionProblem(field, record[field]);
+    if (problem !== undefined) fail(field, problem);
+  }
+}
+
+/**
+ * What is wrong with one of a route's agent options (docs/subscriptions.md#agent-options):
+ * a blank `model`, a `max_tokens` that is no whole number ≥ 1, a `temperature` outside 0–2.
+ * `subscribe` checks its flags with it too.
+ * @param field the record's field
+ * @param value its value, as parsed (absent is fine)
+ * @returns the rule it breaks, e.g. `must be a number from 0 to 2`; undefined when it is fine
+ */
+export function agentOptionProblem(
+  field: "model" | "max_tokens" | "temperature",
+  value: unknown,
+): string | undefined {
+  if (value === undefined) return undefined;
+  if (field === "model") {
+    return typeof value === "string" && value.trim() !== "" ? undefined : "must be a model name";
+  }
+  if (field === "max_tokens") {
+    return Number.isSafeInteger(value) && (value as number) >= 1
+      ? undefined
+      : "must be a whole number of tokens (≥ 1)";
+  }
+  return typeof value === "number" && value >= 0 && value <= 2
+    ? undefined
+    : "must be a number from 0 to 2";
 }
 
 /**

@@ -7,7 +7,7 @@
 import type { Config } from "../config/mod.ts";
 import { unbracketed } from "../config/address.ts";
 import { UsageError } from "../errors.ts";
-import { type EventDispatch, storableText } from "../state/mod.ts";
+import { type EventDispatch, type RouteAgentOptions, storableText } from "../state/mod.ts";
 import { NAME_PATTERN, type Route } from "./mod.ts";
 import {
   readSubscriptions,
@@ -61,8 +61,20 @@ export function dispatchFor(
       skills: route.skills ?? [],
       // Only when set: a route without one is stored as before, and its mode decides.
       ...(route.format === undefined ? {} : { format: route.format }),
+      ...agentOptions(route),
     },
   };
+}
+
+/** The route's agent options as the snapshot keeps them; nothing when it sets none. */
+function agentOptions(route: Route): { agent?: RouteAgentOptions } {
+  const agent: RouteAgentOptions = {
+    ...(route.model ? { model: route.model.trim() } : {}),
+    ...(route.max_tokens === undefined ? {} : { maxTokens: route.max_tokens }),
+    ...(route.temperature === undefined ? {} : { temperature: route.temperature }),
+    ...(route.system_prompt ? { systemPrompt: route.system_prompt } : {}),
+  };
+  return Object.keys(agent).length ? { agent } : {};
 }
 
 /** The rendered prompt and chat id of a route for one payload. */

@@ -40,10 +40,14 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
     return failUsedUp(worker, event);
   }
   const attempt = createAttempt(store, event);
+  let silent = false;
   try {
-    const text = await answerFor(worker, attempt);
-    if (text === null) return;
-    await deliverAnswer(worker, { attempt, text });
+    const answer = await answerFor(worker, attempt);
+    if (answer === null) return;
+    silent = answer.silent;
+    // A silent answer is kept on its attempt and goes nowhere: the event ends delivered with no
+    // part, which is how its lineage tells that the agent chose silence.
+    if (!silent) await deliverAnswer(worker, { attempt, text: answer.text });
   } catch (error) {
     // A permanent error (a missing skill) still fails the event, stop or not.
     if (worker.stopRuns.signal.aborted && attempt.step === "agent" && !isPermanent(error)) {
@@ -58,7 +62,8 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
     attempt.writeRefused();
     store.markDelivered(event.id, nowMs);
   });
-  log("info", "delivered", { ...attempt.context, target: event.route.deliver });
+  if (silent) log("info", "delivered nothing: the agent chose silence", attempt.context);
+  else log("info", "delivered", { ...attempt.context, target: event.route.deliver });
   worker.deps.metrics?.event(event.subscription, "delivered");
 }
 
@@ -109,17 +114,23 @@ function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
 
 /**
  * The text to deliver: the saved answer or the message itself, or the agent's answer, run now.
- * @returns null when `stop()` came before the run began (the event is then back in the queue)
+ * @returns the text, and whether the agent chose silence (then nothing is delivered); null
+ *   when `stop()` came before the run began (the event is then back in the queue)
  */
-async function answerFor(worker: WorkerCore, attempt: AttemptInProgress): Promise<string | null> {
+async function answerFor(
+  worker: WorkerCore,
+  attempt: AttemptInProgress,
+): Promise<{ text: string; silent: boolean } | null> {
   const { deps } = worker;
   const { event, context } = attempt;
   if (!needsAgentRun(event)) {
-    return event.mode === "agent" && event.response !== null ? event.response : event.prompt;
+    const saved = event.mode === "agent" && event.response !== null;
+    return { text: saved ? event.response! : event.prompt, silent: false };
   }
   attempt.step = "agent";
   const startedAt = deps.now();
   const systemPrompt = await deps.systemPrompt(event.route.skills);
+  const options = event.route.agent ?? {};
   if (worker.stopRuns.signal.aborted) {
     // Stopped before the run began: the next start runs it.
     requeueStopped(worker, attempt);
@@ -129,6 +140,10 @@ async function answerFor(worker: WorkerCore, attempt: AttemptInProgress): Promis
   const answer = await deps.runAgent({
     prompt: event.prompt,
     systemPrompt,
+    routeSystemPrompt: options.systemPrompt,
+    model: options.model,
+    maxTokens: options.maxTokens,
+    temperature: options.temperature,
     eventId: event.id,
     signal: worker.stopRuns.signal,
   });
@@ -137,8 +152,9 @@ async function answerFor(worker: WorkerCore, attempt: AttemptInProgress): Promis
   // The answer is kept even when the store refuses it now: it is delivered, and written
   // with the outcome, instead of failing the attempt and running the agent again.
   attempt.responseNotRecorded = { text: answer.text, run };
-  // Kept for the outcome's write while the store rests, or if it refuses now.
-  worker.outcomes.writeNow(attempt.writeRefused);
+  // Kept for the outcome's write while the store rests, or if it refuses now. A silent answer
+  // is written only with the outcome: saved alone, a retry would deliver it as text.
+  if (!answer.silent) worker.outcomes.writeNow(attempt.writeRefused);
   // The agent answers again.
   worker.pause.agentAnswered();
   deps.log("info", "agent run ok", {
@@ -150,7 +166,7 @@ async function answerFor(worker: WorkerCore, attempt: AttemptInProgress): Promis
     ...(run.completionTokens === null ? {} : { completion_tokens: run.completionTokens }),
   });
   attempt.step = "delivery";
-  return answer.text;
+  return { text: answer.text, silent: answer.silent ?? false };
 }
 
 /**
