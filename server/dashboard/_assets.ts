@@ -79,6 +79,9 @@ dl.facts {
 }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; }
+dl.run-facts { border: 0; padding: .2rem 0 .4rem; background: transparent; }
+#headers th { text-transform: none; letter-spacing: 0; color: var(--text); width: 30%; }
+#received details { margin-top: .6rem; }
 section.block {
   background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
   padding: .2rem 1rem .9rem; margin-top: 1rem;

@@ -1,22 +1,28 @@
 /**
- * An event's page: what the store holds of its story. The facts (subscription, type, delivery
- * id, status, times), the payload as a collapsible tree and as text, the prompt it became (or
- * the message, in direct mode), the agent's answer, each attempt, the route it was delivered by
- * and the parts that went out; and the Replay button. The page reloads itself when the event
+ * An event's page: its lineage, as the store holds it. The facts (subscription, type, delivery
+ * id, status, times), the request as received (headers, scheme, the payload as a collapsible
+ * tree and as text), the decisions, the prompt it became (or the message, in direct mode) and
+ * the skills given, each attempt with its agent run, the answer, and the parts that went out;
+ * and the Replay button. The page reloads itself when the event
  * changes (`/events/stream?id=`).
  *
  * @module
  */
-import type { StoredEvent } from "../../lib/state/mod.ts";
+import type { PartReceipt, StoredEvent } from "../../lib/state/mod.ts";
 import { duration, type NumberedAttempt, tookMs, utcTime } from "./_format.ts";
 import { JsonTree, MAX_TREE_CHARS, prettyJson } from "./_json_tree.tsx";
 import { Layout } from "./_layout.tsx";
+import { Attempts, Decisions, Delivered, Received } from "./_lineage.tsx";
 
 /** What an event's page shows. */
 export interface EventPageProps {
   event: StoredEvent;
-  /** Its attempts, oldest first, numbered by series. */
+  /** Its attempts, oldest first, numbered by series, each with its agent run and answer. */
   attempts: NumberedAttempt[];
+  /** The message parts platforms took, oldest first. */
+  parts: PartReceipt[];
+  /** Whether the event holds its delivery id's idempotency key now. */
+  holdsKey: boolean;
   /** The session's CSRF token, for the Replay and log-out forms. */
   csrf: string;
   /** What the last action did, said above the facts. */
@@ -55,10 +61,17 @@ export function EventPage(props: EventPageProps) {
           </button>
         </form>
       </div>
+      <Received event={event} />
       <Payload text={event.payload} />
+      <Decisions event={event} holdsKey={props.holdsKey} />
       <section class="block" id="prompt">
         <h2>{event.mode === "direct" ? "Message" : "Prompt"}</h2>
         <pre>{event.prompt}</pre>
+        {event.mode === "agent" && (
+          <p id="skills">
+            Skills given: {event.route.skills.length > 0 ? event.route.skills.join(", ") : "none"}
+          </p>
+        )}
       </section>
       {event.mode === "agent" && (
         <section class="block" id="answer">
@@ -69,7 +82,7 @@ export function EventPage(props: EventPageProps) {
         </section>
       )}
       <Attempts attempts={props.attempts} />
-      <Delivery event={event} />
+      <Delivered parts={props.parts} />
     </Layout>
   );
 }
@@ -132,63 +145,6 @@ function Payload(props: { text: string }) {
         <summary>As text ({String(props.text.length)} characters)</summary>
         <pre>{parsed ? prettyJson(parsed.value) : props.text}</pre>
       </details>
-    </section>
-  );
-}
-
-/** Each attempt: its series, start, end, the step it reached and its error. */
-function Attempts(props: { attempts: NumberedAttempt[] }) {
-  return (
-    <section class="block" id="attempts">
-      <h2>Attempts</h2>
-      {props.attempts.length === 0 ? <p class="muted">None yet.</p> : (
-        <table>
-          <thead>
-            <tr>
-              <th>Series</th>
-              <th>Try</th>
-              <th>Started (UTC)</th>
-              <th>Ended (UTC)</th>
-              <th>Step</th>
-              <th>Error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.attempts.map((attempt) => (
-              <tr>
-                <td>{String(attempt.series)}</td>
-                <td>{String(attempt.attempt)}</td>
-                <td class="mono">{utcTime(attempt.startedAtMs)}</td>
-                <td class="mono">
-                  {attempt.finishedAtMs === null ? "-" : utcTime(attempt.finishedAtMs)}
-                </td>
-                <td>{attempt.step}</td>
-                <td class="error-text">{attempt.error ?? ""}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-    </section>
-  );
-}
-
-/** Where the event goes: the route snapshot it was accepted (or last replayed) with. */
-function Delivery(props: { event: StoredEvent }) {
-  const { route, partsSent } = props.event;
-  return (
-    <section class="block" id="delivery">
-      <h2>Delivery</h2>
-      <dl class="facts">
-        <dt>Target</dt>
-        <dd>{route.deliver}</dd>
-        <dt>Chat</dt>
-        <dd class="mono">{route.chatId ?? "-"}</dd>
-        <dt>Skills</dt>
-        <dd>{route.skills.length > 0 ? route.skills.join(", ") : "-"}</dd>
-        <dt>Parts delivered</dt>
-        <dd>{String(partsSent)}</dd>
-      </dl>
     </section>
   );
 }

@@ -1,17 +1,19 @@
 /**
  * The dashboard's routes about events, behind the session check: the events page and its live
- * stream, an event's page and its Replay button, and the same as JSON (`/api/events`).
+ * stream, an event's page (its lineage) and its Replay button, and the same as JSON
+ * (`/api/events`, `/api/events/<id>`).
  *
  * @module
  */
 import type { Context, Hono } from "hono";
 import { ConflictError, NotFoundError } from "../../lib/errors.ts";
-import type { StoredEvent } from "../../lib/state/mod.ts";
+import type { Lineage, StoredEvent } from "../../lib/state/mod.ts";
 import type { DashboardEnv } from "./_auth.ts";
 import { EventPage } from "./_event_page.tsx";
 import { EventsPage, PAGE_SIZE } from "./_events_page.tsx";
 import { filterQuery, readFilter } from "./_filters.ts";
 import { eventSummary, withSeries } from "./_format.ts";
+import { lineageJson } from "./_lineage_json.ts";
 import { MessagePage, sendPage } from "./_layout.tsx";
 import { describeTarget, replayEvent } from "./_replay.ts";
 import { eventStream } from "./_stream.ts";
@@ -88,25 +90,9 @@ function apiRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
     return c.json({ events: events.map(eventSummary), next });
   });
   app.get("/api/events/:id", (c) => {
-    const event = findEvent(parts, c.req.param("id"));
-    if (!event) return c.json({ error: `No event "${c.req.param("id")}"` }, 404);
-    return c.json({
-      ...eventSummary(event),
-      source: event.source,
-      payload: event.payload,
-      prompt: event.prompt,
-      response: event.response,
-      route: event.route,
-      parts_sent: event.partsSent,
-      attempts_detail: withSeries(parts.store.attempts(event.id)).map((attempt) => ({
-        series: attempt.series,
-        attempt: attempt.attempt,
-        step: attempt.step,
-        started_at_ms: attempt.startedAtMs,
-        finished_at_ms: attempt.finishedAtMs,
-        error: attempt.error,
-      })),
-    });
+    const lineage = findLineage(parts, c.req.param("id"));
+    if (!lineage) return c.json({ error: `No event "${c.req.param("id")}"` }, 404);
+    return c.json(lineageJson(lineage, holdsKey(parts, lineage.event)));
   });
 }
 
@@ -124,16 +110,34 @@ function findEvent(parts: AppParts, id: string): StoredEvent | null {
   }
 }
 
-/** An event's page, with its attempts. */
+/** The lineage of the event with exactly this id, as {@link findEvent} finds it. */
+function findLineage(parts: AppParts, id: string): Lineage | null {
+  const event = findEvent(parts, id);
+  return event && parts.store.lineage(event.id);
+}
+
+/** Whether the event holds its delivery id's idempotency key now. */
+function holdsKey(parts: AppParts, event: StoredEvent): boolean {
+  return parts.store.keyHolder(event.subscription, event.deliveryId, parts.now()) === event.id;
+}
+
+/** An event's page: its lineage, read again (a replay may have just changed it). */
 function eventPage(
   c: Context<DashboardEnv>,
   parts: AppParts,
   event: StoredEvent,
   notice?: { ok: boolean; text: string },
 ) {
-  const attempts = withSeries(parts.store.attempts(event.id));
+  const lineage = parts.store.lineage(event.id) ?? { event, attempts: [], parts: [] };
   return (
-    <EventPage event={event} attempts={attempts} csrf={c.get("session")!.csrf} notice={notice} />
+    <EventPage
+      event={lineage.event}
+      attempts={withSeries(lineage.attempts)}
+      parts={lineage.parts}
+      holdsKey={holdsKey(parts, lineage.event)}
+      csrf={c.get("session")!.csrf}
+      notice={notice}
+    />
   );
 }
 

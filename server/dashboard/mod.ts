@@ -41,7 +41,10 @@ const log = getLogger(["agent", "dashboard"]);
 /** What the dashboard reads and does. */
 export interface DashboardDeps {
   /** The gateway's state store. */
-  store: Pick<StateStore, "listEvents" | "getEvent" | "attempts" | "replay">;
+  store: Pick<
+    StateStore,
+    "listEvents" | "getEvent" | "attempts" | "replay" | "lineage" | "keyHolder"
+  >;
   /** The home's paths (the token, the subscription file) and the static routes. */
   config: Pick<Config, "paths" | "webhook">;
   /** The clock, in ms since the epoch (the store's). */

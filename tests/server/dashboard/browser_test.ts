@@ -32,12 +32,17 @@ const SECRETS = {
   telegram: `123456:tg-${crypto.randomUUID()}`,
 };
 
+/** The model the loopback LLM says answered: a dated version, as OpenAI names them. */
+const ANSWERED_MODEL = "test-model-2026-01-01";
+
 /** What a test sees of the gateway it started. */
 interface World {
   gateway: GatewayProcess;
   dashboardUrl: string;
   home: string;
   llmRequests: () => number;
+  /** The `usage` the LLM answered each request with. */
+  llmUsage: () => ({ prompt_tokens: number; completion_tokens: number } | undefined)[];
   telegramTexts: () => string[];
   /** The dashboard token, read from its file. */
   token: () => Promise<string>;
@@ -49,6 +54,7 @@ async function withWorld(body: (world: World) => Promise<void>): Promise<void> {
   await using telegram = startFakeTelegram({ token: SECRETS.telegram });
   const llm = await startFakeLlm({
     apiKey: SECRETS.llmKey,
+    answeredModel: ANSWERED_MODEL,
     answer: (request) => `Answer #${request.messages.length}: ${request.messages.at(-1)?.content}`,
   });
   await using _llm = { [Symbol.asyncDispose]: () => llm.close() };
@@ -66,6 +72,7 @@ async function withWorld(body: (world: World) => Promise<void>): Promise<void> {
     dashboardUrl,
     home: h.home,
     llmRequests: () => llm.requests.length,
+    llmUsage: () => llm.requests.map((request) => request.usage),
     telegramTexts: () => telegram.messages.map((message) => message.text),
     token: async () => (await Deno.readTextFile(join(h.home, "state", "dashboard.token"))).trim(),
   });
@@ -145,7 +152,7 @@ Deno.test("dashboard in Chromium: log in, watch an event arrive live, read its s
     const answer = await page.locator("#answer pre").innerText();
     assert.match(answer, /^Answer #\d+: Triage: Spelling error in the README file/);
     assert.ok(world.telegramTexts().some((text) => text.includes("Answer #")), "sent to Telegram");
-    assert.match(await page.locator("#delivery").innerText(), /telegram[\s\S]*4242/);
+    await assertLineage(page, world);
     await page.screenshot({ path: join(screens, "3-event-detail.png"), fullPage: true });
 
     const runs = world.llmRequests();
@@ -159,6 +166,48 @@ Deno.test("dashboard in Chromium: log in, watch an event arrive live, read its s
     await assertNoSecret(world, [...bodies, ...await apiBodies(page, world)]);
   });
 });
+
+/**
+ * The detail page and `/api/events/<id>` tell the event's lineage: the request's headers as
+ * stored (the signature redacted) and the scheme, the model that answered with its token counts,
+ * the answer, and the message id Telegram gave the part it took.
+ */
+async function assertLineage(page: Page, world: World): Promise<void> {
+  const received = await page.locator("#received").innerText();
+  assert.match(received, /Verified by\s+github/);
+  assert.match(received, /x-github-event\s+issues/i);
+  assert.match(received, /x-hub-signature-256\s+\[redacted\]/i);
+  const usage = world.llmUsage()[0]!;
+  const run = page.locator("#attempts .run").first();
+  assert.equal(await run.locator(".model").innerText(), ANSWERED_MODEL);
+  assert.equal(await run.locator(".prompt-tokens").innerText(), String(usage.prompt_tokens));
+  assert.equal(
+    await run.locator(".completion-tokens").innerText(),
+    String(usage.completion_tokens),
+  );
+  await run.getByText("This run's answer").click();
+  assert.match(await run.locator("pre").innerText(), /^Answer #\d+: Triage: Spelling error/);
+  const sent = world.telegramTexts().findIndex((text) => text.includes("Answer #"));
+  const telegramId = String(sent + 1); // the fake numbers the messages it takes from 1
+  const delivered = page.locator("#delivery tbody tr").first();
+  assert.match(await delivered.innerText(), /1\/1\s+telegram\s+4242/);
+  assert.equal(await delivered.locator(".message-id").innerText(), telegramId);
+
+  const id = page.url().split("/events/")[1].split("?")[0];
+  const api = await (await page.request.get(`${world.dashboardUrl}/api/events/${id}`)).json();
+  assert.equal(api.scheme, "github");
+  assert.equal(api.headers["x-hub-signature-256"], "[redacted]");
+  assert.deepEqual(api.attempts_detail[0].run, {
+    provider: "openai",
+    model: ANSWERED_MODEL,
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    duration_ms: api.attempts_detail[0].run.duration_ms,
+  });
+  assert.match(api.attempts_detail[0].answer, /^Answer #\d+: Triage/);
+  assert.equal(api.parts[0].message_id, telegramId);
+  assert.equal(api.parts[0].target, "telegram");
+}
 
 /** Every API and page of the dashboard, as the browser's session fetches them. */
 async function apiBodies(page: Page, world: World): Promise<string[]> {

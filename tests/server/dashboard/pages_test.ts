@@ -71,28 +71,89 @@ Deno.test("events page says what is wrong with a bad filter, with 400", async ()
   assert.match(api.body, /type must be at most 256 characters/);
 });
 
-Deno.test("event page shows the payload, the prompt, the answer, the attempts and the route", async () => {
+Deno.test("event page shows the lineage: request, decisions, prompt, runs, answer, parts", async () => {
   await using world = await dashboardWorld();
   const { eventId } = await world.store.accept(issueEvent({
-    route: { deliver: "telegram", chatId: "4242", skills: ["triage"] },
+    route: { deliver: "github", chatId: "octo/repo#7", skills: ["triage"] },
+    headers: { "x-github-event": "issues", "x-hub-signature-256": "[redacted]" },
+    scheme: "github",
   }));
   world.store.claimDue(world.clock.nowMs, 1);
-  world.store.saveResponse(eventId!, "Looks like a null pointer in main().");
-  world.store.savePartsSent(eventId!, 1, { sentBefore: 0, parts: 1 });
+  world.store.saveResponse(eventId!, "Looks like a null pointer in main().", {
+    provider: "openai",
+    model: "gpt-4o-mini-2024-07-18",
+    promptTokens: 812,
+    completionTokens: 96,
+    durationMs: 2100,
+  });
+  const url = "https://github.com/octo/repo/issues/7#issuecomment-501";
+  world.store.savePartsSent(eventId!, 1, {
+    sentBefore: 0,
+    parts: 1,
+    receipts: [{
+      ...{ part: 1, parts: 1, target: "github", chat: "octo/repo#7", messageId: "501", url },
+      sentAtMs: world.clock.nowMs + 1400,
+    }],
+  });
   world.store.markDelivered(eventId!, world.clock.nowMs + 1500);
   const session = await logIn(world);
   const page = await get(world, session, `/events/${eventId}`);
   assert.equal(page.status, 200);
-  assert.match(page.body, /<dt>title<\/dt><dd><span class="str">&quot;Crash on start&quot;/);
-  assert.match(page.body, /<details open><summary>\{ 2 keys \}/, "a collapsible tree");
-  assert.match(page.body, /&quot;title&quot;: &quot;Crash on start&quot;/, "and as text");
-  assert.match(page.body, /<h2>Prompt<\/h2><pre>Triage issue #7: Crash on start<\/pre>/);
-  assert.match(page.body, /<h2>Answer<\/h2><pre>Looks like a null pointer in main\(\)\.<\/pre>/);
-  assert.match(page.body, /<td>agent<\/td>|<td>delivery<\/td>/, "the attempt's step");
-  assert.match(page.body, /<dt>Chat<\/dt><dd class="mono">4242<\/dd>/);
-  assert.match(page.body, /<dt>Parts delivered<\/dt><dd>1<\/dd>/);
-  assert.match(page.body, /<dt>Took<\/dt><dd>1\.5 s<\/dd>/);
-  assert.match(page.body, /action="\/events\/evt_[^"]+\/replay"/);
+  const body = page.body;
+  assert.match(body, /<th class="mono">x-hub-signature-256<\/th><td class="mono">\[redacted\]/);
+  assert.match(body, /<dt>Verified by<\/dt><dd id="scheme"><span class="mono">github</);
+  assert.match(body, /<dt>title<\/dt><dd><span class="str">&quot;Crash on start&quot;/);
+  assert.match(body, /<details open><summary>\{ 2 keys \}/, "a collapsible tree");
+  assert.match(body, /&quot;title&quot;: &quot;Crash on start&quot;/, "and as text");
+  assert.match(body, /same delivery id is answered as a duplicate/, "the dedupe decision");
+  assert.match(body, /<h2>Prompt<\/h2><pre>Triage issue #7: Crash on start<\/pre>/);
+  assert.match(body, /Skills given: triage/);
+  assert.match(body, /<h2>Answer<\/h2><pre>Looks like a null pointer in main\(\)\.<\/pre>/);
+  assert.match(body, /<td>delivery<\/td>/, "the attempt's step");
+  assert.match(body, /<dd class="mono model">gpt-4o-mini-2024-07-18<\/dd>/);
+  assert.match(body, /<dd class="prompt-tokens">812<\/dd>.*<dd class="completion-tokens">96</);
+  assert.match(body, /<dt>Took<\/dt><dd>2\.1 s<\/dd>/, "the run's duration");
+  assert.match(body, /<td>1\/1<\/td><td>github<\/td><td class="mono">octo\/repo#7<\/td>/);
+  assert.match(body, new RegExp(`<a href="${url.replace(/[.?/]/g, "\\$&")}"[^>]*>501</a>`));
+  assert.match(body, /<dt>Took<\/dt><dd>1\.5 s<\/dd>/);
+  assert.match(body, /action="\/events\/evt_[^"]+\/replay"/);
+
+  const api = JSON.parse((await get(world, session, `/api/events/${eventId}`)).body);
+  assert.equal(api.scheme, "github");
+  assert.deepEqual(api.headers, {
+    "x-github-event": "issues",
+    "x-hub-signature-256": "[redacted]",
+  });
+  assert.deepEqual(api.skills, ["triage"]);
+  assert.deepEqual(api.attempts_detail[0].run, {
+    provider: "openai",
+    model: "gpt-4o-mini-2024-07-18",
+    prompt_tokens: 812,
+    completion_tokens: 96,
+    duration_ms: 2100,
+  });
+  assert.equal(api.attempts_detail[0].answer, "Looks like a null pointer in main().");
+  assert.deepEqual(api.parts, [{
+    ...{ part: 1, parts: 1, target: "github", chat: "octo/repo#7", message_id: "501", url },
+    sent_at_ms: world.clock.nowMs + 1400,
+  }]);
+});
+
+Deno.test("event page links a part only to a web address", async () => {
+  await using world = await dashboardWorld();
+  const { eventId } = await world.store.accept(issueEvent());
+  world.store.claimDue(world.clock.nowMs, 1);
+  world.store.saveResponse(eventId!, "ok");
+  const receipt = { part: 1, parts: 1, target: "log", chat: "gateway log", messageId: null };
+  world.store.savePartsSent(eventId!, 1, {
+    sentBefore: 0,
+    parts: 1,
+    receipts: [{ ...receipt, url: "javascript:alert(1)", sentAtMs: world.clock.nowMs }],
+  });
+  const session = await logIn(world);
+  const { body } = await get(world, session, `/events/${eventId}`);
+  assert.doesNotMatch(body, /href="javascript:/);
+  assert.match(body, /<td class="mono message-id">javascript:alert\(1\)<\/td>/);
 });
 
 Deno.test("event page shows what senders and agents wrote as text, never as markup", async () => {
