@@ -130,7 +130,8 @@ async function answerFor(
   attempt.step = "agent";
   const startedAt = deps.now();
   const systemPrompt = await deps.systemPrompt(event.route.skills);
-  const options = event.route.agent ?? {};
+  // Only the options the route sets: the others leave agent.* in force.
+  const { systemPrompt: routeSystemPrompt, ...sampling } = event.route.agent ?? {};
   if (worker.stopRuns.signal.aborted) {
     // Stopped before the run began: the next start runs it.
     requeueStopped(worker, attempt);
@@ -140,10 +141,8 @@ async function answerFor(
   const answer = await deps.runAgent({
     prompt: event.prompt,
     systemPrompt,
-    routeSystemPrompt: options.systemPrompt,
-    model: options.model,
-    maxTokens: options.maxTokens,
-    temperature: options.temperature,
+    ...(routeSystemPrompt === undefined ? {} : { routeSystemPrompt }),
+    ...sampling,
     eventId: event.id,
     signal: worker.stopRuns.signal,
   });

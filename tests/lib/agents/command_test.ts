@@ -5,10 +5,13 @@ import { PIPE_GRACE_AFTER_EXIT_MS } from "../../../lib/agents/command.ts";
 import { processExited } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
 import { commandRunner } from "./_command_runner.ts";
+import { silenceInstruction } from "../../../lib/agents/skills.ts";
 
 Deno.test("command runner writes the prompt on stdin and returns stdout trimmed", async () => {
   const answer = await commandRunner(["cat"])({ prompt: "hello agent\n", eventId: "evt_1" });
-  assert.deepEqual(answer, { provider: "command", text: "hello agent" }, "no model nor tokens");
+  // The sentence that allows a silent answer is the system prompt when none is given.
+  const text = `${silenceInstruction("[SILENT]")}\n\nhello agent`;
+  assert.deepEqual(answer, { provider: "command", text }, "no model nor tokens");
 });
 
 Deno.test("command runner puts the system prompt before the prompt on stdin", async () => {
@@ -17,7 +20,7 @@ Deno.test("command runner puts the system prompt before the prompt on stdin", as
     systemPrompt: "skills",
     eventId: "e",
   });
-  assert.equal(answer.text, "skills\n\nevent");
+  assert.equal(answer.text, `skills\n\n${silenceInstruction("[SILENT]")}\n\nevent`);
 });
 
 Deno.test("command runner passes the given environment and AGENT_EVENT_ID, nothing else", async () => {

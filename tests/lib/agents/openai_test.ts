@@ -5,8 +5,12 @@ import { startFakeLlm } from "../../fakes/llm_server.ts";
 import { eventually } from "../../_helpers.ts";
 import { agentError } from "./_assert.ts";
 import { withFakeLlm } from "./_fake_llm.ts";
+import { silenceInstruction } from "../../../lib/agents/skills.ts";
 
 const deps = { fetch, env: {} };
+
+/** Words of "Be brief", the sentence that allows silence, and "CI failed", as the fake counts. */
+const PROMPT_WORDS = 4 + silenceInstruction("[SILENT]").split(/\s+/).length;
 
 Deno.test("openai runner sends the system prompt and the prompt, and returns the answer", async () => {
   await withFakeLlm({ answer: () => "  Looks like a flaky test.\n" }, async (settings, fake) => {
@@ -17,7 +21,7 @@ Deno.test("openai runner sends the system prompt and the prompt, and returns the
     assert.equal(fake.requests[0].authorization, "Bearer test-key");
     assert.equal(fake.requests[0].model, "test-model");
     assert.deepEqual(fake.requests[0].messages, [
-      { role: "system", content: "Be brief" },
+      { role: "system", content: `Be brief\n\n${silenceInstruction("[SILENT]")}` },
       { role: "user", content: "CI failed" },
     ]);
   });
@@ -32,9 +36,9 @@ Deno.test("openai runner names the model that answered and the completion's toke
       provider: "openai",
       text: "Three words here",
       model: "test-model-2024-07-18",
-      usage: { promptTokens: 4, completionTokens: 3 },
+      usage: { promptTokens: PROMPT_WORDS, completionTokens: 3 },
     });
-    assert.equal(fake.requests[0].usage?.prompt_tokens, 4, "the fake counts words");
+    assert.equal(fake.requests[0].usage?.prompt_tokens, PROMPT_WORDS, "the fake counts words");
   });
 });
 
@@ -63,7 +67,10 @@ Deno.test("openai runner takes key, base URL and model from the environment when
       },
     );
     assert.equal((await run({ prompt: "hi", eventId: "evt_1" })).text, "echo: hi");
-    assert.deepEqual(fake.requests[0].messages, [{ role: "user", content: "hi" }]);
+    assert.deepEqual(fake.requests[0].messages, [
+      { role: "system", content: silenceInstruction("[SILENT]") },
+      { role: "user", content: "hi" },
+    ]);
     assert.equal(settings.model, "test-model");
   });
 });
