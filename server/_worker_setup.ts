@@ -93,6 +93,7 @@ export function setUpWorker(config: Config, options: {
     monotonicNow: options.steadyClock ? () => performance.now() : undefined,
     random: Math.random,
     maxConcurrency: agent.maxConcurrency,
+    silentMarker: agent.silentMarker,
     retry: agent.retry,
     log: (level, message, properties) => workerLog[level](message, properties),
     idempotencyTtlSeconds: config.webhook.idempotencyTtlSeconds,

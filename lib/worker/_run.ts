@@ -9,7 +9,7 @@
  */
 import { setImmediate } from "node:timers";
 import { TargetError } from "../errors.ts";
-import type { AgentAnswer } from "../agents/mod.ts";
+import { type AgentAnswer, DEFAULT_SILENT_MARKER } from "../agents/mod.ts";
 import {
   type AgentRun,
   needsAgentRun,
@@ -125,7 +125,10 @@ async function answerFor(
   const { event, context } = attempt;
   if (!needsAgentRun(event)) {
     const saved = event.mode === "agent" && event.response !== null;
-    return { text: saved ? event.response! : event.prompt, silent: false };
+    // A silent answer saved by an attempt whose outcome was lost is still silence, not text.
+    const silent = saved &&
+      event.response!.trim() === (deps.silentMarker ?? DEFAULT_SILENT_MARKER);
+    return { text: saved ? event.response! : event.prompt, silent };
   }
   attempt.step = "agent";
   const startedAt = deps.now();

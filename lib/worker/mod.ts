@@ -82,6 +82,11 @@ export interface WorkerDeps {
   /** One line per decision. */
   log: (level: "info" | "warn" | "error", message: string, props: Record<string, unknown>) => void;
   /**
+   * The answer by which the agent chooses silence (`agent.silent_marker`): a saved answer that is
+   * exactly this (trimmed) is delivered nowhere. @default {"[SILENT]"}
+   */
+  silentMarker?: string;
+  /**
    * How long a delivery id is a duplicate after its message was delivered, in seconds: a
    * direct record held while the store refuses it counts that long. @default {86400}
    */

@@ -1036,3 +1036,20 @@ Deno.test("worker.notify() starts an event accepted while the worker was idle", 
     assert.equal(h.store.getEvent(id)!.status, "delivered");
   });
 });
+
+Deno.test("a saved silent answer is still silence: an event whose outcome was lost delivers nothing on its next attempt", async () => {
+  let deliveries = 0;
+  const deliver = () => (deliveries++, Promise.resolve(RECEIPT));
+  await withWorker({ deliver }, async (h) => {
+    const id = await accept(h.store);
+    // An earlier attempt saved the agent's silence, then its gateway died before the outcome.
+    h.store.claimDue(h.time.now(), 1);
+    h.store.saveResponse(id, " [SILENT]\n");
+    h.store.recoverInterrupted(h.time.now());
+    h.worker.start();
+    await runUntilSettled(h);
+    assert.equal(h.prompts.length, 0, "the agent is not asked again");
+    assert.equal(deliveries, 0, "the marker is not sent as text");
+    assert.equal(h.store.getEvent(id)!.status, "delivered");
+  });
+});
