@@ -96,6 +96,18 @@ export interface EventFilter {
   limit?: number;
 }
 
+/** One minute of {@link StateStore.activity}. */
+export interface ActivityMinute {
+  /** The minute's start, in ms since the epoch (a multiple of 60 000). */
+  minuteMs: number;
+  /** Events accepted in it. */
+  accepted: number;
+  /** Events delivered in it (their last change). */
+  delivered: number;
+  /** Events that failed for good in it (their last change). */
+  failed: number;
+}
+
 /** The queue as {@link StateStore.queueStats} sees it, for the gateway's metrics. */
 export interface QueueStats {
   /** Events `queued`: waiting for their first attempt, a retry, or a replay's run. */
@@ -285,6 +297,15 @@ export interface StateStore {
    * @throws StoreUnavailableError when the database cannot be read
    */
   queueStats(): QueueStats;
+  /**
+   * Events per minute since `sinceMs`, for the dashboard's overview (docs/dashboard.md): how
+   * many were accepted in each minute, and how many of them ended delivered or failed in each
+   * minute (by their last change). Read when the page is opened, never on the request path.
+   * @param sinceMs the first minute counted, in ms since the epoch (rounded down to a minute)
+   * @returns the minutes that had any, oldest first (see {@link ActivityMinute})
+   * @throws StoreUnavailableError when the database cannot be read
+   */
+  activity(sinceMs: number): ActivityMinute[];
   /**
    * Moves when every queued event is due by `byMs`: the worker does when the system clock was
    * set back, so events queued before are not held until the clock catches up.

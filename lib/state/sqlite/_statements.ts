@@ -66,6 +66,12 @@ export const STATEMENTS = {
   // Through events_due, which holds only the queued events: a scrape reads none of the others.
   queueStats: "SELECT count(*) AS queued, min(coalesce(replayed_at, received_at)) AS oldest " +
     "FROM events WHERE status = 'queued'",
+  // Read by the dashboard's overview only: a scan of the recent events is fine there.
+  acceptedPerMinute: "SELECT (received_at / 60000) * 60000 AS minute, count(*) AS n " +
+    "FROM events WHERE received_at >= ? GROUP BY minute",
+  endedPerMinute: "SELECT (updated_at / 60000) * 60000 AS minute, status, count(*) AS n " +
+    "FROM events WHERE status IN ('delivered', 'failed') AND updated_at >= ? " +
+    "GROUP BY minute, status",
   // The same, among the events whose next step is a delivery, through their own index.
   dueForDelivery: "SELECT * FROM events INDEXED BY events_due_delivery WHERE status = 'queued' " +
     "AND (mode = 'direct' OR response IS NOT NULL) AND next_attempt_at <= ? " +

@@ -7,12 +7,12 @@
 import { listEvents } from "./_maintenance.ts";
 import { rowToAttempt, rowToPart } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type { Lineage, StateStore } from "../mod.ts";
+import type { ActivityMinute, Lineage, StateStore } from "../mod.ts";
 
 /** The methods of the store that read events. */
 export type ReadingOps = Pick<
   StateStore,
-  "listEvents" | "getEvent" | "attempts" | "queueStats" | "lineage"
+  "listEvents" | "getEvent" | "attempts" | "queueStats" | "lineage" | "activity"
 >;
 
 /**
@@ -39,6 +39,7 @@ export function readingOps(core: StoreCore): ReadingOps {
           oldestQueuedAtMs: row.oldest === null ? null : Number(row.oldest),
         };
       }),
+    activity: (sinceMs) => use(() => activity(core, sinceMs)),
   };
 }
 
@@ -61,4 +62,25 @@ function lineage(core: StoreCore, eventId: string): Lineage | null {
   } finally {
     if (own && db.isTransaction) db.exec("COMMIT");
   }
+}
+
+/** Accepted, delivered and failed events per minute since `sinceMs`, oldest minute first. */
+function activity(core: StoreCore, sinceMs: number): ActivityMinute[] {
+  const from = Math.floor(sinceMs / 60_000) * 60_000;
+  const minutes = new Map<number, ActivityMinute>();
+  const minute = (ms: number) => {
+    let entry = minutes.get(ms);
+    if (!entry) {
+      entry = { minuteMs: ms, accepted: 0, delivered: 0, failed: 0 };
+      minutes.set(ms, entry);
+    }
+    return entry;
+  };
+  for (const row of core.s.acceptedPerMinute.all(from) as Row[]) {
+    minute(Number(row.minute)).accepted = Number(row.n);
+  }
+  for (const row of core.s.endedPerMinute.all(from) as Row[]) {
+    minute(Number(row.minute))[row.status === "delivered" ? "delivered" : "failed"] = Number(row.n);
+  }
+  return [...minutes.values()].sort((a, b) => a.minuteMs - b.minuteMs);
 }

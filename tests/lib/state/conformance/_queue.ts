@@ -11,7 +11,7 @@ import type { Case } from "./_suite.ts";
 const T0 = 1_700_000_000_000;
 const FAR = T0 + 86_400_000;
 
-/** The cases of `queueStats()`. */
+/** The cases of `queueStats()` and `activity()`. */
 export const queueCases: Case[] = [
   {
     name: "queueStats() counts queued events and the oldest's acceptance; others do not count",
@@ -40,6 +40,28 @@ export const queueCases: Case[] = [
       assert.deepEqual(store.queueStats(), { queued: 0, oldestQueuedAtMs: null });
       store.replay(claimed.id, T0 + 5000);
       assert.deepEqual(store.queueStats(), { queued: 1, oldestQueuedAtMs: T0 + 5000 });
+    },
+  },
+  {
+    name: "activity() counts accepted events by minute received, ended ones by minute ended",
+    run: async (store) => {
+      const MINUTE = 60_000;
+      const start = Math.floor(T0 / MINUTE) * MINUTE;
+      assert.deepEqual(store.activity(start), []);
+      await store.accept(newEvent({ receivedAtMs: start - 1 }));
+      for (const offset of [0, 10, MINUTE + 5]) {
+        await store.accept(newEvent({ receivedAtMs: start + offset }));
+      }
+      const [old, first, second] = store.claimDue(FAR, 3);
+      store.markDelivered(old.id, start + 2 * MINUTE);
+      store.markDelivered(first.id, start + 2 * MINUTE + 1);
+      store.markFailed(second.id, { error: "x", step: "agent", nowMs: start + 3 * MINUTE });
+      assert.deepEqual(store.activity(start + 30), [
+        { minuteMs: start, accepted: 2, delivered: 0, failed: 0 },
+        { minuteMs: start + MINUTE, accepted: 1, delivered: 0, failed: 0 },
+        { minuteMs: start + 2 * MINUTE, accepted: 0, delivered: 2, failed: 0 },
+        { minuteMs: start + 3 * MINUTE, accepted: 0, delivered: 0, failed: 1 },
+      ]);
     },
   },
 ];
