@@ -130,34 +130,20 @@ export async function startGateway(
     steadyClock: options.now === undefined,
     metrics,
   });
-  const findRoute = routeFinder(config);
   const { refusals, refusalWindows } = startRefusalLog(options.refusalLog);
   const { bodyTimeoutMs, bodyBudgetBytes } = options;
-  const app = createApp(
-    ingestDeps(config, {
-      findRoute,
-      refusals,
-      store,
-      now,
-      setup,
-      metrics,
-      bodyTimeoutMs,
-      bodyBudgetBytes,
-    }),
-  );
+  const findRoute = routeFinder(config);
+  const parts = { findRoute, refusals, store, now, setup, metrics, bodyTimeoutMs, bodyBudgetBytes };
+  const app = createApp(ingestDeps(config, parts));
   const pruning = startPruning(store, { retentionDays: webhook.retentionDays, now });
 
-  let listener: ReturnType<typeof listen>;
-  try {
-    listener = listen(app, webhook);
-  } catch (error) {
+  const listener = await listenOrClose(() => listen(app, webhook), async () => {
     pruning.stop();
     clearInterval(refusalWindows);
     await state.watch.stop();
     await store.close();
     state.lock.close();
-    throw error;
-  }
+  });
   const { server, listening } = listener;
   startWorker(setup);
   server.finished.catch((error) => failed.resolve(serverStopped(error)));
@@ -178,6 +164,22 @@ export async function startGateway(
       await stopGateway(running, { deadlineMs, hurry });
     },
   };
+}
+
+/**
+ * Starts listening, or, when the port cannot be had, undoes what the start opened first.
+ * @param start opens the listener
+ * @param undo closes what was opened before it
+ * @returns the listener
+ * @throws what `start` throws (Deno.errors.AddrInUse when the port is taken), after `undo`
+ */
+async function listenOrClose<T>(start: () => T, undo: () => Promise<void>): Promise<T> {
+  try {
+    return start();
+  } catch (error) {
+    await undo();
+    throw error;
+  }
 }
 
 /** The gateway's refusal log, and the timer that ends its windows. */
