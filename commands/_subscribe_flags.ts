@@ -15,7 +15,8 @@ import { commaList, wholeNumber } from "./_flags.ts";
  * Turns the given flags into the record fields they replace.
  * @param values the parsed flags of `subscribe`
  * @returns the fields the flags give; a flag not given leaves its field out
- * @throws UsageError for an empty --events or --deliver, a --filter that does not compile (where
+ * @throws UsageError for an empty --events, --deliver or --deliver-thread, a --deliver
+ *   shorthand that cannot be one or is given with --deliver-chat-id, a --filter that does not compile (where
  *   its mistake is), a --secret shorter than 8 characters, a --rate-limit that is no whole number
  *   ≥ 1, an --auth that is no scheme nor `none`, or a --format that is neither plain nor markdown
  */
@@ -30,16 +31,7 @@ export function optionsToRecord(
   if (text("description") !== undefined) record.description = text("description");
   // A skill named twice would be added to the system prompt twice.
   if (text("skills") !== undefined) record.skills = [...new Set(commaList(text("skills")))];
-  if (text("deliver") !== undefined) {
-    record.deliver = text("deliver")!.trim();
-    // An unset shell variable, more likely than a wish for the default: the gateway refuses "".
-    if (record.deliver === "") {
-      throw new UsageError(`--deliver is empty: give one of ${TARGET_NAMES.join(", ")}`);
-    }
-  }
-  if (text("deliver-chat-id") !== undefined) {
-    record.deliver_extra = { chat_id: text("deliver-chat-id") };
-  }
+  Object.assign(record, destination(text));
   if (values["deliver-only"] !== undefined) record.deliver_only = values["deliver-only"] as boolean;
   if (text("format") !== undefined) record.format = messageFormat(text("format")!);
   if (text("secret") !== undefined) {
@@ -62,6 +54,64 @@ export function optionsToRecord(
   }
   Object.assign(record, agentOptions(text));
   return record;
+}
+
+/** The targets whose chat can follow their name in `--deliver`: `telegram:<chat>[:<thread>]`. */
+const CHAT_SHORTHANDS = ["telegram", "discord", "slack"];
+
+/**
+ * Reads `--deliver`, `--deliver-chat-id` and `--deliver-thread`. `--deliver <target>:<chat>`
+ * is short for `--deliver <target> --deliver-chat-id <chat>` (docs/targets.md#threads).
+ * `--deliver-thread none` removes the thread (stored as "" until the merge drops it).
+ * @param text reads a flag's value
+ * @returns the fields the flags give
+ * @throws UsageError for an empty --deliver or --deliver-thread, a shorthand with a chat for a
+ *   target that takes none, or a shorthand given with --deliver-chat-id
+ */
+function destination(text: (key: string) => string | undefined): Subscription {
+  const record: Subscription = {};
+  let chatId = text("deliver-chat-id");
+  if (text("deliver") !== undefined) {
+    const [target, ...chat] = text("deliver")!.trim().split(":");
+    record.deliver = target.trim();
+    // An unset shell variable, more likely than a wish for the default: the gateway refuses "".
+    if (record.deliver === "") {
+      throw new UsageError(`--deliver is empty: give one of ${TARGET_NAMES.join(", ")}`);
+    }
+    if (chat.length > 0) chatId = shorthandChat(record.deliver, chat.join(":"), chatId);
+  }
+  const thread = text("deliver-thread");
+  if (chatId === undefined && thread === undefined) return record;
+  if (thread !== undefined && thread.trim() === "") {
+    throw new UsageError(
+      "--deliver-thread is empty: give a thread (a topic id, a Slack ts, a template such as " +
+        "'{event.thread_ts}'), or none to remove it",
+    );
+  }
+  record.deliver_extra = {
+    ...(chatId === undefined ? {} : { chat_id: chatId }),
+    ...(thread === undefined ? {} : { thread: thread.trim() === "none" ? "" : thread }),
+  };
+  return record;
+}
+
+/**
+ * The chat of a `--deliver <target>:<chat>` shorthand.
+ * @throws UsageError for a target without chats, or when --deliver-chat-id is given too
+ */
+function shorthandChat(target: string, chat: string, chatId: string | undefined): string {
+  if (!CHAT_SHORTHANDS.includes(target)) {
+    throw new UsageError(
+      `--deliver ${target}:${chat}: only ${CHAT_SHORTHANDS.join(", ")} take a chat after a colon`,
+    );
+  }
+  if (chatId !== undefined) {
+    throw new UsageError(
+      `--deliver ${target}:${chat} already names the chat: drop --deliver-chat-id ${chatId}, ` +
+        `or give --deliver ${target} with it`,
+    );
+  }
+  return chat;
 }
 
 /**

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Config } from "../lib/config/mod.ts";
-import { ConfigError } from "../lib/errors.ts";
+import { ConfigError, UsageError } from "../lib/errors.ts";
 import { checkRecord, type Subscription } from "../lib/subscriptions/mod.ts";
 import { wrongFieldType } from "../lib/subscriptions/file_store.ts";
 import { validateTarget } from "../lib/targets/mod.ts";
@@ -30,6 +30,10 @@ export function mergeSubscription(
 ): { record: Subscription; warnings: string[] } {
   const { name, changes, nowIso, config } = options;
   const merged: Subscription = { ...existing, ...changes };
+  // One flag changes one option of the target: --deliver-thread keeps the chat id.
+  if (changes.deliver_extra !== undefined) {
+    merged.deliver_extra = { ...existing?.deliver_extra, ...changes.deliver_extra };
+  }
   // A field of the wrong type in a record edited by hand stays unless this command gives
   // it anew: the record would still be refused by the gateway, so it is not written.
   // Checked first, before anything reads the fields.
@@ -42,10 +46,21 @@ export function mergeSubscription(
   // The log target has no chats: a chat id given while it was the target was for the next.
   const retargeted = changes.deliver !== undefined && changes.deliver !== existing?.deliver &&
     (existing?.deliver ?? "log") !== "log";
-  if (retargeted && changes.deliver_extra === undefined && merged.deliver_extra) {
-    const { chat_id: _, ...rest } = merged.deliver_extra;
-    if (Object.keys(rest).length) merged.deliver_extra = rest;
-    else delete merged.deliver_extra;
+  // Its thread neither: a Telegram topic is no Slack thread.
+  if (retargeted && merged.deliver_extra) {
+    if (changes.deliver_extra?.chat_id === undefined) delete merged.deliver_extra.chat_id;
+    if (changes.deliver_extra?.thread === undefined) delete merged.deliver_extra.thread;
+  }
+  // `--deliver-thread none` asked for no thread.
+  if (merged.deliver_extra?.thread === "") delete merged.deliver_extra.thread;
+  if (merged.deliver_extra && Object.keys(merged.deliver_extra).length === 0) {
+    delete merged.deliver_extra;
+  }
+  if (merged.deliver_extra?.thread !== undefined && merged.deliver_extra.chat_id?.includes(":")) {
+    throw new UsageError(
+      `Cannot subscribe "${name}": the chat id ${merged.deliver_extra.chat_id} already names a ` +
+        `thread after its colon, and --deliver-thread names another: give the thread once`,
+    );
   }
   merged.deliver ??= "log";
   // An empty secret counts as none (403): a new one replaces it. `auth: none` asks for none,
@@ -56,6 +71,7 @@ export function mergeSubscription(
   const warnings = validateTarget({
     target: merged.deliver,
     chatId: merged.deliver_extra?.chat_id,
+    thread: merged.deliver_extra?.thread,
     deliverOnly: merged.deliver_only ?? false,
     env: config.env,
   });

@@ -34,7 +34,11 @@ Options:
   --description TEXT       free text shown by list
   --skills LIST            comma-separated skill names from ~/.agent/skills
   --deliver TARGET         log (default), telegram, discord, slack, github_comment, gitlab_comment, origin
+                           telegram:<chat>[:<thread>], discord:<channel>, slack:<channel>:
+                           the target and its --deliver-chat-id in one
   --deliver-chat-id ID     chat, channel or item on the target
+  --deliver-thread T       thread in the chat, rendered per event: a Telegram topic id, a Slack
+                           thread_ts, a Discord thread id (none: remove it)
   --deliver-only           direct delivery: send the rendered prompt itself, no agent run
                            (--no-deliver-only switches an existing subscription back)
   --format FORMAT          markdown: render for each chat (agent default); plain: as written
@@ -56,6 +60,7 @@ const options = {
   skills: { type: "string" },
   deliver: { type: "string" },
   "deliver-chat-id": { type: "string" },
+  "deliver-thread": { type: "string" },
   "deliver-only": { type: "boolean" },
   format: { type: "string" },
   secret: { type: "string" },
@@ -159,7 +164,8 @@ function describe(
     `  Secret:  ${secret}`,
     `  Events:  ${record.events?.length ? record.events.join(", ") : "all"}`,
     ...(record.filters ?? []).map((filter) => `  Filter:  ${filter}`),
-    `  Deliver: ${record.deliver ?? "log"}${chat}`,
+    `  Deliver: ${record.deliver ?? "log"}${chat}` +
+    (record.deliver_extra?.thread ? `, thread ${record.deliver_extra.thread}` : ""),
     `  Mode:    ${record.deliver_only ? "direct delivery (no agent run)" : "agent run"}` +
     (record.format ? `, sent as ${record.format}` : ""),
     `  Prompt:  ${preview}`,

@@ -48,8 +48,12 @@ export interface Subscription {
    * `origin` (docs/targets.md).
    */
   deliver?: string;
-  /** Target options; string values are rendered as templates. */
-  deliver_extra?: { chat_id?: string };
+  /**
+   * Target options; string values are rendered as templates. `chat_id`: the chat, channel or
+   * item; `thread`: the thread in that chat (a Telegram forum topic, a Slack `thread_ts`, a
+   * Discord thread id), rendered per event (docs/targets.md#threads).
+   */
+  deliver_extra?: { chat_id?: string; thread?: string };
   /** Direct delivery: the rendered template is the message, no agent run. */
   deliver_only?: boolean;
   /**
@@ -306,18 +310,24 @@ export function agentOptionProblem(
 }
 
 /**
- * Checks `deliver_extra`: a mapping whose `chat_id` is text, or a number (YAML's
- * `chat_id: -100123`), which becomes its text. Its other keys are kept as they are.
+ * Checks `deliver_extra`: a mapping whose `chat_id` and `thread` are text, or numbers (YAML's
+ * `chat_id: -100123`, `thread: 42`), which become their text. Its other keys are kept as they
+ * are.
  */
 function checkDeliverExtra(extra: unknown, fail: Fail): Subscription["deliver_extra"] {
   if (extra === null || typeof extra !== "object" || Array.isArray(extra)) {
     fail("deliver_extra", "must be a mapping");
   }
-  const chatId = (extra as Record<string, unknown>).chat_id;
-  if (chatId !== undefined && typeof chatId !== "string" && typeof chatId !== "number") {
-    fail("deliver_extra.chat_id", "must be a string");
+  const checked: Record<string, unknown> = { ...(extra as object) };
+  for (const key of ["chat_id", "thread"]) {
+    const value = checked[key];
+    if (value === undefined) continue;
+    if (typeof value !== "string" && typeof value !== "number") {
+      fail(`deliver_extra.${key}`, "must be a string");
+    }
+    checked[key] = String(value);
   }
-  return { ...(extra as object), ...(chatId === undefined ? {} : { chat_id: String(chatId) }) };
+  return checked;
 }
 
 /** Whether `value` is a list of `{secret, expires_at}` entries, both text. */

@@ -17,6 +17,7 @@ import {
 } from "./file_store.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
 import { keepExactNumber } from "./payload.ts";
+import { chatWithThread } from "../targets/mod.ts";
 
 /**
  * Renders what `route` does with a payload: at ingest, and again when an event is replayed.
@@ -77,15 +78,22 @@ function agentOptions(route: Route): { agent?: RouteAgentOptions } {
   return Object.keys(agent).length ? { agent } : {};
 }
 
-/** The rendered prompt and chat id of a route for one payload. */
+/**
+ * The rendered prompt and chat id of a route for one payload. A thread is rendered as the chat
+ * id is and joined to it as `<chat>:<thread>`, the form the chat targets parse; a thread that
+ * renders empty (its field is missing) leaves the message in the chat itself.
+ */
 function render(route: Route, payload: unknown, context: TemplateContext) {
   const prompt = route.prompt
     ? renderTemplate(route.prompt, payload, context).text
     : defaultPrompt(payload, context);
-  const chatId = route.deliver_extra?.chat_id
-    ? renderTemplate(route.deliver_extra.chat_id, payload, context).text
-    : undefined;
-  return { prompt, chatId };
+  const { chat_id: chat, thread } = route.deliver_extra ?? {};
+  const chatId = chat ? renderTemplate(chat, payload, context).text : undefined;
+  if (!thread) return { prompt, chatId };
+  return {
+    prompt,
+    chatId: chatWithThread(chatId, renderTemplate(thread, payload, context).text),
+  };
 }
 
 /** How a rounded number prints: 16 digits or more, or an exponent (`1.2345678901234568e+21`). */

@@ -58,16 +58,20 @@ export function apiBase(env: Env, name: string, fallback: string): string {
 
 /**
  * The chat a chat target sends to: the job's chat id, else the home channel variable `home`.
- * @param chatId the subscription's `deliver_extra.chat_id`, if any
+ * A chat id that is only `:<thread>` (a `deliver_extra.thread` without a chat id, see
+ * {@link chatWithThread}) names that thread in the home channel.
+ * @param chatId the rendered `deliver_extra.chat_id` (with its `:<thread>`), if any
  * @param options the environment, the home channel variable and the target's name
- * @returns the chat id, trimmed
+ * @returns the chat id, trimmed, with its `:<thread>` if any
  * @throws {TargetError} permanent when neither is set.
  */
 export function chatOrHome(
   chatId: string | undefined,
   { env, home, target }: { env: Env; home: string; target: string },
 ): string {
-  const chat = chatId?.trim() || envValue(env, [home]);
+  const given = chatId?.trim();
+  const homeChat = envValue(env, [home]);
+  const chat = given?.startsWith(":") ? homeChat && homeChat + given : given || homeChat;
   if (chat === undefined) {
     throw new TargetError(
       `The ${target} target has no destination: set deliver_extra.chat_id (--deliver-chat-id) or ${home}`,
@@ -75,6 +79,26 @@ export function chatOrHome(
     );
   }
   return chat;
+}
+
+/**
+ * A chat id with a thread: `<chat>:<thread>`, the form each chat target parses (a Telegram
+ * forum topic, a Slack `thread_ts`, a Discord thread). A thread replaces one the chat id had;
+ * without a chat id it is `:<thread>`, the thread in the home channel ({@link chatOrHome}).
+ * docs/targets.md#threads
+ * @param chatId the chat id, if any
+ * @param thread the thread; blank leaves the chat id as it is
+ * @returns the chat id to deliver to
+ * @example
+ * ```ts
+ * chatWithThread("-1001234567890", "42"); // "-1001234567890:42"
+ * chatWithThread(undefined, "42"); // ":42"
+ * ```
+ */
+export function chatWithThread(chatId: string | undefined, thread: string): string | undefined {
+  if (thread.trim() === "") return chatId;
+  const chat = chatId === undefined ? "" : chatId.split(":", 1)[0];
+  return `${chat.trim()}:${thread.trim()}`;
 }
 
 /** What {@link checkTarget} needs to know about a target. */
@@ -97,23 +121,21 @@ export interface CheckRules {
  * @throws {UsageError} For a chat target with no chat id and no home channel, or a malformed id.
  */
 export function checkTarget(
-  options: { chatId?: string; env: Env },
+  options: { chatId?: string; thread?: string; env: Env },
   rules: CheckRules,
 ): string[] {
   const chatId = options.chatId?.trim();
-  if (rules.home !== undefined && !chatId && envValue(options.env, [rules.home]) === undefined) {
+  const home = rules.home === undefined ? undefined : envValue(options.env, [rules.home]);
+  if (rules.home !== undefined && !chatId && home === undefined) {
     throw new UsageError(
       `--deliver ${rules.target} needs a destination: pass --deliver-chat-id, or set ${rules.home} in the environment or .env`,
     );
   }
   // A chat id with placeholders is rendered per event; it can only be checked then.
-  if (chatId && !chatId.includes("{") && rules.parse !== undefined) {
-    try {
-      rules.parse(chatId);
-    } catch (error) {
-      if (!(error instanceof TargetError)) throw error;
-      throw new UsageError(`--deliver-chat-id ${JSON.stringify(chatId)}: ${error.message}`);
-    }
+  if (chatId && !chatId.includes("{")) checkParses(chatId, "--deliver-chat-id", rules);
+  const thread = options.thread?.trim();
+  if (thread && !thread.includes("{") && !chatId?.includes("{")) {
+    checkParses(chatWithThread(chatId || home, thread)!, "--deliver-thread", rules);
   }
   if (rules.tokens.length > 0 && envValue(options.env, rules.tokens) === undefined) {
     return [
@@ -121,4 +143,15 @@ export function checkTarget(
     ];
   }
   return [];
+}
+
+/** Refuses a literal chat id (with its thread) that `rules.parse` refuses, naming `flag`. */
+function checkParses(chatId: string, flag: string, rules: CheckRules): void {
+  if (rules.parse === undefined) return;
+  try {
+    rules.parse(chatId);
+  } catch (error) {
+    if (!(error instanceof TargetError)) throw error;
+    throw new UsageError(`${flag} ${JSON.stringify(chatId)}: ${error.message}`);
+  }
 }

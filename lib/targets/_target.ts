@@ -142,5 +142,7 @@ export interface Target<D = unknown> {
    * @returns Warnings that do not block the subscription (a token the gateway may still get).
    * @throws {UsageError} When the settings can never deliver (no chat id and no home channel).
    */
-  check?(options: { chatId?: string; env: Record<string, string | undefined> }): string[];
+  check?(
+    options: { chatId?: string; thread?: string; env: Record<string, string | undefined> },
+  ): string[];
 }

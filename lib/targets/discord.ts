@@ -27,18 +27,24 @@ export interface DiscordDestination {
 }
 
 /**
- * Checks a Discord channel id (a snowflake: digits only).
- * @param value the channel id as configured
- * @returns the id, trimmed
+ * Parses `<channel>` or `<channel>:<thread>` (snowflakes: digits only) into the channel a
+ * message is posted to. A Discord thread is a channel of its own, so a message for a thread is
+ * posted to the thread's id; the parent channel is kept only for the label.
+ * https://discord.com/developers/docs/topics/threads
+ * @param value the channel id as configured, with a thread id after a colon
+ * @returns the id to post to: the thread's when there is one, else the channel's
  * @throws {TargetError} permanent for anything else.
  */
 export function parseDiscordChannel(value: string): string {
-  if (!/^\d+$/.test(value)) {
-    throw new TargetError(`a Discord channel id is a number (snowflake), got "${value}"`, {
-      permanent: true,
-    });
+  const [channel, thread] = value.split(":", 2).map((part) => part.trim());
+  for (const [what, id] of [["channel", channel], ["thread", thread]]) {
+    if (id !== undefined && !/^\d+$/.test(id)) {
+      throw new TargetError(`a Discord ${what} id is a number (snowflake), got "${id}"`, {
+        permanent: true,
+      });
+    }
   }
-  return value;
+  return thread ?? channel;
 }
 
 /**
@@ -64,14 +70,13 @@ export const discord: Target<DiscordDestination> = {
   maxChars: 2000,
   dialect: discordMarkdown,
   needs: "DISCORD_BOT_TOKEN",
-  destination: "channel id (--deliver-chat-id) or DISCORD_HOME_CHANNEL",
+  destination: "channel id (--deliver-chat-id) or DISCORD_HOME_CHANNEL; <channel>:<thread>",
   resolve(job, ctx) {
     const token = requireToken(ctx.env, ["DISCORD_BOT_TOKEN"], "discord");
-    const channelId = parseDiscordChannel(
-      chatOrHome(job.chatId, { env: ctx.env, home: HOME_CHANNEL, target: "discord" }),
-    );
+    const chat = chatOrHome(job.chatId, { env: ctx.env, home: HOME_CHANNEL, target: "discord" });
+    const channelId = parseDiscordChannel(chat);
     const baseUrl = apiBase(ctx.env, "DISCORD_API_URL", "https://discord.com/api/v10");
-    return { label: channelId, destination: { token, baseUrl, channelId } };
+    return { label: chat.trim(), destination: { token, baseUrl, channelId } };
   },
   async send({ token, baseUrl, channelId }, { text }, ctx) {
     const answer = await postJson(ctx, {

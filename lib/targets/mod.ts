@@ -39,6 +39,7 @@ export type {
   TargetContext,
 } from "./_target.ts";
 export { splitMessage };
+export { chatWithThread } from "./_env.ts";
 
 /** The values of a subscription's `format` (`--format`): `plain`, `markdown`. */
 export const MESSAGE_FORMATS: readonly MessageFormat[] = ["plain", "markdown"];
@@ -223,16 +224,18 @@ export async function deliver(
  * docs/subscriptions.md).
  *
  * @param options `target` (`--deliver`, empty means the default `log`), `chatId`
- *   (`--deliver-chat-id`, may hold placeholders), `deliverOnly`, and the env the CLI sees.
+ *   (`--deliver-chat-id`, may hold placeholders), `thread` (`--deliver-thread`, may hold
+ *   placeholders), `deliverOnly`, and the env the CLI sees.
  * @returns Warnings that do not block, such as `TELEGRAM_BOT_TOKEN is not set; ...`.
  * @throws {UsageError} For an unknown target (with the valid ones), `deliverOnly` with `log`
  *   or no target, a chat target with neither a chat id nor its home channel variable, or a
- *   literal chat id of the wrong shape.
+ *   literal chat id or thread of the wrong shape, or a thread for a target without chats.
  */
 export function validateTarget(
   options: {
     target: string;
     chatId?: string;
+    thread?: string;
     deliverOnly: boolean;
     env: Record<string, string | undefined>;
   },
@@ -250,5 +253,12 @@ export function validateTarget(
       `Unknown delivery target "${name}". Valid targets: ${TARGET_NAMES.join(", ")}`,
     );
   }
-  return target.check?.({ chatId: options.chatId, env: options.env }) ?? [];
+  if (options.thread !== undefined && target.homeChannel === undefined) {
+    const chats = REGISTRY.filter((known) => known.homeChannel).map((known) => known.name);
+    throw new UsageError(
+      `--deliver-thread is for a chat target (${chats.join(", ")}); ${name} has no threads`,
+    );
+  }
+  const { chatId, thread, env } = options;
+  return target.check?.({ chatId, thread, env }) ?? [];
 }
