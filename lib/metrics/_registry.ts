@@ -9,6 +9,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { StoreUnavailableError } from "../errors.ts";
 import type { QueueStats } from "../state/mod.ts";
+import { type MinuteCount, MinuteRing } from "./_minutes.ts";
 import { type EventOutcome, type MetricsRecorder, type TokenUsage, UNKNOWN } from "./_recorder.ts";
 
 /**
@@ -41,6 +42,15 @@ const EMPTY_UNDER_DENO = [
 export interface GatewayMetrics extends MetricsRecorder {
   /** The registry: `registry.metrics()` is the text a scrape gets. */
   readonly registry: Registry;
+  /**
+   * Requests to `/webhooks/<name>` refused (answered 400 or more) in each minute since
+   * `sinceMs`, for the dashboard's overview: kept in memory for the last 24 h only.
+   * @param sinceMs the first minute wanted, in ms since the epoch
+   * @returns the minutes that had any, oldest first
+   */
+  refusedPerMinute(sinceMs: number): MinuteCount[];
+  /** Agent runs going on now (`agent_agent_runs_in_flight`). */
+  agentRunsInFlight(): number;
 }
 
 /** What {@link createGatewayMetrics} reads. */
@@ -112,6 +122,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     labelNames: ["target"] as const,
     registers,
   });
+  const refused = new MinuteRing();
+  const now = options.now ?? Date.now;
+  let running = 0;
   if (options.processMetrics ?? true) {
     collectDefaultMetrics({ register: registry });
     for (const name of EMPTY_UNDER_DENO) registry.removeSingleMetric(name);
@@ -120,12 +133,19 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     registry,
     webhookRequest(subscription: string | null, status: number) {
       requests.inc({ subscription: subscription ?? UNKNOWN, status: String(status) });
+      if (status >= 400) refused.add(now());
     },
     event(subscription: string, outcome: EventOutcome) {
       events.inc({ subscription, status: outcome });
     },
-    agentRunStarted: () => inFlight.inc(),
+    refusedPerMinute: (sinceMs: number) => refused.since(sinceMs),
+    agentRunsInFlight: () => running,
+    agentRunStarted() {
+      running++;
+      inFlight.inc();
+    },
     agentRunEnded(seconds: number) {
+      running--;
       inFlight.dec();
       runs.observe(seconds);
     },

@@ -19,6 +19,7 @@ export {
   type GatewayMetrics,
   type GatewayMetricsOptions,
 } from "./_registry.ts";
+export { type MinuteCount, MINUTES_KEPT } from "./_minutes.ts";
 export {
   type EventOutcome,
   type MetricsRecorder,

@@ -25,7 +25,7 @@ export interface LayoutProps {
   children?: Child;
 }
 
-/** A whole page, its top bar offering the events page and, in a session, a log-out button. */
+/** A whole page, its top bar offering the overview and events pages and, in a session, a log-out button. */
 export function Layout(props: LayoutProps) {
   return (
     <html lang="en">
@@ -44,7 +44,10 @@ export function Layout(props: LayoutProps) {
       >
         <header class="top">
           <span class="brand">agent</span>
-          <nav>{props.csrf !== undefined && <a href="/events">Events</a>}</nav>
+          <nav>
+            {props.csrf !== undefined && <a href="/overview">Overview</a>}{" "}
+            {props.csrf !== undefined && <a href="/events">Events</a>}
+          </nav>
           {props.csrf !== undefined && (
             <form method="post" action="/logout">
               <input type="hidden" name="_csrf" value={props.csrf} />

@@ -30,6 +30,7 @@ import {
 import { eventRoutes } from "./_event_routes.tsx";
 import { EventFeed } from "./_feed.ts";
 import { loginPage, loginRoutes } from "./_login.tsx";
+import { overviewRoutes } from "./_overview.tsx";
 import { dashboardTokenPath } from "./token.ts";
 
 export { dashboardTokenPath, ensureToken, makeLoginCode, readToken, rotateToken } from "./token.ts";
@@ -43,7 +44,14 @@ export interface DashboardDeps {
   /** The gateway's state store. */
   store: Pick<
     StateStore,
-    "listEvents" | "getEvent" | "attempts" | "replay" | "lineage" | "keyHolder"
+    | "listEvents"
+    | "getEvent"
+    | "attempts"
+    | "replay"
+    | "lineage"
+    | "keyHolder"
+    | "activity"
+    | "queueStats"
   >;
   /** The home's paths (the token, the subscription file) and the static routes. */
   config: Pick<Config, "paths" | "webhook">;
@@ -57,8 +65,11 @@ export interface DashboardDeps {
   closing?: AbortSignal;
   /** Called after a replay queued an event again, to wake the worker. */
   onReplay?: () => void;
-  /** The gateway's metrics, served as `GET /metrics` (docs/metrics.md); none when omitted. */
-  metrics?: Pick<GatewayMetrics, "registry">;
+  /**
+   * The gateway's metrics, served as `GET /metrics` (docs/metrics.md), with the refused
+   * requests and runs in flight the overview shows; none when omitted.
+   */
+  metrics?: Pick<GatewayMetrics, "registry" | "refusedPerMinute" | "agentRunsInFlight">;
 }
 
 /** What the routes share, defaults filled in. */
@@ -108,12 +119,13 @@ export function createDashboardApp(deps: DashboardDeps): Hono<DashboardEnv> {
   }
   app.use("*", requireSession(auth, { bearer: false, refuse: (c) => refuseWithoutSession(c) }));
   app.post("*", requireCsrf({ refuse: (c) => refuseCrossSite(c) }));
-  app.get("/", (c) => c.redirect("/events", 303));
+  app.get("/", (c) => c.redirect("/overview", 303));
   app.post("/logout", (c) => {
     deleteCookie(c, auth.cookieName, { path: "/" });
     return c.redirect("/login", 303);
   });
   eventRoutes(app, parts);
+  overviewRoutes(app, parts, deps.metrics);
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   return app;
 }

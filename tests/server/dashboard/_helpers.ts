@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import { loadConfig } from "../../../lib/config/mod.ts";
+import { createGatewayMetrics, type GatewayMetrics } from "../../../lib/metrics/mod.ts";
 import type { NewEvent } from "../../../lib/state/mod.ts";
 import { openStateStore, type SqliteStateStore } from "../../../lib/state/sqlite/mod.ts";
 import {
@@ -32,6 +33,8 @@ export interface DashboardWorld extends AsyncDisposable {
   tokenPath: string;
   /** How many times a replay woke the worker. */
   wakes: { count: number };
+  /** The gateway's metrics the app shows, on the test's clock. */
+  metrics: GatewayMetrics;
 }
 
 /** A GitHub `issues.opened` event of subscription `gh`, answered to the log. */
@@ -80,7 +83,9 @@ export async function dashboardWorld(
   const tokenPath = dashboardTokenPath(config.paths.stateDb);
   await ensureToken(tokenPath);
   const wakes = { count: 0 };
+  const metrics = createGatewayMetrics({ store, now: () => clock.nowMs, processMetrics: false });
   const app = createDashboardApp({
+    metrics,
     store,
     config,
     now: () => clock.nowMs,
@@ -96,6 +101,7 @@ export async function dashboardWorld(
     clock,
     tokenPath,
     wakes,
+    metrics,
     async [Symbol.asyncDispose]() {
       feed.close();
       await store.close();

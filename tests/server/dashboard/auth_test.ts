@@ -13,6 +13,7 @@ import { dashboardWorld, formPost, issueEvent, logIn } from "./_helpers.ts";
 function protectedRequests(eventId: string): [string, string][] {
   return [
     ["GET", "/"],
+    ["GET", "/overview"],
     ["GET", "/events"],
     ["GET", "/events?status=failed&type=issues"],
     ["GET", `/events/${eventId}`],

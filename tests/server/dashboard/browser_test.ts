@@ -214,6 +214,7 @@ async function apiBodies(page: Page, world: World): Promise<string[]> {
   const id = page.url().split("/events/")[1].split("?")[0];
   const paths = [
     "/",
+    "/overview",
     "/events",
     "/events?status=delivered",
     `/events/${id}`,
