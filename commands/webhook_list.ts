@@ -113,7 +113,9 @@ function describeRoute(route: Route, config: Config, nowMs: number): string {
     (currentSecret(route, config.webhook.secret) === undefined
       ? "(none: requests are refused with 403)"
       : `${config.webhook.secret} (global secret)`);
-  const chat = route.deliver_extra?.chat_id ? ` (chat ${route.deliver_extra.chat_id})` : "";
+  const extra = route.deliver_extra;
+  const thread = extra?.thread !== undefined ? `, thread ${extra.thread}` : "";
+  const chat = extra?.chat_id || thread ? ` (chat ${extra?.chat_id ?? "home"}${thread})` : "";
   const lines = [
     `${route.name}${route.origin === "static" ? "  [static, config.yaml]" : ""}` +
     (route.disabled ? "  [disabled]" : ""),

@@ -98,3 +98,13 @@ Deno.test("list and subscribe show a subscription's --format when it is set", as
   assert.equal(await runCommand(["webhook", "list"], list), 0);
   assert.match(list.out.join("\n"), /Deliver: +telegram \(chat 42\) \(direct\), as markdown/);
 });
+
+Deno.test("list shows a subscription's thread beside its chat", async () => {
+  await using h = await tempHome({ config: enabledConfig() });
+  const env = { AGENT_HOME: h.home, TELEGRAM_BOT_TOKEN: "123:abc", OPENAI_API_KEY: "sk-x" };
+  const args = ["webhook", "subscribe", "topic", "--deliver", "telegram:-100123"];
+  assert.equal(await runCommand([...args, "--deliver-thread", "{topic}"], fakeContext(env)), 0);
+  const list = fakeContext(env);
+  assert.equal(await runCommand(["webhook", "list"], list), 0);
+  assert.match(list.out.join("\n"), /Deliver: +telegram \(chat -100123, thread \{topic\}\)/);
+});
