@@ -78,50 +78,10 @@ export interface GatewayMetricsOptions {
 export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMetrics {
   const registry = new Registry();
   const registers = [registry];
-  const requests = new Counter({
-    name: "agent_webhook_requests_total",
-    help: "Requests to /webhooks/<name>, by subscription and HTTP status of the answer.",
-    labelNames: ["subscription", "status"] as const,
-    registers,
-  });
-  const events = new Counter({
-    name: "agent_events_total",
-    help: "Events by subscription and what became of them: accepted, duplicate, ignored, " +
-      "delivered, failed.",
-    labelNames: ["subscription", "status"] as const,
-    registers,
-  });
   queueGauges(options, registers);
-  const inFlight = new Gauge({
-    name: "agent_agent_runs_in_flight",
-    help: "Agent runs going on now.",
+  const { requests, events, inFlight, runs, tokens, deliveries, deliveryFailures } = collectors(
     registers,
-  });
-  const runs = new Histogram({
-    name: "agent_agent_run_duration_seconds",
-    help: "How long agent runs took, answered or failed.",
-    buckets: AGENT_RUN_BUCKETS_SECONDS,
-    registers,
-  });
-  const tokens = new Counter({
-    name: "agent_llm_tokens_total",
-    help: "LLM tokens of agent runs, by subscription and kind: prompt or completion.",
-    labelNames: ["subscription", "kind"] as const,
-    registers,
-  });
-  const deliveries = new Histogram({
-    name: "agent_delivery_duration_seconds",
-    help: "How long deliveries took, every part of a message, by target.",
-    labelNames: ["target"] as const,
-    buckets: DELIVERY_BUCKETS_SECONDS,
-    registers,
-  });
-  const deliveryFailures = new Counter({
-    name: "agent_delivery_failures_total",
-    help: "Deliveries that failed (each attempt), by target.",
-    labelNames: ["target"] as const,
-    registers,
-  });
+  );
   const refused = new MinuteRing();
   const now = options.now ?? Date.now;
   let running = 0;
@@ -199,4 +159,52 @@ function queueGauges(options: GatewayMetricsOptions, registers: Registry[]): voi
       else this.set(oldest === null ? 0 : Math.max(0, (now() - oldest!) / 1000));
     },
   });
+}
+
+/** The gateway's metrics, registered in `registers` (the queue's gauges apart). */
+function collectors(registers: Registry[]) {
+  const requests = new Counter({
+    name: "agent_webhook_requests_total",
+    help: "Requests to /webhooks/<name>, by subscription and HTTP status of the answer.",
+    labelNames: ["subscription", "status"] as const,
+    registers,
+  });
+  const events = new Counter({
+    name: "agent_events_total",
+    help: "Events by subscription and what became of them: accepted, duplicate, ignored, " +
+      "delivered, failed.",
+    labelNames: ["subscription", "status"] as const,
+    registers,
+  });
+  const inFlight = new Gauge({
+    name: "agent_agent_runs_in_flight",
+    help: "Agent runs going on now.",
+    registers,
+  });
+  const runs = new Histogram({
+    name: "agent_agent_run_duration_seconds",
+    help: "How long agent runs took, answered or failed.",
+    buckets: AGENT_RUN_BUCKETS_SECONDS,
+    registers,
+  });
+  const tokens = new Counter({
+    name: "agent_llm_tokens_total",
+    help: "LLM tokens of agent runs, by subscription and kind: prompt or completion.",
+    labelNames: ["subscription", "kind"] as const,
+    registers,
+  });
+  const deliveries = new Histogram({
+    name: "agent_delivery_duration_seconds",
+    help: "How long deliveries took, every part of a message, by target.",
+    labelNames: ["target"] as const,
+    buckets: DELIVERY_BUCKETS_SECONDS,
+    registers,
+  });
+  const deliveryFailures = new Counter({
+    name: "agent_delivery_failures_total",
+    help: "Deliveries that failed (each attempt), by target.",
+    labelNames: ["target"] as const,
+    registers,
+  });
+  return { requests, events, inFlight, runs, tokens, deliveries, deliveryFailures };
 }
