@@ -154,6 +154,17 @@ Deno.test("dashboard in Chromium: log in, watch an event arrive live, read its s
     assert.ok(world.telegramTexts().some((text) => text.includes("Answer #")), "sent to Telegram");
     await assertLineage(page, world);
     await page.screenshot({ path: join(screens, "3-event-detail.png"), fullPage: true });
+    // The README's picture: the headers and the payload folded, the page down to the delivery.
+    await page.locator("summary", { hasText: /^Headers/ }).click();
+    await page.locator("#payload details > summary").first().click();
+    const bottom = await page.locator("#delivery").evaluate((section) =>
+      section.getBoundingClientRect().bottom + section.ownerDocument.scrollingElement!.scrollTop
+    );
+    await page.screenshot({
+      path: join(screens, "3-event-detail-story.png"),
+      fullPage: true,
+      clip: { x: 0, y: 0, width: 1280, height: Math.ceil(bottom + 24) },
+    });
 
     const runs = world.llmRequests();
     await page.getByRole("button", { name: "Replay" }).click();
@@ -164,6 +175,12 @@ Deno.test("dashboard in Chromium: log in, watch an event arrive live, read its s
     await page.screenshot({ path: join(screens, "4-event-replayed.png"), fullPage: true });
 
     await assertNoSecret(world, [...bodies, ...await apiBodies(page, world)]);
+
+    await page.getByRole("link", { name: "Overview" }).click();
+    await page.waitForURL(/\/overview$/);
+    const minute = page.locator('svg[aria-label="last hour"] g.minute').last();
+    assert.equal(await minute.getAttribute("data-delivered"), "1", "the replay's delivery");
+    await page.screenshot({ path: join(screens, "5-overview.png"), fullPage: true });
   });
 });
 
