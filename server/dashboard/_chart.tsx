@@ -68,28 +68,39 @@ export function MinuteChart(
         />
       ))}
       {inSpan.map((m) => (
-        <g
-          class="minute"
-          data-minute={new Date(m.minuteMs).toISOString()}
-          data-accepted={m.accepted}
-          data-refused={m.refused}
-          data-delivered={m.delivered}
-          data-failed={m.failed}
-        >
-          <title>
-            {`${utcTime(m.minuteMs)}: ${m.accepted} accepted, ${m.refused} refused, ` +
-              `${m.delivered} delivered, ${m.failed} failed`}
-          </title>
-          <rect
-            x={(x(m.minuteMs / MINUTE_MS - first) - column / 2).toFixed(1)}
-            y="0"
-            width={column.toFixed(1)}
-            height={HEIGHT}
-            fill="transparent"
-          />
-        </g>
+        <MinuteMark minute={m} centerX={x(m.minuteMs / MINUTE_MS - first)} width={column} />
       ))}
     </svg>
+  );
+}
+
+/**
+ * One minute's counts, as data attributes and a hover title over a transparent column.
+ * @param props `minute`: its counts; `centerX`, `width`: where its column is, in chart units
+ */
+function MinuteMark(props: { minute: MinuteCounts; centerX: number; width: number }) {
+  const m = props.minute;
+  return (
+    <g
+      class="minute"
+      data-minute={new Date(m.minuteMs).toISOString()}
+      data-accepted={m.accepted}
+      data-refused={m.refused}
+      data-delivered={m.delivered}
+      data-failed={m.failed}
+    >
+      <title>
+        {`${utcTime(m.minuteMs)}: ${m.accepted} accepted, ${m.refused} refused, ` +
+          `${m.delivered} delivered, ${m.failed} failed`}
+      </title>
+      <rect
+        x={(props.centerX - props.width / 2).toFixed(1)}
+        y="0"
+        width={props.width.toFixed(1)}
+        height={HEIGHT}
+        fill="transparent"
+      />
+    </g>
   );
 }
 
