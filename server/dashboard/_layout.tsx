@@ -46,7 +46,8 @@ export function Layout(props: LayoutProps) {
           <span class="brand">agent</span>
           <nav>
             {props.csrf !== undefined && <a href="/overview">Overview</a>}{" "}
-            {props.csrf !== undefined && <a href="/events">Events</a>}
+            {props.csrf !== undefined && <a href="/events">Events</a>}{" "}
+            {props.csrf !== undefined && <a href="/playground">Playground</a>}
           </nav>
           {props.csrf !== undefined && (
             <form method="post" action="/logout">

@@ -31,6 +31,8 @@ import { eventRoutes } from "./_event_routes.tsx";
 import { EventFeed } from "./_feed.ts";
 import { loginPage, loginRoutes } from "./_login.tsx";
 import { overviewRoutes } from "./_overview.tsx";
+import { PLAYGROUND_SCRIPT, PLAYGROUND_STYLE } from "./_playground_assets.ts";
+import { playgroundRoutes } from "./_playground_page.tsx";
 import { dashboardTokenPath } from "./token.ts";
 
 export { dashboardTokenPath, ensureToken, makeLoginCode, readToken, rotateToken } from "./token.ts";
@@ -109,8 +111,9 @@ export function createDashboardApp(deps: DashboardDeps): Hono<DashboardEnv> {
   const app = new Hono<DashboardEnv>();
   app.use("*", securityHeaders);
   app.onError((error, c) => failure(c, error));
-  app.get("/assets/app.css", (c) => asset(c, STYLE_SHEET, "text/css"));
+  app.get("/assets/app.css", (c) => asset(c, STYLE_SHEET + PLAYGROUND_STYLE, "text/css"));
   app.get("/assets/app.js", (c) => asset(c, LIVE_SCRIPT, "text/javascript"));
+  app.get("/assets/playground.js", (c) => asset(c, PLAYGROUND_SCRIPT, "text/javascript"));
   loginRoutes(app, auth);
   if (deps.metrics) {
     // Before the session check of the pages: Prometheus sends the token as a bearer header.
@@ -126,6 +129,7 @@ export function createDashboardApp(deps: DashboardDeps): Hono<DashboardEnv> {
   });
   eventRoutes(app, parts);
   overviewRoutes(app, parts, deps.metrics);
+  playgroundRoutes(app, parts);
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   return app;
 }
