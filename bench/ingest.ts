@@ -6,19 +6,22 @@
  *   (a) a plain `Deno.serve` that reads the body and answers 202: the ceiling here;
  *   (b) the gateway in direct mode, delivering to a loopback Telegram sink;
  *   (c) the gateway in agent mode: durable write to SQLite, then 202;
+ *   (d) (c) again, with one dashboard client following the events page live (its stream of
+ *       server-sent events read whole), to see what the dashboard costs the ingest path;
  *   (m) a minimal durable ingest (HMAC check, JSON parse, group-committed SQLite insert, 202):
  *       what any implementation must at least do, as a yardstick for (c) on this machine;
  *
- * in that order, each after a `sync`, over `--rounds` rounds (3), so that the machine's drift
- * from minute to minute reaches every case alike. It prints each round, then per case the
+ * in that order ((c) and (d) swapped every other round), each after a `sync`, over `--rounds`
+ * rounds (3), so that the machine's drift from minute to minute reaches every case alike. It prints each round, then per case the
  * median req/s, p50 and p99, the non-2xx answers summed, the median CPU time the server's event
  * loop spent per request and the median share of CPU time the hypervisor stole; then the
  * medians of each round's ratios b/a, c/a, c/b, m/a, c/m and of the event-loop costs m/c, and
- * whether the targets are met. Then it keeps feeding agent mode until `--ids` distinct delivery
+ * whether the targets are met, d/c with the lowest and highest round's among them. Then it keeps feeding agent mode until `--ids` distinct delivery
  * ids are stored (1,000,000; 0 skips this) and prints the gateway's RSS along the way (ids live
  * in the database, so it must stay flat).
  *
- * Usage: deno task bench [--seconds 10] [--connections 32] [--rounds 3] [--ids 1000000]
+ * Usage: deno task bench [--seconds 10] [--warmup 2] [--connections 32] [--rounds 3]
+ *   [--ids 1000000]
  * `BENCH_GATEWAY_FLAGS` adds Deno flags to the gateway process, to profile it:
  * `BENCH_GATEWAY_FLAGS=--v8-flags=--prof deno task bench --ids 0`.
  *
@@ -27,6 +30,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { median } from "./_median.ts";
+import { dashboardUrl, followEventsPage } from "./_dashboard.ts";
 import {
   CEILING,
   cleanUp,
@@ -48,22 +52,25 @@ const { values: flags } = parseArgs({
   args: Deno.args,
   options: {
     seconds: { type: "string", default: "10" },
+    warmup: { type: "string", default: "2" },
     connections: { type: "string", default: "32" },
     ids: { type: "string", default: "1000000" },
     rounds: { type: "string", default: "3" },
   },
 });
 const SECONDS = Number(flags.seconds);
+const WARMUP_SECONDS = Number(flags.warmup);
 const CONNECTIONS = Number(flags.connections);
 const IDS = Number(flags.ids);
 const ROUNDS = Math.max(1, Math.floor(Number(flags.rounds)) || 1);
 const ROOT = new URL("..", import.meta.url).pathname;
 
-/** One round: each case measured once, in the order a, b, c, m. */
+/** One round: each case measured once, in the order a, b, c and d (or d and c), m. */
 interface Round {
   a: CaseResult;
   b: CaseResult;
   c: CaseResult;
+  d: CaseResult;
   m: CaseResult;
 }
 
@@ -114,18 +121,21 @@ async function main() {
         TELEGRAM_BOT_TOKEN: "1:bench",
         OPENAI_BASE_URL: `http://127.0.0.1:${llm.match[1]}/v1`,
         OPENAI_API_KEY: "bench",
+        // Its dashboard on any free port, beside whatever else runs on the machine.
+        DASHBOARD_PORT: "0",
       },
       denoFlags: Deno.env.get("BENCH_GATEWAY_FLAGS")?.split(" ").filter(Boolean),
     });
     children.push(gateway.child);
     const gatewayUrl = gateway.url;
+    const dashboard = await dashboardUrl(home);
 
     console.log(
       `wrk: ${CONNECTIONS} connections, ${SECONDS} s per case, ${body.length}-byte signed body\n`,
     );
     // Warm up JIT and the database before measuring.
-    await wrk(`${gatewayUrl}/webhooks/agent`, script, 2, CONNECTIONS);
-    await wrk(`${gatewayUrl}/webhooks/direct`, script, 2, CONNECTIONS);
+    await wrk(`${gatewayUrl}/webhooks/agent`, script, WARMUP_SECONDS, CONNECTIONS);
+    await wrk(`${gatewayUrl}/webhooks/direct`, script, WARMUP_SECONDS, CONNECTIONS);
     // Each case starts with the page cache written back, so none pays for the writes of the
     // one before (the yardstick's WAL, which is never checkpointed, grows by hundreds of MB).
     const measure = async (url: string, pid: number): Promise<CaseResult> => {
@@ -149,22 +159,34 @@ async function main() {
       const minimal = await spawn(["eval", MINIMAL, dbPath], {}, /listening on (\d+)/);
       try {
         const minimalUrl = `http://127.0.0.1:${minimal.match[1]}/`;
-        await wrk(minimalUrl, script, 2, CONNECTIONS);
+        await wrk(minimalUrl, script, WARMUP_SECONDS, CONNECTIONS);
         const a = await measure(`http://127.0.0.1:${ceiling.match[1]}/`, ceiling.child.pid);
         const b = await measure(`${gatewayUrl}/webhooks/direct`, gateway.child.pid);
-        const c = await measure(`${gatewayUrl}/webhooks/agent`, gateway.child.pid);
+        const agent = () => measure(`${gatewayUrl}/webhooks/agent`, gateway.child.pid);
+        const followed = async () => {
+          const client = await followEventsPage(dashboard, home);
+          const result = await agent();
+          const read = await client.stop();
+          console.log(`  (d) the client read ${read.changes} changes, ${read.bytes} bytes`);
+          return result;
+        };
+        // (c) and (d) swap places every other round, so neither always runs on a fuller database.
+        let c = round % 2 === 1 ? await agent() : undefined;
+        const d = await followed();
+        c ??= await agent();
         const m = await measure(minimalUrl, minimal.child.pid);
-        rounds.push({ a, b, c, m });
+        rounds.push({ a, b, c, d, m });
         console.log(
           `round ${round}: a ${a.rps.toFixed(0)}, m ${m.rps.toFixed(0)}, b ${b.rps.toFixed(0)}, ` +
-            `c ${c.rps.toFixed(0)} req/s (p99 c ${c.p99Ms.toFixed(1)} ms, m ${
-              m.p99Ms.toFixed(1)
-            } ms); ` +
+            `c ${c.rps.toFixed(0)}, d ${d.rps.toFixed(0)} req/s (p99 c ${
+              c.p99Ms.toFixed(1)
+            } ms, d ${d.p99Ms.toFixed(1)} ms, m ${m.p99Ms.toFixed(1)} ms); ` +
             `c/a ${(c.rps / a.rps).toFixed(2)}, c/m ${(c.rps / m.rps).toFixed(2)}, ` +
-            `c/b ${(c.rps / b.rps).toFixed(2)}; event loop µs/request c ` +
+            `c/b ${(c.rps / b.rps).toFixed(2)}, d/c ${(d.rps / c.rps).toFixed(2)}; ` +
+            `event loop µs/request c ` +
             `${c.loopUsPerRequest.toFixed(0)}, m ${m.loopUsPerRequest.toFixed(0)}; ` +
             `steal ${
-              Math.max(a.stealPercent, b.stealPercent, c.stealPercent, m.stealPercent)
+              Math.max(...[a, b, c, d, m].map((result) => result.stealPercent))
                 .toFixed(0)
             }% at most`,
         );
@@ -203,6 +225,7 @@ async function main() {
     console.log(row("(m) minimal verify + SQLite insert, 202", "m"));
     console.log(row("(b) gateway, direct delivery to sink", "b"));
     console.log(row("(c) gateway, agent mode (durable + 202)", "c"));
+    console.log(row("(d) (c) with a dashboard client live", "d"));
     console.log(
       `\nratios (median of each round's): b/a ${ratio("b", "a").toFixed(2)}  c/a ${
         ratio("c", "a").toFixed(2)
@@ -222,6 +245,13 @@ async function main() {
       } ms; m: ${medianOf("m", "p99Ms").toFixed(1)} ms); c/b ≥ 0.8: ${
         ratio("c", "b") >= 0.8 ? "met" : "NOT met"
       }`,
+    );
+    const dc = rounds.map((round) => round.d.rps / round.c.rps);
+    console.log(
+      `dashboard client costs ≤ 5% (d/c ≥ 0.95): ${ratio("d", "c") >= 0.95 ? "met" : "NOT met"} ` +
+        `(d/c ${ratio("d", "c").toFixed(3)}; rounds ${Math.min(...dc).toFixed(3)} to ${
+          Math.max(...dc).toFixed(3)
+        })`,
     );
 
     if (IDS > 0) {
