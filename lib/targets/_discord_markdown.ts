@@ -8,6 +8,7 @@
  */
 
 import {
+  childTokens,
   type Dialect,
   linkText,
   plainInline,
@@ -44,12 +45,7 @@ function withEmptyLinksShown(token: Token, source: string): string {
       }
       return;
     }
-    const children = node.type === "list"
-      ? (node as Tokens.List).items
-      : "tokens" in node
-      ? node.tokens
-      : undefined;
-    for (const child of (children ?? []) as Token[]) visit(child);
+    for (const child of childTokens(node)) visit(child);
   };
   visit(token);
   return shown + source.slice(cursor);

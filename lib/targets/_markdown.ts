@@ -217,6 +217,16 @@ export const RULE = "──────────";
 const KEPT = new Set(["link", "image", "strong", "em", "del", "codespan"]);
 
 /**
+ * The tokens directly inside `node`: a list's items, or its inline or block children.
+ * @param node any token
+ * @returns its children, none for a leaf
+ */
+export function childTokens(node: Token): Token[] {
+  if (node.type === "list") return (node as Tokens.List).items as Token[];
+  return "tokens" in node ? (node.tokens ?? []) as Token[] : [];
+}
+
+/**
  * Where in `source` (a block's Markdown) its links, emphasis and inline code are, outermost
  * only, in order, for a cut to keep them whole. An entity whose source is not found as written
  * (a line of a nested list item, whose indentation marked removed) is left out: a cut may fall
@@ -237,12 +247,7 @@ export function entitySpans(token: Token, source: string): Span[] {
         return;
       }
     }
-    const children = node.type === "list"
-      ? (node as Tokens.List).items
-      : "tokens" in node
-      ? node.tokens
-      : undefined;
-    for (const child of (children ?? []) as Token[]) visit(child);
+    for (const child of childTokens(node)) visit(child);
   };
   visit(token);
   return spans;
