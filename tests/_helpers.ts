@@ -129,10 +129,27 @@ export function cleanEnv(extra: Record<string, string>): Record<string, string> 
  * @param args CLI arguments
  * @param env extra environment (AGENT_HOME at least)
  */
-export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "--quiet", MAIN, ...args],
+export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return runProgram(Deno.execPath(), ["run", "--allow-all", "--quiet", MAIN, ...args], {
     env: cleanEnv(env),
+  });
+}
+
+/**
+ * Runs a program to completion, in an environment of `env` alone, and decodes what it printed.
+ * @param program the program's path
+ * @param args its arguments
+ * @param options `env`: its whole environment; `cwd`: where it runs (@default {this process's})
+ */
+export async function runProgram(
+  program: string,
+  args: string[],
+  options: { env: Record<string, string>; cwd?: string },
+): Promise<CliResult> {
+  const output = await new Deno.Command(program, {
+    args,
+    cwd: options.cwd,
+    env: options.env,
     clearEnv: true,
     stdin: "null",
     stdout: "piped",

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { cleanEnv, enabledConfig, ROOT, tempHome } from "./_helpers.ts";
+import { cleanEnv, enabledConfig, ROOT, runProgram, tempHome } from "./_helpers.ts";
 
 const VERSION = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))).version;
 
@@ -27,29 +27,6 @@ async function tempDir(prefix: string): Promise<{ path: string } & AsyncDisposab
   };
 }
 
-/** Runs a program to completion and decodes what it printed. */
-async function run(
-  program: string,
-  args: string[],
-  options: { cwd: string; env: Record<string, string> },
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await new Deno.Command(program, {
-    args,
-    cwd: options.cwd,
-    env: options.env,
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
-  };
-}
-
 /** The versions a deno.lock pins, by specifier (`npm:openai@^7.57.0` → `7.57.0`). */
 async function pins(lockfile: string): Promise<Record<string, string>> {
   return JSON.parse(await Deno.readTextFile(lockfile)).specifiers;
@@ -62,7 +39,7 @@ Deno.test("deno task install puts an agent on PATH that runs from any folder, of
   // The user's PATH: the folder of deno, not yet the install's bin.
   const path = `${dirname(Deno.execPath())}:/usr/bin:/bin`;
   const install = () =>
-    run(Deno.execPath(), ["task", "-q", "install", "--root", root.path], {
+    runProgram(Deno.execPath(), ["task", "-q", "install", "--root", root.path], {
       cwd: ROOT,
       env: cleanEnv({ PATH: path }),
     });
@@ -91,7 +68,7 @@ Deno.test("deno task install puts an agent on PATH that runs from any folder, of
     DENO_DIR: cache.path,
     ...OFFLINE,
   });
-  const agent = (...args: string[]) => run("agent", args, { cwd: elsewhere.path, env });
+  const agent = (...args: string[]) => runProgram("agent", args, { cwd: elsewhere.path, env });
   const version = await agent("--version");
   assert.deepEqual(version, { code: 0, stdout: `agent ${VERSION}\n`, stderr: "" });
   const subscribed = await agent("webhook", "subscribe", "gh", "--events", "issues.opened");
@@ -106,7 +83,7 @@ Deno.test("deno task install puts an agent on PATH that runs from any folder, of
 Deno.test("deno task -q agent on a cold Deno cache prints the command's output alone", async () => {
   // An empty cache: every npm package is downloaded first, with no line about it.
   await using cache = await tempDir("agent-deno-dir-");
-  const result = await run(Deno.execPath(), ["task", "-q", "agent", "--version"], {
+  const result = await runProgram(Deno.execPath(), ["task", "-q", "agent", "--version"], {
     cwd: ROOT,
     env: cleanEnv({ DENO_DIR: cache.path }),
   });
@@ -118,7 +95,7 @@ Deno.test("deno task install leaves an agent it did not install in place", async
   const mine = join(root.path, "bin", "agent");
   await Deno.mkdir(dirname(mine));
   await Deno.writeTextFile(mine, "#!/bin/sh\necho mine\n");
-  const result = await run(Deno.execPath(), ["task", "-q", "install", "--root", root.path], {
+  const result = await runProgram(Deno.execPath(), ["task", "-q", "install", "--root", root.path], {
     cwd: ROOT,
     env: cleanEnv({}),
   });
@@ -134,12 +111,12 @@ Deno.test("deno task compile without the Deno runtime says so in one line and le
   await using out = await tempDir("agent-compile-");
   const dist = join(out.path, "dist");
   // The dependencies cached, as after `deno task install`: only the runtime is missing.
-  const cached = await run(Deno.execPath(), ["install", "--quiet"], {
+  const cached = await runProgram(Deno.execPath(), ["install", "--quiet"], {
     cwd: ROOT,
     env: cleanEnv({}),
   });
   assert.equal(cached.code, 0, cached.stderr);
-  const result = await run(
+  const result = await runProgram(
     Deno.execPath(),
     ["task", "-q", "compile", "--output", join(dist, "agent")],
     // A backtrace asked for, to check that none is shown.
@@ -147,7 +124,10 @@ Deno.test("deno task compile without the Deno runtime says so in one line and le
   );
   if (result.code === 0) {
     // This machine has the runtime cached: the build is there, and runs.
-    const version = await run(join(dist, "agent"), ["--version"], { cwd: out.path, env: {} });
+    const version = await runProgram(join(dist, "agent"), ["--version"], {
+      cwd: out.path,
+      env: {},
+    });
     assert.equal(version.stdout, `agent ${VERSION}\n`);
     return;
   }
