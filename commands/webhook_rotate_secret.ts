@@ -11,7 +11,7 @@ import { generateSecret, type Subscription } from "../lib/subscriptions/mod.ts";
 import { updateSubscriptions, wrongFieldType } from "../lib/subscriptions/file_store.ts";
 import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
 import type { Command } from "./_command.ts";
-import { checkSecretForScheme } from "./_subscribe_checks.ts";
+import { checkSecretForScheme } from "../lib/subscriptions/subscribe_checks.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";

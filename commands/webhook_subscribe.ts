@@ -15,9 +15,9 @@ import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { addressCheck, agentCheck } from "./_readiness.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
-import { checkAuthNone, checkSkills, generatedForEmptySecret } from "./_subscribe_checks.ts";
+import { checkAuthNone, checkSkills, generatedForEmptySecret } from "../lib/subscriptions/subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "./_subscribe_flags.ts";
-import { mergeSubscription } from "./_subscribe_merge.ts";
+import { mergeSubscription } from "../lib/subscriptions/subscribe_merge.ts";
 
 const usage = `Usage: agent webhook subscribe <name> [options]
 

@@ -1,16 +1,16 @@
 /**
- * How `agent webhook subscribe` merges the fields its flags give into a subscription's stored
+ * How `agent webhook subscribe` (and the dashboard) merges the fields its flags give into a subscription's stored
  * record: what is kept, what a new target drops, what is filled in, and what is checked.
  *
  * @module
  */
-import type { Config } from "../lib/config/mod.ts";
-import { ConfigError, UsageError } from "../lib/errors.ts";
-import { checkRecord, type Subscription } from "../lib/subscriptions/mod.ts";
-import { wrongFieldType } from "../lib/subscriptions/file_store.ts";
-import { validateTarget } from "../lib/targets/mod.ts";
-import { checkSecretForScheme } from "./_subscribe_checks.ts";
-import { generateSecret } from "../lib/subscriptions/mod.ts";
+import type { Config } from "../config/mod.ts";
+import { ConfigError, UsageError } from "../errors.ts";
+import { checkRecord, type Subscription } from "./mod.ts";
+import { wrongFieldType } from "./file_store.ts";
+import { validateTarget } from "../targets/mod.ts";
+import { checkSecretForScheme } from "./subscribe_checks.ts";
+import { generateSecret } from "./mod.ts";
 
 /**
  * The record `subscribe` stores: the existing one with the given fields replaced, the default

@@ -1,16 +1,16 @@
 /**
- * Checks `agent webhook subscribe` makes before it stores a subscription: that its secret can
+ * Checks `agent webhook subscribe` (and the dashboard) makes before it stores a subscription: that its secret can
  * work under its scheme, that `--auth none` is asked for on a gateway that listens on loopback
  * only, and that the skills it asks for are installed and usable.
  *
  * @module
  */
-import type { Config } from "../lib/config/mod.ts";
-import { UsageError } from "../lib/errors.ts";
-import { isLoopbackHost } from "../lib/subscriptions/routes.ts";
-import { findSkill, listSkills } from "../lib/agents/skills.ts";
-import { HEADER_TOKEN, HEADER_TOKEN_SCHEMES } from "../lib/subscriptions/file_store.ts";
-import type { Subscription } from "../lib/subscriptions/mod.ts";
+import type { Config } from "../config/mod.ts";
+import { UsageError } from "../errors.ts";
+import { isLoopbackHost } from "./routes.ts";
+import { findSkill, listSkills } from "../agents/skills.ts";
+import { HEADER_TOKEN, HEADER_TOKEN_SCHEMES } from "./file_store.ts";
+import type { Subscription } from "./mod.ts";
 
 /**
  * Checks that a subscription's secret can work under its scheme.
