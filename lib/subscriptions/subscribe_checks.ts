@@ -1,6 +1,6 @@
 /**
- * Checks `agent webhook subscribe` (and the dashboard) makes before it stores a subscription: that its secret can
- * work under its scheme, that `--auth none` is asked for on a gateway that listens on loopback
+ * Checks `agent webhook subscribe` and the dashboard make before they store a subscription:
+ * that its secret can work under its scheme, that `--auth none` is asked for on a gateway that listens on loopback
  * only, and that the skills it asks for are installed and usable.
  *
  * @module

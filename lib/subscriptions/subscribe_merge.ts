@@ -1,6 +1,6 @@
 /**
- * How `agent webhook subscribe` (and the dashboard) merges the fields its flags give into a subscription's stored
- * record: what is kept, what a new target drops, what is filled in, and what is checked.
+ * How `agent webhook subscribe` and the dashboard merge the fields given into a subscription's
+ * stored record: what is kept, what a new target drops, what is filled in, and what is checked.
  *
  * @module
  */
