@@ -1,7 +1,7 @@
 /**
  * Checks `agent webhook subscribe` and the dashboard make before they store a subscription:
- * that its secret can work under its scheme, that `--auth none` is asked for on a gateway that listens on loopback
- * only, and that the skills it asks for are installed and usable.
+ * that its secret can work under its scheme, that `--auth none` is asked for on a gateway that
+ * listens on loopback only, and that the skills it asks for are installed and usable.
  *
  * @module
  */
