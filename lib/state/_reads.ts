@@ -45,6 +45,18 @@ export interface ActivityMinute {
   failed: number;
 }
 
+/** One subscription's counts in {@link EventReads.subscriptionCounts}. */
+export interface SubscriptionCounts {
+  /** The subscription's name, as its events have it. */
+  subscription: string;
+  /** Events accepted since the time asked for. */
+  accepted: number;
+  /** Events delivered since then (their last change). */
+  delivered: number;
+  /** Events that failed for good since then (their last change). */
+  failed: number;
+}
+
 /** The queue as {@link EventReads.queueStats} sees it, for the gateway's metrics. */
 export interface QueueStats {
   /** Events `queued`: waiting for their first attempt, a retry, or a replay's run. */
@@ -74,6 +86,15 @@ export interface EventReads {
    * @throws StoreUnavailableError when the database cannot be read
    */
   activity(sinceMs: number): ActivityMinute[];
+  /**
+   * Events per subscription since `sinceMs`, for the dashboard's subscriptions page
+   * (docs/dashboard.md): counted as {@link activity} counts them, by subscription rather than
+   * by minute. Read when the page is opened, never on the request path.
+   * @param sinceMs the start of the count, in ms since the epoch
+   * @returns the subscriptions that had any, by name (see {@link SubscriptionCounts})
+   * @throws StoreUnavailableError when the database cannot be read
+   */
+  subscriptionCounts(sinceMs: number): SubscriptionCounts[];
   /**
    * Lists events, newest accepted first, a page at a time: the next page is the events before
    * the last one of this page (`beforeId`).

@@ -60,7 +60,13 @@ export type {
   RouteSnapshot,
   StoredEvent,
 } from "./_records.ts";
-export type { ActivityMinute, EventFilter, EventReads, QueueStats } from "./_reads.ts";
+export type {
+  ActivityMinute,
+  EventFilter,
+  EventReads,
+  QueueStats,
+  SubscriptionCounts,
+} from "./_reads.ts";
 export {
   createIdGenerator,
   cryptoRandom,

@@ -72,6 +72,11 @@ export const STATEMENTS = {
   endedPerMinute: "SELECT (updated_at / 60000) * 60000 AS minute, status, count(*) AS n " +
     "FROM events WHERE status IN ('delivered', 'failed') AND updated_at >= ? " +
     "GROUP BY minute, status",
+  // The same by subscription, for the dashboard's subscriptions page only.
+  acceptedBySubscription: "SELECT subscription, count(*) AS n FROM events " +
+    "WHERE received_at >= ? GROUP BY subscription",
+  endedBySubscription: "SELECT subscription, status, count(*) AS n FROM events " +
+    "WHERE status IN ('delivered', 'failed') AND updated_at >= ? GROUP BY subscription, status",
   // The same, among the events whose next step is a delivery, through their own index.
   dueForDelivery: "SELECT * FROM events INDEXED BY events_due_delivery WHERE status = 'queued' " +
     "AND (mode = 'direct' OR response IS NOT NULL) AND next_attempt_at <= ? " +

@@ -7,12 +7,18 @@
 import { listEvents } from "./_maintenance.ts";
 import { rowToAttempt, rowToPart } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type { ActivityMinute, Lineage, StateStore } from "../mod.ts";
+import type { ActivityMinute, Lineage, StateStore, SubscriptionCounts } from "../mod.ts";
 
 /** The methods of the store that read events. */
 export type ReadingOps = Pick<
   StateStore,
-  "listEvents" | "getEvent" | "attempts" | "queueStats" | "lineage" | "activity"
+  | "listEvents"
+  | "getEvent"
+  | "attempts"
+  | "queueStats"
+  | "lineage"
+  | "activity"
+  | "subscriptionCounts"
 >;
 
 /**
@@ -40,6 +46,7 @@ export function readingOps(core: StoreCore): ReadingOps {
         };
       }),
     activity: (sinceMs) => use(() => activity(core, sinceMs)),
+    subscriptionCounts: (sinceMs) => use(() => subscriptionCounts(core, sinceMs)),
   };
 }
 
@@ -83,4 +90,26 @@ function activity(core: StoreCore, sinceMs: number): ActivityMinute[] {
     minute(Number(row.minute))[row.status === "delivered" ? "delivered" : "failed"] = Number(row.n);
   }
   return [...minutes.values()].sort((a, b) => a.minuteMs - b.minuteMs);
+}
+
+/** Accepted, delivered and failed events per subscription since `sinceMs`, by name. */
+function subscriptionCounts(core: StoreCore, sinceMs: number): SubscriptionCounts[] {
+  const counts = new Map<string, SubscriptionCounts>();
+  const of = (subscription: string) => {
+    let entry = counts.get(subscription);
+    if (!entry) {
+      entry = { subscription, accepted: 0, delivered: 0, failed: 0 };
+      counts.set(subscription, entry);
+    }
+    return entry;
+  };
+  for (const row of core.s.acceptedBySubscription.all(sinceMs) as Row[]) {
+    of(String(row.subscription)).accepted = Number(row.n);
+  }
+  for (const row of core.s.endedBySubscription.all(sinceMs) as Row[]) {
+    of(String(row.subscription))[row.status === "delivered" ? "delivered" : "failed"] = Number(
+      row.n,
+    );
+  }
+  return [...counts.values()].sort((a, b) => a.subscription < b.subscription ? -1 : 1);
 }

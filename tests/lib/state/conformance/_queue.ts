@@ -11,7 +11,7 @@ import type { Case } from "./_suite.ts";
 const T0 = 1_700_000_000_000;
 const FAR = T0 + 86_400_000;
 
-/** The cases of `queueStats()` and `activity()`. */
+/** The cases of `queueStats()`, `activity()` and `subscriptionCounts()`. */
 export const queueCases: Case[] = [
   {
     name: "queueStats() counts queued events and the oldest's acceptance; others do not count",
@@ -62,6 +62,28 @@ export const queueCases: Case[] = [
         { minuteMs: start + 2 * MINUTE, accepted: 0, delivered: 2, failed: 0 },
         { minuteMs: start + 3 * MINUTE, accepted: 0, delivered: 0, failed: 1 },
       ]);
+    },
+  },
+  {
+    name:
+      "subscriptionCounts() counts accepted events by subscription since a time, ended ones too",
+    run: async (store) => {
+      const since = T0 + 100;
+      assert.deepEqual(store.subscriptionCounts(since), []);
+      await store.accept(newEvent({ subscription: "old", receivedAtMs: T0 }));
+      for (const subscription of ["b", "a", "a"]) {
+        await store.accept(newEvent({ subscription, receivedAtMs: since }));
+      }
+      const [old, b, a1] = store.claimDue(FAR, 3);
+      store.markDelivered(old.id, since + 1);
+      store.markDelivered(b.id, since + 2);
+      store.markFailed(a1.id, { error: "x", step: "agent", nowMs: since + 3 });
+      assert.deepEqual(store.subscriptionCounts(since), [
+        { subscription: "a", accepted: 2, delivered: 0, failed: 1 },
+        { subscription: "b", accepted: 1, delivered: 1, failed: 0 },
+        { subscription: "old", accepted: 0, delivered: 1, failed: 0 },
+      ]);
+      assert.deepEqual(store.subscriptionCounts(FAR + 1), [], "nothing after the window");
     },
   },
 ];
