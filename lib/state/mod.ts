@@ -13,7 +13,8 @@
  * Writes that wait for a durable commit return promises. The other calls are synchronous, as the
  * SQLite backend answers them in-process: the worker and the direct path rely on no other
  * request running between a check and the write that follows it. A backend over the network
- * needs them asynchronous, and their callers then await each one.
+ * needs them asynchronous ({@link AsyncStateStore}, as PostgreSQL's in `lib/state/postgres/`),
+ * and their callers then await each one.
  *
  * Every method throws `StoreUnavailableError` (`lib/errors.ts`; a promise rejects with it) once
  * the store is closed, or when the database refuses the call: a full disk, a lock held too long,
@@ -67,6 +68,7 @@ export type {
   QueueStats,
   SubscriptionCounts,
 } from "./_reads.ts";
+export type { AsyncStateStore } from "./_async.ts";
 export {
   createIdGenerator,
   cryptoRandom,
