@@ -16,7 +16,7 @@ import { parseFlags } from "./_flags.ts";
 import { addressCheck, agentCheck } from "./_readiness.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
 import { checkAuthNone, checkSkills, generatedForEmptySecret } from "../lib/subscriptions/subscribe_checks.ts";
-import { eventFilterWarnings, optionsToRecord } from "./_subscribe_flags.ts";
+import { eventFilterWarnings, optionsToRecord } from "../lib/subscriptions/subscribe_options.ts";
 import { mergeSubscription } from "../lib/subscriptions/subscribe_merge.ts";
 
 const usage = `Usage: agent webhook subscribe <name> [options]

@@ -1,28 +1,32 @@
 /**
- * The `agent webhook subscribe` flags as the record fields they replace, with their checks and
- * the warnings about an `--events` filter that matches nothing.
+ * The options of `agent webhook subscribe` as the record fields they replace, with their checks
+ * and the warnings about an `--events` filter that matches nothing. The dashboard's form gives
+ * the same options under the same names, so both keep one set of rules and messages.
  *
  * @module
  */
-import { UsageError } from "../lib/errors.ts";
-import { agentOptionProblem, AUTH_NAMES, type Subscription } from "../lib/subscriptions/mod.ts";
-import { filterProblem, MAX_FILTERS } from "../lib/subscriptions/filter.ts";
-import { isSchemeName } from "../lib/signatures/mod.ts";
-import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../lib/targets/mod.ts";
-import { commaList, wholeNumber } from "./_flags.ts";
+import { UsageError } from "../errors.ts";
+import { agentOptionProblem, AUTH_NAMES, type Subscription } from "./mod.ts";
+import { filterProblem, MAX_FILTERS } from "./filter.ts";
+import { isSchemeName } from "../signatures/mod.ts";
+import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../targets/mod.ts";
 
 /**
- * Turns the given flags into the record fields they replace.
- * @param values the parsed flags of `subscribe`
+ * The options given, by their flag's name without `--`: text, a list for the repeatable
+ * `filter`, a boolean for `deliver-only`; an option not given is absent.
+ */
+export type SubscribeOptions = Record<string, string | string[] | boolean | undefined>;
+
+/**
+ * Turns the given options into the record fields they replace.
+ * @param values the options given: the parsed flags of `subscribe`, or the dashboard's form
  * @returns the fields the flags give; a flag not given leaves its field out
  * @throws UsageError for an empty --events, --deliver or --deliver-thread, a --deliver
  *   shorthand that cannot be one or is given with --deliver-chat-id, a --filter that does not compile (where
  *   its mistake is), a --secret shorter than 8 characters, a --rate-limit that is no whole number
  *   ≥ 1, an --auth that is no scheme nor `none`, or a --format that is neither plain nor markdown
  */
-export function optionsToRecord(
-  values: Record<string, string | string[] | boolean | undefined>,
-): Subscription {
+export function optionsToRecord(values: SubscribeOptions): Subscription {
   const text = (key: string) => values[key] as string | undefined;
   const record: Subscription = {};
   if (text("prompt") !== undefined) record.prompt = text("prompt");
@@ -226,4 +230,15 @@ export function eventFilterWarnings(events: string[] | undefined): string[] {
     }
     return [];
   });
+}
+
+/** A comma-separated list, its items trimmed and the empty ones dropped (as `commands/_flags.ts`). */
+function commaList(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return value.split(",").map((item) => item.trim()).filter((item) => item !== "");
+}
+
+/** Digits only as their number; anything else (a sign, a dot, blanks) as NaN. */
+function wholeNumber(text: string): number {
+  return /^\d+$/.test(text) ? Number(text) : NaN;
 }
