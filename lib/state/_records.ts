@@ -30,6 +30,25 @@ export interface RouteSnapshot {
   format?: "plain" | "markdown";
   /** The subscription's own agent options, when it sets any (docs/subscriptions.md#agent-options). */
   agent?: RouteAgentOptions;
+  /**
+   * How the event is folded with others of its burst into one agent run, when the subscription
+   * coalesces and its key rendered non-empty (docs/subscriptions.md#coalescing).
+   */
+  coalesce?: CoalesceSnapshot;
+}
+
+/**
+ * A coalescing route's window for one event: events of the same subscription and `key` that
+ * arrive less than `windowSeconds` apart share one agent run, begun at most `maxSeconds` after
+ * the first of them arrived.
+ */
+export interface CoalesceSnapshot {
+  /** The rendered `coalesce_key` (or `session`) template. */
+  key: string;
+  /** The quiet time that ends a window, in seconds (may be fractional). */
+  windowSeconds: number;
+  /** The longest a window stays open after its first event, in seconds. */
+  maxSeconds: number;
 }
 
 /** A route's overrides of `agent.*` for its runs; each absent one leaves the setting in force. */
@@ -134,6 +153,11 @@ export interface StoredEvent extends NewEvent {
   updatedAtMs: number;
   /** When a replay queued the current series of attempts, in ms since the epoch; null if none. */
   replayedAtMs: number | null;
+  /**
+   * The event whose agent run answered this one too, when it was folded into that run
+   * (docs/subscriptions.md#coalescing); absent otherwise.
+   */
+  coalescedInto?: string;
 }
 
 /** One attempt at an event: the agent run and/or the delivery. */

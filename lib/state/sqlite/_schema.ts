@@ -15,7 +15,7 @@ import type {
 } from "../mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 10;
+export const SCHEMA_VERSION = 11;
 
 /**
  * The tables. Events live in a rowid table, so rowid order is acceptance order and "newest
@@ -47,6 +47,11 @@ export const SCHEMA_VERSION = 10;
  * the agent run that answered, and its answer, on its attempt row, written by the update that
  * saves the answer; and a `parts` row for each message part delivered, with the platform's
  * message id, indexed by event for the lineage (a worker write, never one of ingest).
+ *
+ * Coalescing (docs/subscriptions.md#coalescing): `coalesce_key` is the rendered key of an event
+ * whose subscription folds bursts, and `coalesced_into` the event whose agent run answered it
+ * (the first of its window). `events_coalesce` holds the queued events of a key, the window a
+ * new one slides; `events_coalesced_into` the events folded into a run.
  */
 export const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS events (
@@ -72,7 +77,9 @@ CREATE TABLE IF NOT EXISTS events (
   key_expires_at INTEGER,
   replayed_at INTEGER,
   headers TEXT,
-  scheme TEXT
+  scheme TEXT,
+  coalesce_key TEXT,
+  coalesced_into TEXT
 );
 CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS events_running ON events(status) WHERE status = 'running';
@@ -114,6 +121,10 @@ CREATE INDEX IF NOT EXISTS events_failed_subscription ON events(subscription)
   WHERE status = 'failed';
 CREATE INDEX IF NOT EXISTS events_due_delivery ON events(next_attempt_at)
   WHERE status = 'queued' AND (mode = 'direct' OR response IS NOT NULL);
+CREATE INDEX IF NOT EXISTS events_coalesce ON events(subscription, coalesce_key)
+  WHERE status = 'queued' AND coalesce_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_coalesced_into ON events(coalesced_into)
+  WHERE coalesced_into IS NOT NULL;
 `;
 
 /**
@@ -170,6 +181,15 @@ ALTER TABLE attempts ADD COLUMN run_ms INTEGER;
 ALTER TABLE attempts ADD COLUMN answer TEXT;
 `;
 
+/**
+ * Upgrades a version 1 to 10 database to version 11, after the other upgrades: an event's
+ * coalescing key and the event whose run answered it (null for the events already stored).
+ */
+const UPGRADE_TO_11_COALESCE_SQL = `
+ALTER TABLE events ADD COLUMN coalesce_key TEXT;
+ALTER TABLE events ADD COLUMN coalesced_into TEXT;
+`;
+
 type Row = Record<string, unknown>;
 
 /**
@@ -206,6 +226,7 @@ export function rowToEvent(row: Row): StoredEvent {
       ? { headers: JSON.parse(row.headers) as Record<string, string> }
       : {}),
     ...(typeof row.scheme === "string" ? { scheme: row.scheme } : {}),
+    ...(typeof row.coalesced_into === "string" ? { coalescedInto: row.coalesced_into } : {}),
   };
 }
 
@@ -294,6 +315,7 @@ export function createOrUpgradeSchema(
     db.exec(UPGRADE_TO_9_SQL);
     if (lacks("headers")) db.exec(UPGRADE_TO_10_EVENTS_SQL);
     if (lacks("provider", attemptColumns)) db.exec(UPGRADE_TO_10_ATTEMPTS_SQL);
+    if (lacks("coalesce_key")) db.exec(UPGRADE_TO_11_COALESCE_SQL);
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
   });
