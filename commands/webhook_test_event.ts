@@ -5,20 +5,19 @@
  * @module
  */
 import type { Config } from "../lib/config/mod.ts";
-import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { localUrl } from "../lib/config/address.ts";
-import { eventInfo, eventLabel } from "../lib/subscriptions/event_info.ts";
-import { runningGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { UsageError } from "../lib/errors.ts";
 import { openStateStore } from "../lib/state/sqlite/mod.ts";
-import { routesAndHidden } from "../lib/subscriptions/routes.ts";
-import { type SchemeName, signRequest } from "../lib/signatures/mod.ts";
-import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
+import { parseTestPayload } from "../lib/subscriptions/test_event.ts";
+import {
+  prepareTest,
+  sendTest,
+  testedRoute,
+  testGatewayUrl,
+} from "../lib/subscriptions/test_send.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags, wholeNumber } from "./_flags.ts";
 import { waitForOutcome } from "./_test_outcome.ts";
-import { checkEvent, parseTestPayload, placeEvent, type SentEvent } from "./_test_payload.ts";
-import { answerHints, missingPathNotes, noSigningKeyMessage } from "./_test_hints.ts";
 
 const usage = `Usage: agent webhook test <name> [--payload JSON] [--event TYPE] [--wait S]
 
@@ -41,9 +40,6 @@ const options = {
 /** How long `test` waits for the event's outcome by default, in seconds. */
 const DEFAULT_WAIT_SECONDS = 30;
 
-/** How long `test` waits for the gateway's answer, in milliseconds. */
-const TEST_TIMEOUT_MS = 30_000;
-
 /** `agent webhook test`. */
 export const webhookTest: Command = {
   path: ["webhook", "test"],
@@ -59,111 +55,34 @@ export const webhookTest: Command = {
     const payload = parseTestPayload(values.payload);
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    const tested = await testedRoute(config, positionals[0], ctx);
-    if (!tested) return 1;
-    const { route, secret } = tested;
-    // A static route's `auth` is checked with config.yaml, a subscription's just above.
-    const scheme = (route.auth ?? "github") as SchemeName;
-    const sent = placeEvent(payload, {
-      scheme,
-      event: checkEvent(scheme, values.event ?? "test"),
+    const tested = await testedRoute(config, positionals[0]);
+    if ("refused" in tested) {
+      ctx.stderr(tested.refused);
+      return 1;
+    }
+    const test = prepareTest(tested.route, {
+      payload,
+      event: values.event ?? "test",
       nowMs: ctx.now(),
     });
-    // What the gateway will read from these headers and this payload, for the notes and hints.
-    const label = eventLabel(eventInfo(new Headers(sent.headers), payload, () => "", scheme));
-    for (const note of missingPathNotes(route, { payload, event: label })) ctx.stderr(note);
-    const answered = await send({ route, scheme, payload, sent, label, secret, config, ctx });
-    if (answered.eventId === undefined || waitSeconds === 0) return answered.exitCode;
-    return await outcomeOf(answered.eventId, { waitSeconds, config, ctx });
+    for (const note of test.notes) ctx.stderr(note);
+    const answer = await sendTest(test, {
+      secret: tested.secret,
+      baseUrl: await testGatewayUrl(config),
+      nowMs: ctx.now(),
+      fetch: ctx.fetch,
+    });
+    if (answer.kind !== "answered") {
+      ctx.stderr(answer.message);
+      return 1;
+    }
+    ctx.stdout(`POST ${answer.url}\n${answer.status} ${answer.statusText}\n${answer.text}`);
+    for (const hint of answer.hints) ctx.stdout(hint);
+    if (answer.status < 200 || answer.status > 299) return 1;
+    if (answer.eventId === undefined || waitSeconds === 0) return 0;
+    return await outcomeOf(answer.eventId, { waitSeconds, config, ctx });
   },
 };
-
-/**
- * The route to test and the secret its senders sign with; undefined after saying why the
- * gateway refuses its requests (a record it cannot serve, no secret).
- * @param name the `<name>` asked for
- * @param ctx where the reason is printed
- * @throws NotFoundError when there is no route of that name
- */
-async function testedRoute(
-  config: Config,
-  name: string,
-  ctx: CommandContext,
-): Promise<{ route: Route; secret: string } | undefined> {
-  const { routes, unusable } = await routesAndHidden(config);
-  const problem = unusable.get(name);
-  if (problem !== undefined) {
-    ctx.stderr(`${problem}; so the gateway refuses its requests: fix it first.`);
-    return undefined;
-  }
-  const route = routes.find((r) => r.name === name);
-  if (!route) {
-    throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-  }
-  const secret = currentSecret(route, config.webhook.secret);
-  if (secret || route.auth === "none") return { route, secret: secret ?? "" };
-  ctx.stderr(`Subscription "${name}" has no secret, so the gateway refuses its requests.`);
-  return undefined;
-}
-
-/**
- * Signs the test event, posts it where the gateway listens and prints the answer, with what it
- * means.
- * @param options the route tested, its `scheme` and `secret`; the `payload` and the `sent`
- *   headers; the event's `label` as the gateway reads it; the command's `config` and `ctx`
- * @returns the exit code: 0 for a 2xx answer, 1 otherwise or when it cannot be sent; and the
- *   event the gateway's 2xx answer named, if it named one
- */
-async function send(
-  options: {
-    route: Route;
-    scheme: SchemeName;
-    payload: unknown;
-    sent: SentEvent;
-    label: string;
-    secret: string;
-    config: Config;
-    ctx: CommandContext;
-  },
-): Promise<{ exitCode: number; eventId?: string }> {
-  const { route, scheme, sent, label, secret, config, ctx } = options;
-  const body = JSON.stringify(options.payload);
-  // The running gateway says where it listens (it may have been started with --port).
-  const running = await runningGatewayUrl(config.paths.stateDb);
-  const base = running ?? localUrl(config.webhook.host, config.webhook.port);
-  const url = `${base}/webhooks/${route.name}`;
-  // `auth: none` takes the event unsigned.
-  const auth = scheme === "none" ? {} : signRequest(scheme, secret, body, {
-    deliveryId: sent.deliveryId,
-    nowSeconds: Math.floor(ctx.now() / 1000),
-  });
-  if (!auth) {
-    ctx.stderr(noSigningKeyMessage(route, scheme));
-    return { exitCode: 1 };
-  }
-  const headers = { ...sent.headers, ...auth };
-  const response = await post(url, { headers, body, ctx });
-  if (!response) return { exitCode: 1 };
-  const text = await response.text();
-  ctx.stdout(`POST ${url}\n${response.status} ${response.statusText}\n${text}`);
-  const answer = { status: response.status, text };
-  const request = { payload: options.payload, headers };
-  for (const hint of answerHints(answer, { route, scheme, sent, label, request })) {
-    ctx.stdout(hint);
-  }
-  if (!response.ok) return { exitCode: 1 };
-  return { exitCode: 0, eventId: namedEvent(text) };
-}
-
-/** The `event_id` a 2xx answer names (`accepted`, or `delivered` directly), if any. */
-function namedEvent(text: string): string | undefined {
-  try {
-    const id = (JSON.parse(text) as { event_id?: unknown } | null)?.event_id;
-    return typeof id === "string" && id !== "" ? id : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Waits for the outcome of the event the gateway took, in the state database of this home.
@@ -187,36 +106,5 @@ async function outcomeOf(
     });
   } finally {
     await store.close();
-  }
-}
-
-/**
- * Posts the signed event as JSON, waiting at most {@link TEST_TIMEOUT_MS}.
- * @param options `headers`: the event's and the signature's; `body`: the JSON text; `ctx`: the
- *   command's fetch, and where a failure is said
- * @returns the gateway's response, or undefined after saying it cannot be reached
- */
-async function post(
-  url: string,
-  options: { headers: Record<string, string>; body: string; ctx: CommandContext },
-): Promise<Response | undefined> {
-  const { headers, body, ctx } = options;
-  try {
-    return await ctx.fetch(url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "user-agent": "agent-webhook-test",
-        ...headers,
-      },
-      body,
-      signal: AbortSignal.timeout(TEST_TIMEOUT_MS),
-    });
-  } catch (error) {
-    ctx.stderr(
-      `Cannot reach the gateway at ${url} (${(error as Error).message}).\n` +
-        "Is the gateway running? Start it with: agent gateway run",
-    );
-    return undefined;
   }
 }

@@ -129,7 +129,7 @@ export function findRoute(
  * @throws ConfigError when the subscription file is corrupt
  */
 export async function routesAndHidden(
-  config: Config,
+  config: Pick<Config, "paths" | "webhook">,
 ): Promise<{ routes: Route[]; hidden: string[]; unusable: Map<string, string> }> {
   const records = await readSubscriptions(config.paths.subscriptions);
   const names = Object.keys(records).sort();

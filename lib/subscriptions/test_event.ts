@@ -1,13 +1,13 @@
 /**
- * The test event `agent webhook test` sends: its payload, and its type and delivery id placed
+ * The test event `agent webhook test` and the dashboard's Test button send: its payload, and its type and delivery id placed
  * where each signature scheme's senders put them.
  *
  * @module
  */
-import { UsageError } from "../lib/errors.ts";
-import { boundedToken, MAX_ID_CHARS, payloadTypeField } from "../lib/subscriptions/event_info.ts";
-import { keepExactNumber } from "../lib/subscriptions/payload.ts";
-import type { SchemeName } from "../lib/signatures/mod.ts";
+import { UsageError } from "../errors.ts";
+import { boundedToken, MAX_ID_CHARS, payloadTypeField } from "./event_info.ts";
+import { keepExactNumber } from "./payload.ts";
+import type { SchemeName } from "../signatures/mod.ts";
 
 /**
  * Reads `--payload`, as the gateway reads a body.

@@ -1,12 +1,12 @@
 /**
- * What `agent webhook test` says when the gateway ignored its event for a subscription's
+ * What `agent webhook test` and the dashboard's Test button say when the gateway ignored its event for a subscription's
  * filters, or answered 404 for a subscription it does not serve (disabled, or `auth: none` off
  * loopback): the filter that did not hold, and the values it read (docs/subscriptions.md#filters).
  *
  * @module
  */
-import type { Route } from "../lib/subscriptions/mod.ts";
-import { failedFilter, filterValues } from "../lib/subscriptions/filter.ts";
+import type { Route } from "./mod.ts";
+import { failedFilter, filterValues } from "./filter.ts";
 
 /**
  * Why the gateway ignored the test event for the route's filters: the first that does not hold

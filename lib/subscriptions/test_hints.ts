@@ -1,14 +1,14 @@
 /**
- * What `agent webhook test` says besides the gateway's answer: before sending, the template
+ * What `agent webhook test` and the dashboard's Test button say besides the gateway's answer: before sending, the template
  * paths the payload lacks; after, what the answer means and what to try next.
  *
  * @module
  */
-import type { SchemeName } from "../lib/signatures/mod.ts";
-import type { Route } from "../lib/subscriptions/mod.ts";
-import { renderTemplate } from "../lib/subscriptions/templates.ts";
-import type { SentEvent } from "./_test_payload.ts";
-import { filterHints, ignoredReason, unservedHints } from "./_test_filter.ts";
+import type { SchemeName } from "../signatures/mod.ts";
+import type { Route } from "./mod.ts";
+import { renderTemplate } from "./templates.ts";
+import type { SentEvent } from "./test_event.ts";
+import { filterHints, ignoredReason, unservedHints } from "./test_filter_hints.ts";
 
 /**
  * Notes on the placeholders of the route's prompt and chat id that the payload cannot fill.
