@@ -20,6 +20,7 @@ const TEXT_FIELDS = [
   "format",
   "model",
   "system_prompt",
+  "coalesce_key",
   "created_at",
   "updated_at",
 ];
@@ -35,6 +36,8 @@ export const RECORD_FIELDS: readonly string[] = [
   "rate_limit",
   "max_tokens",
   "temperature",
+  "coalesce",
+  "coalesce_max",
   "deliver_extra",
   "previous_secrets",
 ];
@@ -111,6 +114,8 @@ export function checkRecord(
   if (record.format !== undefined && !MESSAGE_FORMATS.includes(record.format as MessageFormat)) {
     fail("format", `must be ${MESSAGE_FORMATS.join(" or ")}`);
   }
+  const coalescing = coalesceProblem(record);
+  if (coalescing !== undefined) fail(coalescing.field, coalescing.rule);
   return checked;
 }
 
@@ -171,6 +176,59 @@ export function agentOptionProblem(
   return typeof value === "number" && value >= 0 && value <= 2
     ? undefined
     : "must be a number from 0 to 2";
+}
+
+/** How long a coalescing window stays open at most by default, in seconds. */
+export const DEFAULT_COALESCE_MAX_SECONDS = 300;
+
+/**
+ * What is wrong with a record's coalescing fields (docs/subscriptions.md#coalescing): a window
+ * or maximum that is no number of seconds > 0, a window longer than the maximum, no key (neither
+ * `coalesce_key` nor `session`), a direct-delivery subscription (it has no agent run to fold
+ * into), or `coalesce_key` or `coalesce_max` without `coalesce`. `subscribe` checks the merged
+ * record with it too.
+ * @param record the record, as parsed or merged
+ * @returns the field and the rule it breaks; undefined when they are fine
+ * @example
+ * ```ts
+ * coalesceProblem({ coalesce: 30 });
+ * // { field: "coalesce", rule: "needs a key: coalesce_key (--coalesce-key '<template>'), or session" }
+ * ```
+ */
+export function coalesceProblem(
+  record: Record<string, unknown>,
+): { field: string; rule: string } | undefined {
+  const { coalesce, coalesce_max: max, coalesce_key: key } = record;
+  const seconds = (value: unknown) => typeof value === "number" && value > 0 && value < Infinity;
+  if (coalesce === undefined) {
+    if (key !== undefined) return { field: "coalesce_key", rule: "needs coalesce (the window)" };
+    if (max !== undefined) return { field: "coalesce_max", rule: "needs coalesce (the window)" };
+    return undefined;
+  }
+  if (!seconds(coalesce)) return { field: "coalesce", rule: "must be a number of seconds > 0" };
+  if (max !== undefined && !seconds(max)) {
+    return { field: "coalesce_max", rule: "must be a number of seconds > 0" };
+  }
+  const most = (max as number | undefined) ?? DEFAULT_COALESCE_MAX_SECONDS;
+  if ((coalesce as number) > most) {
+    return { field: "coalesce", rule: `must be at most coalesce_max (${most} s)` };
+  }
+  if (typeof key === "string" && key.trim() === "") {
+    return { field: "coalesce_key", rule: "must not be empty" };
+  }
+  if (key === undefined && !(typeof record.session === "string" && record.session.trim())) {
+    return {
+      field: "coalesce",
+      rule: "needs a key: coalesce_key (--coalesce-key '<template>'), or session",
+    };
+  }
+  if (record.deliver_only === true) {
+    return {
+      field: "coalesce",
+      rule: "folds events into one agent run, and a direct-delivery subscription has none",
+    };
+  }
+  return undefined;
 }
 
 /**

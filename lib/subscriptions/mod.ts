@@ -70,6 +70,15 @@ export interface Subscription {
   temperature?: number;
   /** Instructions added to the system prompt, after the skills. */
   system_prompt?: string;
+  /**
+   * Seconds of quiet that end a coalescing window (docs/subscriptions.md#coalescing): events of
+   * the same key that arrive less than this apart are folded into one agent run. A number > 0.
+   */
+  coalesce?: number;
+  /** The coalescing key's template; absent: the `session` template. */
+  coalesce_key?: string;
+  /** The longest a coalescing window stays open after its first event, in seconds. @default {300} */
+  coalesce_max?: number;
   /** When `subscribe` created it, ISO 8601 UTC. */
   created_at?: string;
   /** When a command last changed it, ISO 8601 UTC. */
@@ -149,5 +158,7 @@ export {
   agentOptionProblem,
   checkRecord,
   checkTargetAndScheme,
+  coalesceProblem,
+  DEFAULT_COALESCE_MAX_SECONDS,
   RECORD_FIELDS,
 } from "./_record_checks.ts";
