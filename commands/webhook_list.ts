@@ -16,6 +16,7 @@ import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { advertisedWebhook } from "./_running_gateway.ts";
+import { DEFAULT_TRANSFORM_TIMEOUT_SECONDS } from "../lib/transforms/mod.ts";
 
 const usage = `Usage: agent webhook list [--json]
 
@@ -122,6 +123,13 @@ function describeRoute(route: Route, config: Config, nowMs: number): string {
     `  URL:      ${webhookUrl(config.webhook, route.name)}`,
     `  Events:   ${route.events?.length ? route.events.join(", ") : "all"}`,
     ...(route.filters ?? []).map((filter) => `  Filter:   ${filter}`),
+    ...(route.transform
+      ? [
+        `  Transform: ${route.transform} (time limit ${
+          route.transform_timeout ?? DEFAULT_TRANSFORM_TIMEOUT_SECONDS
+        } s)`,
+      ]
+      : []),
     `  Deliver:  ${route.deliver ?? "log"}${chat}${route.deliver_only ? " (direct)" : ""}` +
     (route.format ? `, as ${route.format}` : ""),
     `  Secret:   ${secret}`,

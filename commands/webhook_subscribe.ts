@@ -15,7 +15,11 @@ import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { addressCheck, agentCheck } from "./_readiness.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
-import { checkAuthNone, checkSkills, generatedForEmptySecret } from "../lib/subscriptions/subscribe_checks.ts";
+import {
+  checkAuthNone,
+  checkSkills,
+  generatedForEmptySecret,
+} from "../lib/subscriptions/subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "../lib/subscriptions/subscribe_options.ts";
 import { mergeSubscription } from "../lib/subscriptions/subscribe_merge.ts";
 
@@ -48,6 +52,9 @@ Options:
   --max-tokens N           most tokens an answer may have (a whole number ≥ 1)
   --temperature T          sampling temperature, 0 to 2
   --system-prompt TEXT     instructions added to the system prompt, after the skills
+  --transform 'PROG ARGS'  a program (no shell) given the payload JSON on stdin that prints the
+                           JSON the prompt is rendered from, or {"skip": true} ('' removes it)
+  --transform-timeout S    the transform's time limit in seconds (default 5)
   --auth SCHEME            accept only this signature scheme (${AUTH_NAMES.join(", ")});
                            none: unsigned requests, only while the gateway listens on loopback
   --json                   print the result as JSON`;
@@ -69,6 +76,8 @@ const options = {
   "max-tokens": { type: "string" },
   temperature: { type: "string" },
   "system-prompt": { type: "string" },
+  transform: { type: "string" },
+  "transform-timeout": { type: "string" },
   auth: { type: "string" },
   json: { type: "boolean" },
 } as const;
@@ -169,6 +178,7 @@ function describe(
     `  Mode:    ${record.deliver_only ? "direct delivery (no agent run)" : "agent run"}` +
     (record.format ? `, sent as ${record.format}` : ""),
     `  Prompt:  ${preview}`,
+    ...(record.transform ? [`  Transform: ${record.transform}`] : []),
     ...(record.rate_limit ? [`  Limit:   ${record.rate_limit} requests/minute`] : []),
     "",
     "Configure the sender with this URL and secret, then try it: agent webhook test " + name,

@@ -9,6 +9,7 @@ import { ConfigError } from "../errors.ts";
 import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../targets/mod.ts";
 import { isSchemeName } from "../signatures/mod.ts";
 import { filterProblem, MAX_FILTERS } from "./filter.ts";
+import { transformProblem, transformTimeoutProblem } from "../transforms/mod.ts";
 import { AUTH_NAMES, type Subscription } from "./mod.ts";
 
 const TEXT_FIELDS = [
@@ -21,6 +22,7 @@ const TEXT_FIELDS = [
   "model",
   "system_prompt",
   "coalesce_key",
+  "transform",
   "created_at",
   "updated_at",
 ];
@@ -38,14 +40,15 @@ export const RECORD_FIELDS: readonly string[] = [
   "temperature",
   "coalesce",
   "coalesce_max",
+  "transform_timeout",
   "deliver_extra",
   "previous_secrets",
 ];
 
 /**
  * Refuses a `deliver` that names no target, an `auth` that names no signature scheme (nor
- * `none`), and `filters` that do not compile or are too many: the checks `checkRecord` leaves to
- * its callers, which word where the field is.
+ * `none`), `filters` that do not compile or are too many, and a `transform` that needs a shell:
+ * the checks `checkRecord` leaves to its callers, which word where the field is.
  * @param record a record `checkRecord` passed
  * @param field names a field for the message, e.g. `routes.ci.deliver in config.yaml`
  * @param file the file the record is in
@@ -53,7 +56,7 @@ export const RECORD_FIELDS: readonly string[] = [
  */
 export function checkTargetAndScheme(
   record: Subscription,
-  field: (name: "deliver" | "auth" | "filters") => string,
+  field: (name: "deliver" | "auth" | "filters" | "transform") => string,
   file: string,
 ): void {
   if (record.deliver !== undefined && !TARGET_NAMES.includes(record.deliver)) {
@@ -79,6 +82,10 @@ export function checkTargetAndScheme(
     if (problem !== undefined) {
       throw new ConfigError(`${field("filters")}: filter ${i + 1}, ${problem}`, { file });
     }
+  }
+  const transform = record.transform ? transformProblem(record.transform) : undefined;
+  if (transform !== undefined) {
+    throw new ConfigError(`${field("transform")}: ${transform}`, { file });
   }
 }
 
@@ -150,6 +157,8 @@ function checkScalarFields(record: Record<string, unknown>, fail: Fail): void {
     const problem = agentOptionProblem(field, record[field]);
     if (problem !== undefined) fail(field, problem);
   }
+  const timeout = transformTimeoutProblem(record.transform_timeout);
+  if (timeout !== undefined) fail("transform_timeout", timeout);
 }
 
 /**

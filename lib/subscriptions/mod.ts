@@ -71,6 +71,14 @@ export interface Subscription {
   /** Instructions added to the system prompt, after the skills. */
   system_prompt?: string;
   /**
+   * A program and its arguments, split as a shell splits words and run without a shell: it gets
+   * the payload's JSON on stdin and prints the JSON the prompt is rendered from, or
+   * `{"skip": true}` (docs/subscriptions.md#transforms).
+   */
+  transform?: string;
+  /** The transform's time limit in seconds, over 0 and at most 300. @default {5} */
+  transform_timeout?: number;
+  /**
    * Seconds of quiet that end a coalescing window (docs/subscriptions.md#coalescing): events of
    * the same key that arrive less than this apart are folded into one agent run. A number > 0.
    */

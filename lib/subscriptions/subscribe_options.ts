@@ -8,6 +8,7 @@
 import { UsageError } from "../errors.ts";
 import { agentOptionProblem, AUTH_NAMES, type Subscription } from "./mod.ts";
 import { filterProblem, MAX_FILTERS } from "./filter.ts";
+import { transformProblem, transformTimeoutProblem } from "../transforms/mod.ts";
 import { isSchemeName } from "../signatures/mod.ts";
 import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../targets/mod.ts";
 
@@ -24,7 +25,8 @@ export type SubscribeOptions = Record<string, string | string[] | boolean | unde
  * @throws UsageError for an empty --events, --deliver or --deliver-thread, a --deliver
  *   shorthand that cannot be one or is given with --deliver-chat-id, a --filter that does not compile (where
  *   its mistake is), a --secret shorter than 8 characters, a --rate-limit that is no whole number
- *   ≥ 1, an --auth that is no scheme nor `none`, or a --format that is neither plain nor markdown
+ *   ≥ 1, an --auth that is no scheme nor `none`, a --format that is neither plain nor markdown,
+ *   or a --transform that needs a shell
  */
 export function optionsToRecord(values: SubscribeOptions): Subscription {
   const text = (key: string) => values[key] as string | undefined;
@@ -57,6 +59,42 @@ export function optionsToRecord(values: SubscribeOptions): Subscription {
     record.auth = text("auth");
   }
   Object.assign(record, agentOptions(text));
+  Object.assign(record, transformOptions(text));
+  return record;
+}
+
+/**
+ * Reads `--transform` and `--transform-timeout` (docs/subscriptions.md#transforms).
+ * `--transform ''` removes the transform and its time limit.
+ * @param text reads a flag's value
+ * @returns the fields the flags give
+ * @throws UsageError for a transform that needs a shell (an operator, a glob, a variable, a
+ *   substitution), saying which part, or a time limit that is no number of seconds in (0, 300]
+ */
+function transformOptions(text: (key: string) => string | undefined): Subscription {
+  const record: Subscription = {};
+  const command = text("transform");
+  if (command !== undefined && command.trim() === "") {
+    return { transform: undefined, transform_timeout: undefined };
+  }
+  if (command !== undefined) {
+    const problem = transformProblem(command);
+    if (problem !== undefined) {
+      throw new UsageError(
+        `--transform ${JSON.stringify(command)}: ${problem}\nTransforms run a program with ` +
+          "its arguments, without a shell: see docs/subscriptions.md#transforms",
+      );
+    }
+    record.transform = command;
+  }
+  const timeout = text("transform-timeout");
+  if (timeout !== undefined) {
+    record.transform_timeout = timeout.trim() === "" ? NaN : Number(timeout);
+    const problem = transformTimeoutProblem(record.transform_timeout);
+    if (problem !== undefined) {
+      throw new UsageError(`--transform-timeout ${problem}, got ${JSON.stringify(timeout)}`);
+    }
+  }
   return record;
 }
 
