@@ -208,7 +208,11 @@ export function checkName(name: string, action: string): void {
  * @param action what was asked, for the message: `subscribe`, `remove`, ...
  * @throws UsageError when `name` is a static route
  */
-export function refuseStatic(config: Config, name: string, action: string): void {
+export function refuseStatic(
+  config: Pick<Config, "paths" | "webhook">,
+  name: string,
+  action: string,
+): void {
   if (!config.webhook.routes.has(name)) return;
   throw new UsageError(
     `Cannot ${action} "${name}": it is defined in config.yaml (${config.paths.config}); edit it there`,

@@ -54,7 +54,7 @@ export function checkSecretForScheme(secret: string, auth: string | undefined): 
  * @param config the command's configuration: the address the gateway listens on
  * @throws UsageError naming the address and where it is set
  */
-export function checkAuthNone(config: Config): void {
+export function checkAuthNone(config: Pick<Config, "paths" | "webhook">): void {
   const { host } = config.webhook;
   if (isLoopbackHost(host)) return;
   throw new UsageError(

@@ -26,7 +26,12 @@ import { generateSecret } from "./mod.ts";
  */
 export function mergeSubscription(
   existing: Subscription | undefined,
-  options: { name: string; changes: Subscription; nowIso: string; config: Config },
+  options: {
+    name: string;
+    changes: Subscription;
+    nowIso: string;
+    config: Pick<Config, "paths" | "env">;
+  },
 ): { record: Subscription; warnings: string[] } {
   const { name, changes, nowIso, config } = options;
   const merged: Subscription = { ...existing, ...changes };
