@@ -2,17 +2,24 @@
  * An event's page: its lineage, as the store holds it. The facts (subscription, type, delivery
  * id, status, times), the request as received (headers, scheme, the payload as a collapsible
  * tree and as text), the decisions, the prompt it became (or the message, in direct mode) and
- * the skills given, each attempt with its agent run, the answer, and the parts that went out;
- * and the Replay button. The page reloads itself when the event
- * changes (`/events/stream?id=`).
+ * the skills given, the answer (and, once a replay has answered, the new answer beside the
+ * previous one), each attempt with its agent run, and the parts that went out; and the Replay
+ * and Replay with changes buttons. The page reloads itself when the event changes
+ * (`/events/stream?id=`).
  *
  * @module
  */
+import type { Context } from "hono";
+import { NotFoundError } from "../../lib/errors.ts";
 import type { PartReceipt, StoredEvent } from "../../lib/state/mod.ts";
-import { duration, type NumberedAttempt, tookMs, utcTime } from "./_format.ts";
+import type { DashboardEnv } from "./_auth.ts";
+import { duration, type NumberedAttempt, tookMs, utcTime, withSeries } from "./_format.ts";
 import { JsonTree, MAX_TREE_CHARS, prettyJson } from "./_json_tree.tsx";
-import { Layout } from "./_layout.tsx";
+import { Layout, MessagePage, sendPage } from "./_layout.tsx";
 import { Attempts, Decisions, Delivered, Received } from "./_lineage.tsx";
+import { AnswerComparison, answersToCompare } from "./_replay_diff.tsx";
+import { replayWithChangesPath } from "./_replay_page.tsx";
+import type { AppParts } from "./mod.ts";
 
 /** What an event's page shows. */
 export interface EventPageProps {
@@ -32,6 +39,7 @@ export interface EventPageProps {
 /** The event's page. */
 export function EventPage(props: EventPageProps) {
   const { event } = props;
+  const pair = event.mode === "agent" ? answersToCompare(props.attempts) : undefined;
   const stream = `/events/stream?id=${encodeURIComponent(event.id)}&since=${event.updatedAtMs}`;
   return (
     <Layout
@@ -60,6 +68,11 @@ export function EventPage(props: EventPageProps) {
             Replay
           </button>
         </form>
+        {event.mode === "agent" && (
+          <a class="button" id="replay-with-changes" href={replayWithChangesPath(event.id)}>
+            Replay with changes
+          </a>
+        )}
       </div>
       <Received event={event} />
       <Payload text={event.payload} />
@@ -81,10 +94,69 @@ export function EventPage(props: EventPageProps) {
             : <pre>{event.response}</pre>}
         </section>
       )}
+      {pair && <AnswerComparison pair={pair} />}
       <Attempts attempts={props.attempts} />
       <Delivered parts={props.parts} />
     </Layout>
   );
+}
+
+/**
+ * The event with exactly this id: the pages link by whole ids, and a prefix matching several
+ * events must not be an error page.
+ * @param parts the dashboard's store
+ * @param id the whole event id, from the address
+ * @returns the event, or null when none has this id
+ */
+export function findEvent(parts: Pick<AppParts, "store">, id: string): StoredEvent | null {
+  try {
+    const event = parts.store.getEvent(id);
+    return event?.id === id ? event : null;
+  } catch (error) {
+    if (error instanceof NotFoundError) return null;
+    throw error;
+  }
+}
+
+/** Whether the event holds its delivery id's idempotency key now. */
+export function holdsKey(parts: AppParts, event: StoredEvent): boolean {
+  return parts.store.keyHolder(event.subscription, event.deliveryId, parts.now()) === event.id;
+}
+
+/**
+ * An event's page: its lineage, read again (a replay may have just changed it).
+ * @param c the request's context: its session's CSRF token
+ * @param parts the dashboard's store and clock
+ * @param options `event`: the event found; `notice`: what the last action did
+ */
+export function eventPage(
+  c: Context<DashboardEnv>,
+  parts: AppParts,
+  options: { event: StoredEvent; notice?: { ok: boolean; text: string } },
+) {
+  const { event, notice } = options;
+  const lineage = parts.store.lineage(event.id) ?? { event, attempts: [], parts: [] };
+  return (
+    <EventPage
+      event={lineage.event}
+      attempts={withSeries(lineage.attempts)}
+      parts={lineage.parts}
+      holdsKey={holdsKey(parts, lineage.event)}
+      csrf={c.get("session")!.csrf}
+      notice={notice}
+    />
+  );
+}
+
+/** The 404 page of an event that does not exist (any more: retention deletes old ones). */
+export function notFound(c: Context<DashboardEnv>): Response | Promise<Response> {
+  const page = (
+    <MessagePage
+      title="No such event"
+      message="No event has this id: it may have been deleted by retention."
+    />
+  );
+  return sendPage(c, page, 404);
 }
 
 /** Why there is no answer to show. */

@@ -1,21 +1,20 @@
 /**
  * The dashboard's routes about events, behind the session check: the events page and its live
- * stream, an event's page (its lineage) and its Replay button, and the same as JSON
- * (`/api/events`, `/api/events/<id>`).
+ * stream, an event's page (its lineage), and the same as JSON (`/api/events`,
+ * `/api/events/<id>`); its Replay buttons are in `_replay_routes.tsx`.
  *
  * @module
  */
-import type { Context, Hono } from "hono";
-import { ConflictError, NotFoundError } from "../../lib/errors.ts";
-import type { Lineage, StoredEvent } from "../../lib/state/mod.ts";
+import type { Hono } from "hono";
+import type { Lineage } from "../../lib/state/mod.ts";
 import type { DashboardEnv } from "./_auth.ts";
-import { EventPage } from "./_event_page.tsx";
+import { eventPage, findEvent, holdsKey, notFound } from "./_event_page.tsx";
 import { EventsPage, PAGE_SIZE } from "./_events_page.tsx";
 import { filterQuery, readFilter } from "./_filters.ts";
-import { eventSummary, withSeries } from "./_format.ts";
+import { eventSummary } from "./_format.ts";
 import { lineageJson } from "./_lineage_json.ts";
-import { MessagePage, sendPage } from "./_layout.tsx";
-import { describeTarget, replayEvent } from "./_replay.ts";
+import { sendPage } from "./_layout.tsx";
+import { replayNotice, replayRoutes } from "./_replay_routes.tsx";
 import { eventStream } from "./_stream.ts";
 import type { AppParts } from "./mod.ts";
 
@@ -50,26 +49,9 @@ export function eventRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
     const event = findEvent(parts, c.req.param("id"));
     if (!event) return notFound(c);
     const notice = replayNotice(c.req.query("replayed"), event);
-    return sendPage(c, eventPage(c, parts, event, notice));
+    return sendPage(c, eventPage(c, parts, { event, notice }));
   });
-  app.post("/events/:id/replay", async (c) => {
-    const event = findEvent(parts, c.req.param("id"));
-    if (!event) return notFound(c);
-    try {
-      const replayed = await replayEvent(event.id, {
-        store,
-        config: parts.config,
-        nowMs: parts.now(),
-      });
-      parts.onReplay();
-      const how = replayed.keptBecause === undefined ? "routed" : "kept";
-      return c.redirect(`/events/${encodeURIComponent(event.id)}?replayed=${how}`, 303);
-    } catch (error) {
-      if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
-      const notice = { ok: false, text: `Not replayed: ${error.message}` };
-      return sendPage(c, eventPage(c, parts, event, notice), 409);
-    }
-  });
+  replayRoutes(app, parts);
   apiRoutes(app, parts);
 }
 
@@ -96,71 +78,8 @@ function apiRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
   });
 }
 
-/**
- * The event with exactly this id: the pages link by whole ids, and a prefix matching several
- * events must not be an error page.
- */
-function findEvent(parts: AppParts, id: string): StoredEvent | null {
-  try {
-    const event = parts.store.getEvent(id);
-    return event?.id === id ? event : null;
-  } catch (error) {
-    if (error instanceof NotFoundError) return null;
-    throw error;
-  }
-}
-
 /** The lineage of the event with exactly this id, as {@link findEvent} finds it. */
 function findLineage(parts: AppParts, id: string): Lineage | null {
   const event = findEvent(parts, id);
   return event && parts.store.lineage(event.id);
-}
-
-/** Whether the event holds its delivery id's idempotency key now. */
-function holdsKey(parts: AppParts, event: StoredEvent): boolean {
-  return parts.store.keyHolder(event.subscription, event.deliveryId, parts.now()) === event.id;
-}
-
-/** An event's page: its lineage, read again (a replay may have just changed it). */
-function eventPage(
-  c: Context<DashboardEnv>,
-  parts: AppParts,
-  event: StoredEvent,
-  notice?: { ok: boolean; text: string },
-) {
-  const lineage = parts.store.lineage(event.id) ?? { event, attempts: [], parts: [] };
-  return (
-    <EventPage
-      event={lineage.event}
-      attempts={withSeries(lineage.attempts)}
-      parts={lineage.parts}
-      holdsKey={holdsKey(parts, lineage.event)}
-      csrf={c.get("session")!.csrf}
-      notice={notice}
-    />
-  );
-}
-
-/** What the page says after the Replay button sent the browser back to it. */
-function replayNotice(
-  replayed: string | undefined,
-  event: StoredEvent,
-): { ok: boolean; text: string } | undefined {
-  if (replayed !== "routed" && replayed !== "kept") return undefined;
-  const target = describeTarget(event);
-  const how = replayed === "routed"
-    ? `as ${event.subscription} renders and routes it now (to ${target})`
-    : `with the prompt and target it had (to ${target}): its subscription cannot route it now`;
-  return { ok: true, text: `Queued again, ${how}. The gateway runs it within a second.` };
-}
-
-/** The 404 page of an event that does not exist (any more: retention deletes old ones). */
-function notFound(c: Context<DashboardEnv>) {
-  const page = (
-    <MessagePage
-      title="No such event"
-      message="No event has this id: it may have been deleted by retention."
-    />
-  );
-  return sendPage(c, page, 404);
 }
