@@ -50,6 +50,7 @@ export type {
   AcceptResult,
   AgentRun,
   Attempt,
+  CoalesceSnapshot,
   DirectOutcome,
   EventDispatch,
   EventSource,
@@ -107,6 +108,19 @@ export interface StateStore extends EventReads {
    * @throws StoreUnavailableError when the database cannot be read
    */
   keyHolder(subscription: string, deliveryId: string, nowMs?: number): string | null;
+  /**
+   * The events folded into an event's agent run (docs/subscriptions.md#coalescing): those of
+   * its coalescing window that its first claim took with it. The claim folds them (they stay
+   * `queued`, due never, with {@link StoredEvent.coalescedInto} set); the run's outcome
+   * (`markDelivered`, `markFailed`) becomes theirs, unless a replay ran one on its own since.
+   * `accept` opens or slides the window: a coalescing event is due when its window ends, and
+   * moves the others of its key, not yet claimed, to the same time, at most
+   * `maxSeconds` after the first of them arrived.
+   * @param eventId the event whose run it is
+   * @returns the folded events in the order they arrived; none for an event run alone
+   * @throws StoreUnavailableError when the database cannot be read
+   */
+  foldedInto(eventId: string): StoredEvent[];
   /**
    * Whether an attempt at the event ever ended delivered (a replay may be under way now).
    * @throws StoreUnavailableError when the database cannot be read

@@ -7,8 +7,13 @@
 import type { Config } from "../config/mod.ts";
 import { unbracketed } from "../config/address.ts";
 import { UsageError } from "../errors.ts";
-import { type EventDispatch, type RouteAgentOptions, storableText } from "../state/mod.ts";
-import { NAME_PATTERN, type Route } from "./mod.ts";
+import {
+  type CoalesceSnapshot,
+  type EventDispatch,
+  type RouteAgentOptions,
+  storableText,
+} from "../state/mod.ts";
+import { DEFAULT_COALESCE_MAX_SECONDS, NAME_PATTERN, type Route } from "./mod.ts";
 import {
   readSubscriptions,
   type SubscriptionRecords,
@@ -63,6 +68,34 @@ export function dispatchFor(
       // Only when set: a route without one is stored as before, and its mode decides.
       ...(route.format === undefined ? {} : { format: route.format }),
       ...agentOptions(route),
+      ...coalescing(route, { payload, context, json }),
+    },
+  };
+}
+
+/**
+ * The route's coalescing window for one event (docs/subscriptions.md#coalescing): its key is
+ * `coalesce_key`, else the `session` template, rendered as the prompt is. A key that renders
+ * empty (its fields are missing) leaves the event to run alone, as an empty thread leaves a
+ * message in the chat itself.
+ */
+function coalescing(
+  route: Route,
+  event: { payload: unknown; context: TemplateContext; json?: string },
+): { coalesce?: CoalesceSnapshot } {
+  const template = route.coalesce_key ?? (route as { session?: string }).session;
+  if (!route.coalesce || !template || route.deliver_only) return {};
+  const { payload, context, json } = event;
+  let key = renderTemplate(template, payload, context).text;
+  if (json !== undefined && ROUNDED_LOOKING.test(key)) {
+    key = renderTemplate(template, JSON.parse(json, keepExactNumber), context).text;
+  }
+  if (key.trim() === "") return {};
+  return {
+    coalesce: {
+      key,
+      windowSeconds: route.coalesce,
+      maxSeconds: route.coalesce_max ?? DEFAULT_COALESCE_MAX_SECONDS,
     },
   };
 }

@@ -22,6 +22,7 @@ import { type DeliveryJob, messageFormat, type SentPart } from "../targets/mod.t
 import type { AttemptInProgress, WorkerCore } from "./_core.ts";
 import { decide, isPermanent } from "./_decide.ts";
 import { deliveryKey } from "./_direct.ts";
+import { runPrompt } from "./_coalesce.ts";
 
 /**
  * Makes one attempt at an event and records its outcome: delivered, retried later, failed, or
@@ -142,7 +143,7 @@ async function answerFor(
   }
   const runStartedAt = deps.now();
   const answer = await deps.runAgent({
-    prompt: event.prompt,
+    prompt: runPrompt(deps.store, event),
     systemPrompt,
     ...(routeSystemPrompt === undefined ? {} : { routeSystemPrompt }),
     ...sampling,

@@ -7,6 +7,7 @@
  */
 import { StoreUnavailableError } from "../../errors.ts";
 import type { GroupCommit } from "./_group_commit.ts";
+import { coalesceAccepted } from "./_store_coalesce.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
 import {
   type AcceptResult,
@@ -150,6 +151,7 @@ function acceptNow(core: StoreCore, event: NewEvent): AcceptResult {
   // without a real delivery id holds no key, so it is always inserted.
   const keyExpiresAtMs = event.dedupe ? nowMs + core.ttlMs : null;
   if (insertEvent(core, event, { id, progress, keyExpiresAtMs })) {
+    coalesceAccepted(core, id, event);
     return { status: "accepted", eventId: id };
   }
   const holder = core.liveKeyHolder(event, nowMs);
@@ -163,6 +165,7 @@ function acceptNow(core: StoreCore, event: NewEvent): AcceptResult {
         "key was released; the event was not stored",
     );
   }
+  coalesceAccepted(core, id, event);
   return { status: "accepted", eventId: id };
 }
 

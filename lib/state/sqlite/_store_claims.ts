@@ -9,6 +9,7 @@ import { NotFoundError } from "../../errors.ts";
 import { recoverInterrupted } from "./_maintenance.ts";
 import { insertReceipts } from "./_store_accept.ts";
 import { rowToEvent } from "./_schema.ts";
+import { foldOnClaim, settleFolded } from "./_store_coalesce.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
 import {
   type EventStatus,
@@ -124,9 +125,12 @@ function claimDue(
   if (claim.deliveryOnly && use(() => due.get(nowMs, 1)) === undefined) return claimed;
   use(() =>
     core.transaction(() => {
+      const folded = new Set<string>();
       for (const row of due.all(nowMs, limit) as Row[]) {
         const event = rowToEvent(row);
+        if (folded.has(event.id)) continue; // folded into an earlier event's run just now
         s.claim.run(nowMs, event.id);
+        for (const id of foldOnClaim(core, event, nowMs)) folded.add(id);
         const step = needsAgentRun(event) ? "agent" : "delivery";
         s.insertAttempt.run(event.id, event.attempts + 1, nowMs, null, step, null);
         claimed.push({
@@ -149,6 +153,7 @@ function markDelivered(core: StoreCore, { eventId, nowMs }: { eventId: string; n
     const row = s.delivered.get(nowMs, eventId) as Row | undefined;
     if (row === undefined) throw new NotFoundError(`No event "${eventId}"`);
     s.closeAttempt.run(nowMs, "delivery", null, eventId);
+    settleFolded(core, eventId, { status: "delivered", nowMs });
     const keyLive = row.key_expires_at !== null && Number(row.key_expires_at) > nowMs;
     if (row.dedupe === 1 && !keyLive) {
       core.takeKey({
@@ -188,6 +193,9 @@ function closeAttempt(
       // A direct message that failed holds no key (as when recorded failed): the sender's
       // next retry of its delivery id must go through, not be answered as a duplicate.
       if (status.status === "failed") s.releaseFailedDirectKey.run(eventId);
+      if (status.status === "failed") {
+        settleFolded(core, eventId, { status: "failed", error: status.error, nowMs });
+      }
     })
   );
 }

@@ -19,6 +19,7 @@ import { type DatabaseOptions, openDatabase } from "./_database.ts";
 import type { GroupCommitStats } from "./_group_commit.ts";
 import { prune } from "./_maintenance.ts";
 import { acceptOps } from "./_store_accept.ts";
+import { coalesceOps } from "./_store_coalesce.ts";
 import { claimOps } from "./_store_claims.ts";
 import { createStoreCommits } from "./_store_commits.ts";
 import { createStoreCore } from "./_store_core.ts";
@@ -89,6 +90,7 @@ export function openStateStore(path: string, options: SqliteStoreOptions = {}): 
     ...acceptOps(core, commits),
     ...claimOps(core),
     ...readingOps(core),
+    ...coalesceOps(core),
     replay: replayOp(core),
     async prune(nowMs, pruning) {
       // A prune's batches in a row outran the checkpoints, and the WAL grew by about what they

@@ -17,6 +17,7 @@
  * @module
  */
 import { acceptCases } from "./_accept.ts";
+import { coalesceCases } from "./_coalesce.ts";
 import { directCases } from "./_direct.ts";
 import { historyCases } from "./_history.ts";
 import { lineageCases } from "./_lineage.ts";
@@ -41,5 +42,6 @@ export function testStateStore(backend: string, factory: StoreFactory): void {
     ...listingCases,
     ...lineageCases,
     ...queueCases,
+    ...coalesceCases,
   ]);
 }

@@ -1,0 +1,143 @@
+/**
+ * Conformance: coalescing windows (docs/subscriptions.md#coalescing). `accept()` opens or
+ * slides a key's window, `claimDue()` folds the due events of a window into the run of its
+ * first, `foldedInto()` reads them, and the run's outcome becomes theirs; a crash between any
+ * two of these loses no event and runs none twice.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import type { NewEvent, StateStore } from "../../../../lib/state/mod.ts";
+import { newEvent } from "../_fixtures.ts";
+import type { Case } from "./_suite.ts";
+
+const T0 = 1_700_000_000_000;
+const SECOND = 1000;
+
+/** An event of subscription `gh` coalesced on `key`, with a 10 s window, 60 s at most. */
+function burst(atMs: number, key = "octo/repo#1", extra: Partial<NewEvent> = {}): NewEvent {
+  return newEvent({
+    receivedAtMs: atMs,
+    prompt: `event at +${(atMs - T0) / SECOND} s`,
+    route: {
+      deliver: "log",
+      skills: [],
+      coalesce: { key, windowSeconds: 10, maxSeconds: 60 },
+    },
+    ...extra,
+  });
+}
+
+/** Accepts the events in order; returns their ids. */
+async function acceptAll(store: StateStore, events: NewEvent[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const event of events) {
+    const result = await store.accept(event);
+    assert.equal(result.status, "accepted");
+    ids.push(result.eventId!);
+  }
+  return ids;
+}
+
+/** The cases of coalescing. */
+export const coalesceCases: Case[] = [
+  {
+    name: "accept() slides a coalescing window: the burst is due 10 s after its last event",
+    run: async (store) => {
+      await acceptAll(store, [burst(T0), burst(T0 + 4 * SECOND), burst(T0 + 7 * SECOND)]);
+      assert.equal(store.nextDueAtMs(), T0 + 17 * SECOND);
+      assert.deepEqual(store.claimDue(T0 + 17 * SECOND - 1, 8), [], "none before the window ends");
+    },
+  },
+  {
+    name: "claimDue() folds a window's events into the run of its first; the outcome is theirs",
+    run: async (store) => {
+      const ids = await acceptAll(store, [burst(T0), burst(T0 + SECOND), burst(T0 + 2 * SECOND)]);
+      const claimed = store.claimDue(T0 + 12 * SECOND, 8);
+      assert.deepEqual(claimed.map((event) => event.id), [ids[0]], "one run, of the first");
+      const folded = store.foldedInto(ids[0]);
+      assert.deepEqual(folded.map((event) => event.id), ids.slice(1));
+      assert.deepEqual(folded.map((event) => event.coalescedInto), [ids[0], ids[0]]);
+      assert.deepEqual(folded.map((event) => event.status), ["queued", "queued"]);
+      assert.equal(store.nextDueAtMs(), null, "the folded events are due never on their own");
+      store.markDelivered(ids[0], T0 + 13 * SECOND);
+      for (const id of ids) assert.equal(store.getEvent(id)?.status, "delivered");
+      assert.deepEqual(store.foldedInto(ids[1]), [], "a folded event answers no other");
+    },
+  },
+  {
+    name: "a window stays open at most maxSeconds after its first event",
+    run: async (store) => {
+      // An event every 8 s, each within 10 s of the last: without the cap, due never.
+      const times = Array.from({ length: 10 }, (_, i) => T0 + i * 8 * SECOND);
+      const ids = await acceptAll(store, times.slice(0, 8).map((atMs) => burst(atMs)));
+      assert.equal(store.nextDueAtMs(), T0 + 60 * SECOND);
+      const [run] = store.claimDue(T0 + 60 * SECOND, 8);
+      assert.equal(run.id, ids[0]);
+      assert.equal(store.foldedInto(run.id).length, 7, "the events of the first 60 s");
+      // The events after the claim open a window of their own.
+      await acceptAll(store, times.slice(8).map((atMs) => burst(atMs)));
+      assert.equal(store.nextDueAtMs(), T0 + 82 * SECOND);
+    },
+  },
+  {
+    name: "events of other keys and other subscriptions are not folded together",
+    run: async (store) => {
+      const ids = await acceptAll(store, [
+        burst(T0),
+        burst(T0 + SECOND, "octo/repo#2"),
+        burst(T0 + 2 * SECOND, "octo/repo#1", { subscription: "other" }),
+        newEvent({ receivedAtMs: T0 + 3 * SECOND }),
+      ]);
+      const claimed = store.claimDue(T0 + 20 * SECOND, 8);
+      assert.deepEqual(claimed.map((event) => event.id).sort(), [...ids].sort());
+      for (const id of ids) assert.deepEqual(store.foldedInto(id), []);
+    },
+  },
+  {
+    name: "a run that failed fails its folded events; a retry keeps them and folds no more",
+    run: async (store) => {
+      const ids = await acceptAll(store, [burst(T0), burst(T0 + SECOND)]);
+      const [run] = store.claimDue(T0 + 11 * SECOND, 8);
+      store.markRetry(run.id, {
+        error: "HTTP 500",
+        step: "agent",
+        nextAttemptAtMs: T0 + 30 * SECOND,
+        nowMs: T0 + 12 * SECOND,
+      });
+      const [later] = await acceptAll(store, [burst(T0 + 25 * SECOND)]);
+      const [retry] = store.claimDue(T0 + 30 * SECOND, 8);
+      assert.equal(retry.id, run.id);
+      assert.deepEqual(store.foldedInto(run.id).map((event) => event.id), [ids[1]]);
+      store.markFailed(run.id, { error: "HTTP 500", step: "agent", nowMs: T0 + 31 * SECOND });
+      const folded = store.getEvent(ids[1])!;
+      assert.equal(folded.status, "failed");
+      assert.match(folded.lastError ?? "", new RegExp(`the run of ${run.id}.*HTTP 500`));
+      assert.equal(store.getEvent(later)!.status, "queued", "a window of its own");
+      assert.equal(store.nextDueAtMs(), T0 + 35 * SECOND);
+    },
+  },
+  {
+    name: "a crash during a window or a run loses no event and runs none twice",
+    onPlace: async (place) => {
+      const first = await place.open();
+      const ids = await acceptAll(first, [burst(T0), burst(T0 + SECOND), burst(T0 + 2 * SECOND)]);
+      await first.close(); // killed during the window
+      const second = await place.open();
+      assert.equal(second.nextDueAtMs(), T0 + 12 * SECOND, "the window survives");
+      const [run] = second.claimDue(T0 + 12 * SECOND, 8);
+      await second.close(); // killed during the run
+      const third = await place.open();
+      try {
+        assert.equal(third.recoverInterrupted(T0 + 20 * SECOND), 1, "only the run is requeued");
+        const claimed = third.claimDue(T0 + 20 * SECOND, 8);
+        assert.deepEqual(claimed.map((event) => event.id), [run.id]);
+        assert.deepEqual(third.foldedInto(run.id).map((event) => event.id), ids.slice(1));
+        third.markDelivered(run.id, T0 + 21 * SECOND);
+        for (const id of ids) assert.equal(third.getEvent(id)?.status, "delivered");
+      } finally {
+        await third.close();
+      }
+    },
+  },
+];
