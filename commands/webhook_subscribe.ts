@@ -22,6 +22,7 @@ import {
 } from "../lib/subscriptions/subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "../lib/subscriptions/subscribe_options.ts";
 import { mergeSubscription } from "../lib/subscriptions/subscribe_merge.ts";
+import { coalesceSummary } from "../lib/subscriptions/coalesce_options.ts";
 
 const usage = `Usage: agent webhook subscribe <name> [options]
 
@@ -55,6 +56,11 @@ Options:
   --transform 'PROG ARGS'  a program (no shell) given the payload JSON on stdin that prints the
                            JSON the prompt is rendered from, or {"skip": true} ('' removes it)
   --transform-timeout S    the transform's time limit in seconds (default 5)
+  --coalesce S             fold the events of one key that arrive within S seconds of each
+                           other into one agent run (none: stop coalescing)
+  --coalesce-key T         the key's template, e.g. '{repository.full_name}#{issue.number}'
+                           (default: the --session template)
+  --coalesce-max S         the longest a window stays open after its first event (default 300)
   --auth SCHEME            accept only this signature scheme (${AUTH_NAMES.join(", ")});
                            none: unsigned requests, only while the gateway listens on loopback
   --json                   print the result as JSON`;
@@ -78,6 +84,9 @@ const options = {
   "system-prompt": { type: "string" },
   transform: { type: "string" },
   "transform-timeout": { type: "string" },
+  coalesce: { type: "string" },
+  "coalesce-key": { type: "string" },
+  "coalesce-max": { type: "string" },
   auth: { type: "string" },
   json: { type: "boolean" },
 } as const;
@@ -179,6 +188,7 @@ function describe(
     (record.format ? `, sent as ${record.format}` : ""),
     `  Prompt:  ${preview}`,
     ...(record.transform ? [`  Transform: ${record.transform}`] : []),
+    ...(record.coalesce ? [`  Coalesce: ${coalesceSummary(record)}`] : []),
     ...(record.rate_limit ? [`  Limit:   ${record.rate_limit} requests/minute`] : []),
     "",
     "Configure the sender with this URL and secret, then try it: agent webhook test " + name,
