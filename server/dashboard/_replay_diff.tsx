@@ -105,6 +105,12 @@ export function AnswerComparison(props: { pair: AnswerPair }) {
       <h2>New answer beside the previous one</h2>
       <p class="muted" id="comparison-summary">{summary(rows)}</p>
       <table class="answer-diff">
+        <colgroup>
+          <col class="ln" />
+          <col />
+          <col class="ln" />
+          <col />
+        </colgroup>
         <thead>
           <tr>
             <th colspan={2}>Previous: series {String(previous.series)} · {modelOf(previous)}</th>

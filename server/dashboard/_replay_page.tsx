@@ -63,7 +63,7 @@ export function ReplayPage(props: ReplayPageProps) {
           {/* The parser drops one newline after the tag: a prompt's own first one is kept. */}
           {`\n${form.prompt}`}
         </textarea>
-        <label class="check">
+        <label class="render-check">
           <input type="checkbox" name="render" value="template" checked={form.render} />{" "}
           Render as a template: <code>{"{issue.title}"}</code>{" "}
           is filled from the payload (docs/templates.md); empty, the default prompt. Off, the text

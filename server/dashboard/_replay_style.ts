@@ -10,7 +10,8 @@
 export const REPLAY_STYLE = `
 form.replay-form { display: flex; flex-direction: column; gap: .45rem; max-width: 60rem; }
 form.replay-form label { color: var(--muted); font-size: .85rem; }
-form.replay-form label.check { color: var(--text); }
+form.replay-form label.render-check { display: block; color: var(--text); }
+form.replay-form label.render-check input { min-width: 0; margin: 0 .35rem 0 0; }
 form.replay-form textarea {
   font: .85rem/1.45 ui-monospace, "SF Mono", Menlo, Consolas, monospace; padding: .5rem;
   border: 1px solid var(--line); border-radius: 6px; background: var(--panel); color: var(--text);
@@ -20,7 +21,8 @@ form.replay-form input[name=model] { max-width: 24rem; }
 a.button { display: inline-block; }
 a.button:hover { text-decoration: none; border-color: var(--link); }
 table.answer-diff { table-layout: fixed; }
-table.answer-diff th:nth-child(odd), table.answer-diff td.ln { width: 3rem; }
+table.answer-diff col.ln { width: 3.2rem; }
+table.answer-diff th { text-transform: none; letter-spacing: 0; font-size: .85rem; }
 table.answer-diff td {
   font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; font-size: .82em;
   white-space: pre-wrap; word-break: break-word; vertical-align: top; padding: .1rem .5rem;
