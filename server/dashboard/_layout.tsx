@@ -47,6 +47,7 @@ export function Layout(props: LayoutProps) {
           <nav>
             {props.csrf !== undefined && <a href="/overview">Overview</a>}{" "}
             {props.csrf !== undefined && <a href="/events">Events</a>}{" "}
+            {props.csrf !== undefined && <a href="/subscriptions">Subscriptions</a>}{" "}
             {props.csrf !== undefined && <a href="/playground">Playground</a>}
           </nav>
           {props.csrf !== undefined && (

@@ -33,6 +33,8 @@ import { loginPage, loginRoutes } from "./_login.tsx";
 import { overviewRoutes } from "./_overview.tsx";
 import { PLAYGROUND_SCRIPT, PLAYGROUND_STYLE } from "./_playground_assets.ts";
 import { playgroundRoutes } from "./_playground_page.tsx";
+import { SUBSCRIPTIONS_STYLE } from "./_subscriptions_assets.ts";
+import { subscriptionRoutes } from "./_subscriptions_routes.tsx";
 import { REPLAY_STYLE } from "./_replay_style.ts";
 import { dashboardTokenPath } from "./token.ts";
 
@@ -55,9 +57,10 @@ export interface DashboardDeps {
     | "keyHolder"
     | "activity"
     | "queueStats"
+    | "subscriptionCounts"
   >;
   /** The home's paths (the token, the subscription file) and the static routes. */
-  config: Pick<Config, "paths" | "webhook">;
+  config: Pick<Config, "paths" | "webhook" | "env">;
   /** The clock, in ms since the epoch (the store's). */
   now: () => number;
   /** The session cookie's name. @default {"agent_dashboard"} */
@@ -114,7 +117,8 @@ export function createDashboardApp(deps: DashboardDeps): Hono<DashboardEnv> {
   app.onError((error, c) => failure(c, error));
   app.get(
     "/assets/app.css",
-    (c) => asset(c, STYLE_SHEET + PLAYGROUND_STYLE + REPLAY_STYLE, "text/css"),
+    (c) =>
+      asset(c, STYLE_SHEET + PLAYGROUND_STYLE + REPLAY_STYLE + SUBSCRIPTIONS_STYLE, "text/css"),
   );
   app.get("/assets/app.js", (c) => asset(c, LIVE_SCRIPT, "text/javascript"));
   app.get("/assets/playground.js", (c) => asset(c, PLAYGROUND_SCRIPT, "text/javascript"));
@@ -134,6 +138,7 @@ export function createDashboardApp(deps: DashboardDeps): Hono<DashboardEnv> {
   eventRoutes(app, parts);
   overviewRoutes(app, parts, deps.metrics);
   playgroundRoutes(app, parts);
+  subscriptionRoutes(app, parts);
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   return app;
 }
