@@ -31,6 +31,11 @@ export interface RouteSnapshot {
   /** The subscription's own agent options, when it sets any (docs/subscriptions.md#agent-options). */
   agent?: RouteAgentOptions;
   /**
+   * The most tokens of earlier turns a run of the event's conversation is given, when the
+   * subscription sets `session_budget` (docs/subscriptions.md#conversations).
+   */
+  sessionBudget?: number;
+  /**
    * How the event is folded with others of its burst into one agent run, when the subscription
    * coalesces and its key rendered non-empty (docs/subscriptions.md#coalescing).
    */
@@ -96,6 +101,12 @@ export interface NewEvent {
    * of docs/signatures.md); absent for an event stored before schemes were kept.
    */
   scheme?: string;
+  /**
+   * The conversation the event belongs to: the subscription's `session` template rendered at
+   * ingest (docs/subscriptions.md#conversations); absent when it has none. Its agent run gets the
+   * earlier turns of the conversation, and runs after the earlier events of the same key.
+   */
+  sessionKey?: string;
 }
 
 /** What a redacted header's value reads as, its name kept. */
@@ -106,7 +117,22 @@ export const REDACTED = "[redacted]";
  * route snapshot. Rendered at ingest, and again by a replay (`dispatchFor` in
  * `lib/subscriptions/routes.ts`).
  */
-export type EventDispatch = Pick<NewEvent, "mode" | "prompt" | "route">;
+export type EventDispatch = Pick<NewEvent, "mode" | "prompt" | "route" | "sessionKey">;
+
+/**
+ * One turn of a conversation (docs/subscriptions.md#conversations): the prompt of an agent run
+ * of the conversation and the answer it gave, as `StateStore.saveResponse` records it.
+ */
+export interface SessionTurn {
+  /** The event whose run it was. */
+  eventId: string;
+  /** The rendered prompt the agent was given. */
+  prompt: string;
+  /** The answer it gave. */
+  answer: string;
+  /** When the answer was saved, in ms since the epoch: the turn is forgotten `session_ttl` later. */
+  atMs: number;
+}
 
 /** How a direct delivery went, as `StateStore.recordDirect` records it. */
 export interface DirectOutcome {

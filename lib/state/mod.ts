@@ -42,6 +42,7 @@ import type {
   EventDispatch,
   NewEvent,
   PartReceipt,
+  SessionTurn,
   StoredEvent,
 } from "./_records.ts";
 import type { EventReads } from "./_reads.ts";
@@ -60,6 +61,7 @@ export type {
   PartReceipt,
   RouteAgentOptions,
   RouteSnapshot,
+  SessionTurn,
   StoredEvent,
 } from "./_records.ts";
 export type {
@@ -86,6 +88,11 @@ export interface StateStoreOptions {
   newId?: () => string;
   /** Clock for what the store timestamps itself (direct-mode records), in ms. @default Date.now */
   now?: () => number;
+  /**
+   * How long a turn of a conversation is remembered, in seconds (`session_ttl`,
+   * docs/subscriptions.md#conversations). @default {604800}
+   */
+  sessionTtlSeconds?: number;
 }
 
 /** The state database, as the receiver, the worker and the CLI use it (reads: {@link EventReads}). */
@@ -185,7 +192,10 @@ export interface StateStore extends EventReads {
   /**
    * Persists the agent's answer, so a delivery retry does not run the agent again; the open
    * attempt moves on to the step `delivery`, and keeps the answer and the run (provider, model,
-   * tokens, duration) for {@link lineage}, whatever later replays do to the event's answer.
+   * tokens, duration) for {@link lineage}, whatever later replays do to the event's answer. An
+   * agent-mode event with a `sessionKey` also gets a turn of its conversation (its prompt and
+   * this answer, see {@link sessionTurns}) in the same transaction: a crash keeps both or
+   * neither.
    * @param eventId the running event
    * @param response the answer
    * @param run the run that gave it; its fields are null on the attempt when omitted
@@ -193,6 +203,17 @@ export interface StateStore extends EventReads {
    * @throws StoreUnavailableError when the database refuses the write
    */
   saveResponse(eventId: string, response: string, run?: AgentRun): void;
+  /**
+   * The turns of a conversation remembered at `nowMs` (written less than `sessionTtlSeconds`
+   * before it), oldest first: what the next run of the conversation is given
+   * (docs/subscriptions.md#conversations). At most the newest 200.
+   * @param subscription the subscription's name
+   * @param sessionKey the rendered conversation key
+   * @param nowMs current time, in ms since the epoch
+   * @returns the turns, in the order their answers were saved
+   * @throws StoreUnavailableError when the database cannot be read
+   */
+  sessionTurns(subscription: string, sessionKey: string, nowMs: number): SessionTurn[];
   /**
    * Persists how many message parts were delivered, so none is sent twice after a crash. An
    * attempt that got a part out with more parts to go moved the delivery on: it does not count
@@ -295,7 +316,8 @@ export interface StateStore extends EventReads {
    * Deletes delivered and failed events received (and, if replayed, replayed) more than
    * `retentionDays` ago, with their attempts and idempotency keys, oldest first, at most
    * `maxRows` so that one call never holds the event loop long. Queued and running events are
-   * kept. A backend may wait before the batch (SQLite: for its log to be checkpointed).
+   * kept. Turns of conversations older than `sessionTtlSeconds` go too, at most `maxRows`. A
+   * backend may wait before the batch (SQLite: for its log to be checkpointed).
    * @param nowMs current time, in ms since the epoch
    * @param options `retentionDays`: days of finished events to keep; `maxRows` @default {1000}
    * @returns how many events were deleted; a full batch means there may be more

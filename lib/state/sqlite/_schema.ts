@@ -48,6 +48,12 @@ export const SCHEMA_VERSION = 11;
  * saves the answer; and a `parts` row for each message part delivered, with the platform's
  * message id, indexed by event for the lineage (a worker write, never one of ingest).
  *
+ * Conversations (docs/subscriptions.md#conversations): `session_key` is the event's rendered
+ * conversation key, null for most events; `events_session` holds only the queued and running
+ * events that have one, so the claim can tell, without a scan, whether an earlier event of the
+ * same key still waits or runs. `session_turns` holds each run's prompt and answer, written with
+ * the answer, in rowid order, which is the order the conversation's runs answered.
+ *
  * Coalescing (docs/subscriptions.md#coalescing): `coalesce_key` is the rendered key of an event
  * whose subscription folds bursts, and `coalesced_into` the event whose agent run answered it
  * (the first of its window). `events_coalesce` holds the queued events of a key, the window a
@@ -79,7 +85,8 @@ CREATE TABLE IF NOT EXISTS events (
   headers TEXT,
   scheme TEXT,
   coalesce_key TEXT,
-  coalesced_into TEXT
+  coalesced_into TEXT,
+  session_key TEXT
 );
 CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS events_running ON events(status) WHERE status = 'running';
@@ -121,6 +128,18 @@ CREATE INDEX IF NOT EXISTS events_failed_subscription ON events(subscription)
   WHERE status = 'failed';
 CREATE INDEX IF NOT EXISTS events_due_delivery ON events(next_attempt_at)
   WHERE status = 'queued' AND (mode = 'direct' OR response IS NOT NULL);
+CREATE INDEX IF NOT EXISTS events_session ON events(subscription, session_key)
+  WHERE session_key IS NOT NULL AND status IN ('queued', 'running');
+CREATE TABLE IF NOT EXISTS session_turns (
+  subscription TEXT NOT NULL,
+  session_key TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  answer TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS session_turns_key ON session_turns(subscription, session_key);
+CREATE INDEX IF NOT EXISTS session_turns_created ON session_turns(created_at);
 CREATE INDEX IF NOT EXISTS events_coalesce ON events(subscription, coalesce_key)
   WHERE status = 'queued' AND coalesce_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_coalesced_into ON events(coalesced_into)
@@ -182,6 +201,13 @@ ALTER TABLE attempts ADD COLUMN answer TEXT;
 `;
 
 /**
+ * Upgrades a version 1 to 10 database to version 11, after the other upgrades: the event's
+ * conversation key (null for the events already stored). `SCHEMA_SQL` then creates the
+ * `session_turns` table and the index of conversations' pending events.
+ */
+const UPGRADE_TO_11_SESSION_SQL = "ALTER TABLE events ADD COLUMN session_key TEXT";
+
+/**
  * Upgrades a version 1 to 10 database to version 11, after the other upgrades: an event's
  * coalescing key and the event whose run answered it (null for the events already stored).
  */
@@ -226,6 +252,7 @@ export function rowToEvent(row: Row): StoredEvent {
       ? { headers: JSON.parse(row.headers) as Record<string, string> }
       : {}),
     ...(typeof row.scheme === "string" ? { scheme: row.scheme } : {}),
+    ...(typeof row.session_key === "string" ? { sessionKey: row.session_key } : {}),
     ...(typeof row.coalesced_into === "string" ? { coalescedInto: row.coalesced_into } : {}),
   };
 }
@@ -316,6 +343,7 @@ export function createOrUpgradeSchema(
     if (lacks("headers")) db.exec(UPGRADE_TO_10_EVENTS_SQL);
     if (lacks("provider", attemptColumns)) db.exec(UPGRADE_TO_10_ATTEMPTS_SQL);
     if (lacks("coalesce_key")) db.exec(UPGRADE_TO_11_COALESCE_SQL);
+    if (lacks("session_key")) db.exec(UPGRADE_TO_11_SESSION_SQL);
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
   });

@@ -7,10 +7,23 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 
 const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source, mode, payload, " +
   "prompt, route, received_at, status, attempts, next_attempt_at, response, parts_sent, " +
-  "last_error, updated_at, key_expires_at, headers, scheme";
+  "last_error, updated_at, key_expires_at, headers, scheme, session_key";
 
 /** The row that holds an idempotency key (see `events_key` in `_schema.ts`). */
 const KEY_HOLDER = "subscription = ? AND delivery_id = ? AND key_expires_at IS NOT NULL";
+
+/**
+ * A queued event that may run now as far as its conversation goes: it has no conversation key,
+ * or no other event of its key is running and none accepted before it is still queued (in
+ * backoff too), so a conversation's runs go one at a time, in the order its events arrived
+ * (docs/subscriptions.md#conversations). Through `events_session`, whose WHERE clause the
+ * inner terms repeat.
+ */
+const SESSION_FREE = "(events.session_key IS NULL OR NOT EXISTS (SELECT 1 FROM events AS earlier " +
+  "WHERE earlier.subscription = events.subscription " +
+  "AND earlier.session_key = events.session_key AND earlier.session_key IS NOT NULL " +
+  "AND earlier.status IN ('queued', 'running') " +
+  "AND (earlier.status = 'running' OR earlier.rowid < events.rowid)))";
 
 const CLOSE_ATTEMPT = "UPDATE attempts SET finished_at = ?, step = ?, error = ? " +
   "WHERE rowid = (SELECT max(rowid) FROM attempts WHERE event_id = ?)";
@@ -20,12 +33,12 @@ export const STATEMENTS = {
   keyHolder: `SELECT id, key_expires_at FROM events WHERE ${KEY_HOLDER}`,
   releaseKey: `UPDATE events SET key_expires_at = NULL WHERE ${KEY_HOLDER}`,
   // A row that would take a key already held is not inserted (changes = 0).
-  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(21).fill("?").join(", ")}) ` +
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(22).fill("?").join(", ")}) ` +
     "ON CONFLICT (subscription, delivery_id) WHERE key_expires_at IS NOT NULL DO NOTHING",
   insertAttempt: "INSERT INTO attempts (event_id, attempt, started_at, finished_at, step, error) " +
     "VALUES (?, ?, ?, ?, ?, ?)",
   due: "SELECT * FROM events WHERE status = 'queued' AND next_attempt_at <= ? " +
-    "ORDER BY next_attempt_at, rowid LIMIT ?",
+    `AND ${SESSION_FREE} ORDER BY next_attempt_at, rowid LIMIT ?`,
   claim: "UPDATE events SET status = 'running', attempts = attempts + 1, " +
     "next_attempt_at = NULL, updated_at = ? WHERE id = ?",
   saveResponse: "UPDATE events SET response = ?, updated_at = ? WHERE id = ?",
@@ -62,7 +75,11 @@ export const STATEMENTS = {
   everDelivered: "SELECT 1 AS delivered FROM attempts WHERE event_id = ? " +
     "AND finished_at IS NOT NULL AND error IS NULL LIMIT 1",
   closeAttempt: CLOSE_ATTEMPT,
-  nextDue: "SELECT min(next_attempt_at) AS due FROM events WHERE status = 'queued'",
+  // An event waiting for an earlier one of its conversation is not due: the end of that one's
+  // run wakes the worker. The walk of events_due ends at the first event that may run.
+  nextDue: "SELECT next_attempt_at AS due FROM events WHERE status = 'queued' " +
+    "AND next_attempt_at IS NOT NULL " +
+    `AND ${SESSION_FREE} ORDER BY next_attempt_at LIMIT 1`,
   // Through events_due, which holds only the queued events: a scrape reads none of the others.
   queueStats: "SELECT count(*) AS queued, min(coalesce(replayed_at, received_at)) AS oldest " +
     "FROM events WHERE status = 'queued'",
@@ -80,7 +97,7 @@ export const STATEMENTS = {
   // The same, among the events whose next step is a delivery, through their own index.
   dueForDelivery: "SELECT * FROM events INDEXED BY events_due_delivery WHERE status = 'queued' " +
     "AND (mode = 'direct' OR response IS NOT NULL) AND next_attempt_at <= ? " +
-    "ORDER BY next_attempt_at, rowid LIMIT ?",
+    `AND ${SESSION_FREE} ORDER BY next_attempt_at, rowid LIMIT ?`,
   byId: "SELECT * FROM events WHERE id = ?",
   byPrefix: "SELECT * FROM events WHERE id >= ? AND id < ? ORDER BY id LIMIT 3",
   attempts: "SELECT * FROM attempts WHERE event_id = ? ORDER BY rowid",

@@ -132,6 +132,7 @@ function insertEvent(
     // In the same insert: keeping the headers costs ingest no statement of its own.
     event.headers === undefined ? null : JSON.stringify(event.headers),
     event.scheme ?? null,
+    event.sessionKey ?? null,
   );
   return Number(inserted.changes) === 1;
 }

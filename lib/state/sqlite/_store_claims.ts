@@ -9,6 +9,7 @@ import { NotFoundError } from "../../errors.ts";
 import { recoverInterrupted } from "./_maintenance.ts";
 import { insertReceipts } from "./_store_accept.ts";
 import { rowToEvent } from "./_schema.ts";
+import { recordTurn } from "./_store_sessions.ts";
 import { foldOnClaim, settleFolded } from "./_store_coalesce.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
 import {
@@ -46,7 +47,9 @@ export function claimOps(core: StoreCore): ClaimOps {
       use(() =>
         transaction(() => {
           const answer = storableText(response);
-          core.update(eventId, () => s.saveResponse.run(answer, clock(), eventId));
+          const nowMs = clock();
+          core.update(eventId, () => s.saveResponse.run(answer, nowMs, eventId));
+          recordTurn(core, { eventId, answer, atMs: nowMs });
           s.agentDone.run(
             run?.provider ?? null,
             run?.model ?? null,

@@ -25,6 +25,7 @@ import { createStoreCommits } from "./_store_commits.ts";
 import { createStoreCore } from "./_store_core.ts";
 import { readingOps } from "./_store_reading.ts";
 import { replayOp } from "./_store_replay.ts";
+import { forgetTurns, sessionOps } from "./_store_sessions.ts";
 import {
   createIdGenerator,
   cryptoRandom,
@@ -86,23 +87,27 @@ export function openStateStore(path: string, options: SqliteStoreOptions = {}): 
     onCorrupt: options.onCorrupt,
   });
   const commits = createStoreCommits(core, options);
+  const sessionTtlMs = (options.sessionTtlSeconds ?? 604_800) * 1000;
   return {
     ...acceptOps(core, commits),
     ...claimOps(core),
     ...readingOps(core),
     ...coalesceOps(core),
     replay: replayOp(core),
+    ...sessionOps(core, { ttlMs: sessionTtlMs }),
     async prune(nowMs, pruning) {
       // A prune's batches in a row outran the checkpoints, and the WAL grew by about what they
       // deleted: each batch waits for the last one's pages to be copied, so the WAL starts over
       // every batch.
       await database.checkpointed(PRUNE_CHECKPOINT_WAIT_MS);
-      return core.use(() =>
-        prune(database.db, database.transaction, nowMs, {
+      const maxRows = pruning.maxRows ?? 1000;
+      return core.use(() => {
+        core.transaction(() => forgetTurns(database.db, nowMs - sessionTtlMs, maxRows));
+        return prune(database.db, database.transaction, nowMs, {
           retentionDays: pruning.retentionDays,
-          maxRows: pruning.maxRows ?? 1000,
-        })
-      );
+          maxRows,
+        });
+      });
     },
     stats: () => commits.stats(),
     async close() {

@@ -24,6 +24,7 @@ import { lineageCases } from "./_lineage.ts";
 import { listingCases } from "./_listing.ts";
 import { queueCases } from "./_queue.ts";
 import { registerCases, type StoreFactory } from "./_suite.ts";
+import { sessionCases } from "./_sessions.ts";
 import { workerCases } from "./_worker.ts";
 
 export type { StoreFactory, StorePlace } from "./_suite.ts";
@@ -43,5 +44,6 @@ export function testStateStore(backend: string, factory: StoreFactory): void {
     ...lineageCases,
     ...queueCases,
     ...coalesceCases,
+    ...sessionCases,
   ]);
 }

@@ -1,0 +1,99 @@
+/**
+ * Conversations in the SQLite store (docs/subscriptions.md#conversations): the turns of each
+ * conversation key, written in the transaction that saves a run's answer, read back for the
+ * next run of the same key, and forgotten `sessionTtlSeconds` after they were written.
+ *
+ * @module
+ */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { Row, StoreCore } from "./_store_core.ts";
+import type { SessionTurn, StateStore } from "../mod.ts";
+
+/** The most turns one read gives back, the newest: a budget of tokens keeps fewer anyway. */
+export const MAX_TURNS_READ = 200;
+
+/** The store's conversation methods. */
+export type SessionOps = Pick<StateStore, "sessionTurns">;
+
+const SQL = {
+  // One statement, no read first: an event without a conversation key (most) inserts nothing.
+  recordTurn: "INSERT INTO session_turns (subscription, session_key, event_id, prompt, answer, " +
+    "created_at) SELECT subscription, session_key, id, prompt, ?, ? FROM events " +
+    "WHERE id = ? AND mode = 'agent' AND session_key IS NOT NULL",
+  // The newest first through session_turns_key, whose rowids are in the order written.
+  turns: "SELECT event_id, prompt, answer, created_at FROM session_turns " +
+    "WHERE subscription = ? AND session_key = ? AND created_at > ? ORDER BY rowid DESC LIMIT ?",
+  forget: "DELETE FROM session_turns WHERE rowid IN (SELECT rowid FROM session_turns " +
+    "INDEXED BY session_turns_created WHERE created_at <= ? ORDER BY created_at LIMIT ?)",
+} as const;
+
+const prepared = new WeakMap<DatabaseSync, Record<keyof typeof SQL, StatementSync>>();
+
+/** The statements of this module on `db`, prepared on first use. */
+function statements(db: DatabaseSync): Record<keyof typeof SQL, StatementSync> {
+  let found = prepared.get(db);
+  if (found === undefined) {
+    found = {
+      recordTurn: db.prepare(SQL.recordTurn),
+      turns: db.prepare(SQL.turns),
+      forget: db.prepare(SQL.forget),
+    };
+    prepared.set(db, found);
+  }
+  return found;
+}
+
+/**
+ * The store's conversation methods.
+ * @param core the store
+ * @param settings `ttlMs`: how long a turn is remembered, in ms
+ * @returns the methods, as {@link StateStore} documents them
+ */
+export function sessionOps(core: StoreCore, settings: { ttlMs: number }): SessionOps {
+  return {
+    sessionTurns: (subscription, sessionKey, nowMs) =>
+      core.use(() => {
+        const rows = statements(core.db).turns.all(
+          subscription,
+          sessionKey,
+          nowMs - settings.ttlMs,
+          MAX_TURNS_READ,
+        ) as Row[];
+        return rows.reverse().map(rowToTurn);
+      }),
+  };
+}
+
+/**
+ * Writes the turn of an agent run of a conversation: the event's prompt and `answer`. Called in
+ * the transaction that saves the answer, so a crash keeps both or neither: the run that is done
+ * again after a crash adds the turn once. An event without a conversation key writes nothing.
+ * @param core the store, in a transaction
+ * @param turn `eventId`: the running event; `answer`: as stored; `atMs`: now, in ms
+ */
+export function recordTurn(
+  core: StoreCore,
+  turn: { eventId: string; answer: string; atMs: number },
+): void {
+  statements(core.db).recordTurn.run(turn.answer, turn.atMs, turn.eventId);
+}
+
+/**
+ * Deletes turns written before `beforeMs`, oldest first, at most `maxRows`: the retention
+ * pass's share for conversations.
+ * @param db the database, in the caller's transaction
+ * @returns how many turns were deleted
+ */
+export function forgetTurns(db: DatabaseSync, beforeMs: number, maxRows: number): number {
+  return Number(statements(db).forget.run(beforeMs, maxRows).changes);
+}
+
+/** Turns a `session_turns` row into a record. */
+function rowToTurn(row: Row): SessionTurn {
+  return {
+    eventId: String(row.event_id),
+    prompt: String(row.prompt),
+    answer: String(row.answer),
+    atMs: Number(row.created_at),
+  };
+}
