@@ -101,4 +101,15 @@ Deno.test("dashboard in Chromium: replay an event with a changed template, see b
   assert.equal(eventUrl, page.url().split("?")[0], "the same event, replayed");
   await page.screenshot({ path: join(screens, "2-answers-compared.png"), fullPage: true });
   await page.locator("#comparison").screenshot({ path: join(screens, "3-diff.png") });
+
+  // Neither page shows a configured secret or the dashboard token.
+  const token = (await Deno.readTextFile(join(h.home, "state", "dashboard.token"))).trim();
+  for (
+    const path of [new URL(eventUrl).pathname, `${new URL(eventUrl).pathname}/replay-with-changes`]
+  ) {
+    const text = await (await page.request.get(new URL(path, eventUrl).href)).text();
+    for (const secret of [SECRET, TELEGRAM_TOKEN, token, llm.env.OPENAI_API_KEY]) {
+      assert.ok(!text.includes(secret), `${path} holds a secret: …${secret.slice(-4)}`);
+    }
+  }
 });
