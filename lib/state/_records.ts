@@ -31,15 +31,20 @@ export interface RouteSnapshot {
   /** The subscription's own agent options, when it sets any (docs/subscriptions.md#agent-options). */
   agent?: RouteAgentOptions;
   /**
-   * The most tokens of earlier turns a run of the event's conversation is given, when the
-   * subscription sets `session_budget` (docs/subscriptions.md#conversations).
-   */
-  sessionBudget?: number;
-  /**
    * How the event is folded with others of its burst into one agent run, when the subscription
    * coalesces and its key rendered non-empty (docs/subscriptions.md#coalescing).
    */
   coalesce?: CoalesceSnapshot;
+  /**
+   * The subscription's transform, when it has one (docs/subscriptions.md#transforms): the
+   * worker runs it on an event whose {@link NewEvent.transformed} is absent.
+   */
+  transform?: TransformSnapshot;
+  /**
+   * The most tokens of earlier turns a run of the event's conversation is given, when the
+   * subscription sets `session_budget` (docs/subscriptions.md#conversations).
+   */
+  sessionBudget?: number;
 }
 
 /**
@@ -54,6 +59,19 @@ export interface CoalesceSnapshot {
   windowSeconds: number;
   /** The longest a window stays open after its first event, in seconds. */
   maxSeconds: number;
+}
+
+/**
+ * A route's transform for one event: the program to run on its payload, and what to render
+ * from the JSON it prints.
+ */
+export interface TransformSnapshot {
+  /** The program and its arguments, split as a shell splits words. */
+  command: string[];
+  /** Its time limit, in seconds (may be fractional). */
+  timeoutSeconds: number;
+  /** The route's prompt template; absent: the default prompt (docs/templates.md). */
+  prompt?: string;
 }
 
 /** A route's overrides of `agent.*` for its runs; each absent one leaves the setting in force. */
@@ -107,6 +125,12 @@ export interface NewEvent {
    * earlier turns of the conversation, and runs after the earlier events of the same key.
    */
   sessionKey?: string;
+  /**
+   * The JSON the route's transform printed, as printed (`{"skip":true}` for an event it
+   * skipped); absent while the transform is pending (it failed at ingest, or a replay runs it
+   * again), and for an event whose route has none (docs/subscriptions.md#transforms).
+   */
+  transformed?: string;
 }
 
 /** What a redacted header's value reads as, its name kept. */

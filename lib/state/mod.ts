@@ -63,6 +63,7 @@ export type {
   RouteSnapshot,
   SessionTurn,
   StoredEvent,
+  TransformSnapshot,
 } from "./_records.ts";
 export type {
   ActivityMinute,
@@ -203,6 +204,17 @@ export interface StateStore extends EventReads {
    * @throws StoreUnavailableError when the database refuses the write
    */
   saveResponse(eventId: string, response: string, run?: AgentRun): void;
+  /**
+   * Persists what the event's transform printed and the prompt rendered from it
+   * (docs/subscriptions.md#transforms), once the worker ran a transform that failed at ingest
+   * or that a replay runs again; `{"skip":true}` with the prompt unchanged when it skipped.
+   * @param eventId the running event
+   * @param transformed the transform's JSON, as printed
+   * @param prompt the prompt (or direct message) rendered from it
+   * @throws NotFoundError when no event has this id
+   * @throws StoreUnavailableError when the database refuses the write
+   */
+  saveTransformed(eventId: string, transformed: string, prompt: string): void;
   /**
    * The turns of a conversation remembered at `nowMs` (written less than `sessionTtlSeconds`
    * before it), oldest first: what the next run of the conversation is given

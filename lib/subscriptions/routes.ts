@@ -23,6 +23,7 @@ import {
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
 import { keepExactNumber } from "./payload.ts";
 import { chatWithThread } from "../targets/mod.ts";
+import { transformSnapshot } from "../transforms/mod.ts";
 
 /**
  * Renders what `route` does with a payload: at ingest, and again when an event is replayed.
@@ -32,7 +33,9 @@ import { chatWithThread } from "../targets/mod.ts";
  * @param json the payload's JSON text, to render numbers a double rounds as they were written;
  *   without it they render rounded
  * @returns the mode, prompt (the rendered `--prompt`, or the default prompt when the route has
- *   none; docs/templates.md) and route snapshot stored with the event
+ *   none; docs/templates.md) and route snapshot stored with the event; for a route with a
+ *   transform, an empty prompt and the transform in the snapshot: the prompt is rendered from
+ *   what it prints (docs/subscriptions.md#transforms)
  * @example
  * ```ts
  * const dispatch = dispatchFor(route, payload, {
@@ -57,10 +60,12 @@ export function dispatchFor(
   if (json !== undefined && ROUNDED_LOOKING.test(chatId === undefined ? prompt : prompt + chatId)) {
     ({ prompt, chatId } = render(route, JSON.parse(json, keepExactNumber), context));
   }
+  const transform = transformSnapshot(route);
   return {
     mode: route.deliver_only ? "direct" : "agent",
-    // As stored: a direct message sent now and its replay later are the same text.
-    prompt: storableText(prompt),
+    // As stored: a direct message sent now and its replay later are the same text. A
+    // transform's event is rendered from what the transform prints, once it ran.
+    prompt: transform ? "" : storableText(prompt),
     route: {
       deliver: route.deliver ?? "log",
       chatId,
@@ -69,6 +74,7 @@ export function dispatchFor(
       ...(route.format === undefined ? {} : { format: route.format }),
       ...agentOptions(route),
       ...coalescing(route, { payload, context, json }),
+      ...(transform ? { transform } : {}),
     },
   };
 }

@@ -23,6 +23,7 @@ import type { AttemptInProgress, WorkerCore } from "./_core.ts";
 import { decide, isPermanent } from "./_decide.ts";
 import { deliveryKey } from "./_direct.ts";
 import { runPrompt } from "./_coalesce.ts";
+import { transformStep } from "./_transform.ts";
 
 /**
  * Makes one attempt at an event and records its outcome: delivered, retried later, failed, or
@@ -42,8 +43,11 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
   }
   const attempt = createAttempt(store, event);
   let silent = false;
+  let skipped = false;
   try {
-    const answer = await answerFor(worker, attempt);
+    // A transform that skips the event leaves nothing to deliver.
+    skipped = await transformStep(worker, attempt);
+    const answer = skipped ? { text: "", silent: true } : await answerFor(worker, attempt);
     if (answer === null) return;
     silent = answer.silent;
     // A silent answer is kept on its attempt and goes nowhere: the event ends delivered with no
@@ -63,7 +67,8 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
     attempt.writeRefused();
     store.markDelivered(event.id, nowMs);
   });
-  if (silent) log("info", "delivered nothing: the agent chose silence", attempt.context);
+  if (skipped) log("info", "delivered nothing: the transform skipped it", attempt.context);
+  else if (silent) log("info", "delivered nothing: the agent chose silence", attempt.context);
   else log("info", "delivered", { ...attempt.context, target: event.route.deliver });
   worker.deps.metrics?.event(event.subscription, "delivered");
 }

@@ -1,9 +1,9 @@
 /**
  * The last steps of `POST /webhooks/<name>` (docs/http.md), once the request is authentic and
- * parsed: GitHub's `ping` and Slack's URL check, the event filter, then dedupe and dispatch:
- * the event is persisted for the worker (202), or delivered while the sender waits (direct
- * mode, `_direct.ts`). A state database that cannot take the event is refused with 503 (see
- * `refusalOf`).
+ * parsed: GitHub's `ping` and Slack's URL check, the event filter, the route's transform
+ * (`_transform.ts`), then dedupe and dispatch: the event is persisted for the worker (202), or
+ * delivered while the sender waits (direct mode, `_direct.ts`). A state database that cannot
+ * take the event is refused with 503 (see `refusalOf`).
  *
  * @module
  */
@@ -21,6 +21,7 @@ import type { Route } from "../../lib/subscriptions/mod.ts";
 import { isOwnComment, postsComments } from "../../lib/targets/own_comments.ts";
 import type { IngestDeps } from "./mod.ts";
 import { deliverNow } from "./_direct.ts";
+import { pendingTransform, transformed } from "./_transform.ts";
 import { redactedHeaders } from "./_auth.ts";
 import {
   accepted,
@@ -62,7 +63,8 @@ interface Received {
 }
 
 /**
- * The ping, filter, dedupe and dispatch steps, once the request is authentic and parsed.
+ * The ping, filter, transform, dedupe and dispatch steps, once the request is authentic and
+ * parsed.
  * @param deps the pipeline's collaborators
  * @param authentic the route, scheme, headers and parsed payload
  * @returns 200 `pong`, a Slack challenge, `ignored` or `duplicate`; 202 `accepted`; direct
@@ -81,12 +83,24 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
     deps.metrics?.event(route.name, "ignored");
     return eventType;
   }
-  const newEvent = buildEvent(received, { json, receivedAtMs: deps.now(), headers, scheme });
+  let newEvent = buildEvent(received, { json, receivedAtMs: deps.now(), headers, scheme });
+  // Only a route with a transform pays for this step (docs/subscriptions.md#transforms).
+  if (route.transform) {
+    const result = await transformed(newEvent);
+    if (result === "skip") {
+      deps.metrics?.event(route.name, "ignored");
+      return ignored(received.event, "transform");
+    }
+    newEvent = result;
+  }
   const { subscription, eventLabel: event, deliveryId } = newEvent;
   const names: EventNames = { event: info.type, action: info.action, eventType };
   // Direct mode reads the store before it sends anything (is this delivery id a duplicate,
-  // how many parts went out already): a store it cannot read is a 503 there too.
-  if (route.deliver_only) return deliverNow(deps, { event: newEvent, payload, names });
+  // how many parts went out already): a store it cannot read is a 503 there too. A message
+  // whose transform failed has nothing to send yet: it is accepted for the worker.
+  if (route.deliver_only && !pendingTransform(newEvent)) {
+    return deliverNow(deps, { event: newEvent, payload, names });
+  }
   const result = await deps.store.accept(newEvent);
   if (result.status === "duplicate") {
     deps.metrics?.event(subscription, "duplicate");

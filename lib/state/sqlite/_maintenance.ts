@@ -98,6 +98,8 @@ export function replayEvent(
       "parts_sent = CASE WHEN status != 'delivered' AND mode = 'direct' AND ?2 = 'direct' " +
       "AND prompt = ?3 AND route = ?4 THEN parts_sent ELSE 0 END, " +
       "last_error = NULL, uncounted_attempts = 0, updated_at = ?1, replayed_at = ?1, mode = ?2, " +
+      // A replay runs the event's transform again (docs/subscriptions.md#transforms).
+      "transformed = NULL, " +
       "prompt = ?3, route = ?4 " +
       "WHERE id = ?5 AND status != 'running'",
   ).run(nowMs, dispatch.mode, dispatch.prompt, route, event.id);

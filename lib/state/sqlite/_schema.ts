@@ -84,9 +84,10 @@ CREATE TABLE IF NOT EXISTS events (
   replayed_at INTEGER,
   headers TEXT,
   scheme TEXT,
+  session_key TEXT,
   coalesce_key TEXT,
   coalesced_into TEXT,
-  session_key TEXT
+  transformed TEXT
 );
 CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS events_running ON events(status) WHERE status = 'running';
@@ -128,6 +129,10 @@ CREATE INDEX IF NOT EXISTS events_failed_subscription ON events(subscription)
   WHERE status = 'failed';
 CREATE INDEX IF NOT EXISTS events_due_delivery ON events(next_attempt_at)
   WHERE status = 'queued' AND (mode = 'direct' OR response IS NOT NULL);
+CREATE INDEX IF NOT EXISTS events_coalesce ON events(subscription, coalesce_key)
+  WHERE status = 'queued' AND coalesce_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_coalesced_into ON events(coalesced_into)
+  WHERE coalesced_into IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_session ON events(subscription, session_key)
   WHERE session_key IS NOT NULL AND status IN ('queued', 'running');
 CREATE TABLE IF NOT EXISTS session_turns (
@@ -140,10 +145,6 @@ CREATE TABLE IF NOT EXISTS session_turns (
 );
 CREATE INDEX IF NOT EXISTS session_turns_key ON session_turns(subscription, session_key);
 CREATE INDEX IF NOT EXISTS session_turns_created ON session_turns(created_at);
-CREATE INDEX IF NOT EXISTS events_coalesce ON events(subscription, coalesce_key)
-  WHERE status = 'queued' AND coalesce_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_coalesced_into ON events(coalesced_into)
-  WHERE coalesced_into IS NOT NULL;
 `;
 
 /**
@@ -216,6 +217,13 @@ ALTER TABLE events ADD COLUMN coalesce_key TEXT;
 ALTER TABLE events ADD COLUMN coalesced_into TEXT;
 `;
 
+/**
+ * Upgrades a version 1 to 10 database to version 11, after the other upgrades: the JSON an
+ * event's transform printed (docs/subscriptions.md#transforms), null for the events already
+ * stored and while a transform is pending.
+ */
+const UPGRADE_TO_11_TRANSFORM_SQL = "ALTER TABLE events ADD COLUMN transformed TEXT";
+
 type Row = Record<string, unknown>;
 
 /**
@@ -254,6 +262,7 @@ export function rowToEvent(row: Row): StoredEvent {
     ...(typeof row.scheme === "string" ? { scheme: row.scheme } : {}),
     ...(typeof row.session_key === "string" ? { sessionKey: row.session_key } : {}),
     ...(typeof row.coalesced_into === "string" ? { coalescedInto: row.coalesced_into } : {}),
+    ...(typeof row.transformed === "string" ? { transformed: row.transformed } : {}),
   };
 }
 
@@ -343,6 +352,7 @@ export function createOrUpgradeSchema(
     if (lacks("headers")) db.exec(UPGRADE_TO_10_EVENTS_SQL);
     if (lacks("provider", attemptColumns)) db.exec(UPGRADE_TO_10_ATTEMPTS_SQL);
     if (lacks("coalesce_key")) db.exec(UPGRADE_TO_11_COALESCE_SQL);
+    if (lacks("transformed")) db.exec(UPGRADE_TO_11_TRANSFORM_SQL);
     if (lacks("session_key")) db.exec(UPGRADE_TO_11_SESSION_SQL);
     db.exec(SCHEMA_SQL);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);

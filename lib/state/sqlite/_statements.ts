@@ -7,7 +7,7 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 
 const EVENT_COLUMNS = "id, subscription, event_type, delivery_id, dedupe, source, mode, payload, " +
   "prompt, route, received_at, status, attempts, next_attempt_at, response, parts_sent, " +
-  "last_error, updated_at, key_expires_at, headers, scheme, session_key";
+  "last_error, updated_at, key_expires_at, headers, scheme, session_key, transformed";
 
 /** The row that holds an idempotency key (see `events_key` in `_schema.ts`). */
 const KEY_HOLDER = "subscription = ? AND delivery_id = ? AND key_expires_at IS NOT NULL";
@@ -33,7 +33,7 @@ export const STATEMENTS = {
   keyHolder: `SELECT id, key_expires_at FROM events WHERE ${KEY_HOLDER}`,
   releaseKey: `UPDATE events SET key_expires_at = NULL WHERE ${KEY_HOLDER}`,
   // A row that would take a key already held is not inserted (changes = 0).
-  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(22).fill("?").join(", ")}) ` +
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES (${Array(23).fill("?").join(", ")}) ` +
     "ON CONFLICT (subscription, delivery_id) WHERE key_expires_at IS NOT NULL DO NOTHING",
   insertAttempt: "INSERT INTO attempts (event_id, attempt, started_at, finished_at, step, error) " +
     "VALUES (?, ?, ?, ?, ?, ?)",
@@ -42,6 +42,7 @@ export const STATEMENTS = {
   claim: "UPDATE events SET status = 'running', attempts = attempts + 1, " +
     "next_attempt_at = NULL, updated_at = ? WHERE id = ?",
   saveResponse: "UPDATE events SET response = ?, updated_at = ? WHERE id = ?",
+  saveTransformed: "UPDATE events SET transformed = ?, prompt = ?, updated_at = ? WHERE id = ?",
   // The run that answered, and its answer, stay on the attempt for the event's lineage.
   agentDone: "UPDATE attempts SET step = 'delivery', provider = ?, model = ?, " +
     "prompt_tokens = ?, completion_tokens = ?, run_ms = ?, answer = ? " +

@@ -133,6 +133,7 @@ function insertEvent(
     event.headers === undefined ? null : JSON.stringify(event.headers),
     event.scheme ?? null,
     event.sessionKey ?? null,
+    event.transformed ?? null,
   );
   return Number(inserted.changes) === 1;
 }

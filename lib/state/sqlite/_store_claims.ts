@@ -9,8 +9,8 @@ import { NotFoundError } from "../../errors.ts";
 import { recoverInterrupted } from "./_maintenance.ts";
 import { insertReceipts } from "./_store_accept.ts";
 import { rowToEvent } from "./_schema.ts";
-import { recordTurn } from "./_store_sessions.ts";
 import { foldOnClaim, settleFolded } from "./_store_coalesce.ts";
+import { recordTurn } from "./_store_sessions.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
 import {
   type EventStatus,
@@ -25,6 +25,7 @@ export type ClaimOps = Pick<
   StateStore,
   | "claimDue"
   | "saveResponse"
+  | "saveTransformed"
   | "savePartsSent"
   | "markDelivered"
   | "markRetry"
@@ -60,6 +61,13 @@ export function claimOps(core: StoreCore): ClaimOps {
             eventId,
           );
         })
+      ),
+    saveTransformed: (eventId, transformed, prompt) =>
+      use(() =>
+        core.update(
+          eventId,
+          () => s.saveTransformed.run(transformed, storableText(prompt), clock(), eventId),
+        )
       ),
     savePartsSent: (eventId, partsSent, attempt) =>
       use(() => {

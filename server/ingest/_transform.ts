@@ -1,0 +1,60 @@
+/**
+ * The "transform" step of `POST /webhooks/<name>` (docs/subscriptions.md#transforms), after the
+ * filters, for a route that has a transform: the program's JSON becomes what the prompt (or
+ * direct message) is rendered from, or it skips the event. A transform that fails here does
+ * not lose the event: it is accepted with its transform pending, and the worker runs the
+ * transform again with the event's attempts.
+ *
+ * @module
+ */
+import { lineTemplate, writeLine } from "../../lib/log.ts";
+import { type NewEvent, storableText } from "../../lib/state/mod.ts";
+import { promptFrom, runTransform, TransformError } from "../../lib/transforms/mod.ts";
+import { log } from "./_answers.ts";
+
+const SKIPPED = lineTemplate("ignored {subscription}: event {event} skipped by its transform");
+const PENDING = lineTemplate(
+  "transform of {subscription} failed on event {event}, accepted for the worker to retry: " +
+    "{error}",
+);
+
+/**
+ * Runs the event's transform, if its route has one.
+ * @param event the event as built from the request, its snapshot holding the transform
+ * @returns `skip` when the transform skipped it; else the event to dispatch: with the
+ *   transformed JSON and the prompt rendered from it, or as it was, its transform pending,
+ *   when the transform failed (the failure is logged)
+ * @throws what the transform throws but a `TransformError` (an unexpected error)
+ */
+export async function transformed(event: NewEvent): Promise<NewEvent | "skip"> {
+  const transform = event.route.transform;
+  if (transform === undefined) return event;
+  const subscription = event.subscription;
+  let result;
+  try {
+    result = await runTransform(transform, event.payload);
+  } catch (error) {
+    if (!(error instanceof TransformError)) throw error;
+    const fields = { subscription, event: event.eventLabel, error: error.message };
+    writeLine(log, "warning", PENDING, { ...fields, delivery_id: event.deliveryId });
+    return event;
+  }
+  if (result.skip) {
+    writeLine(log, "info", SKIPPED, { subscription, event: event.eventLabel });
+    return "skip";
+  }
+  const context = { event: event.eventLabel, subscription, deliveryId: event.deliveryId };
+  return {
+    ...event,
+    transformed: result.json,
+    prompt: storableText(promptFrom(transform.prompt, result, context)),
+  };
+}
+
+/**
+ * Whether an event's transform is still to run: its route has one, and it has no transformed
+ * JSON (it failed at ingest).
+ */
+export function pendingTransform(event: NewEvent): boolean {
+  return event.route.transform !== undefined && event.transformed === undefined;
+}
