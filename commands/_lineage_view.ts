@@ -19,6 +19,7 @@ import {
   utcTime,
   withSeries,
 } from "./_event_listing.ts";
+import { SKIPPED_JSON } from "../lib/transforms/mod.ts";
 
 /**
  * An event's lineage as `--json` prints it: the fields of `webhook events --json`, the scheme
@@ -36,6 +37,7 @@ export function lineageJson(lineage: Lineage) {
     scheme: event.scheme ?? null,
     headers: event.headers ?? null,
     payload: parsedPayload(event.payload),
+    transformed: event.transformed ?? null,
     prompt: event.prompt,
     answer: event.response,
     attempts_detail: withSeries(attempts).map((attempt) => ({
@@ -66,6 +68,7 @@ export function lineageText(lineage: Lineage, options: { holdsKey: boolean }): s
     summary(event),
     received(event),
     decisions(event, options.holdsKey),
+    ...transformedSection(event),
     section("Prompt", quoted(event.prompt)),
     section("Attempts", attemptLines(attempts)),
     section("Answer", event.response === null ? ["  none yet"] : quoted(event.response)),
@@ -75,10 +78,30 @@ export function lineageText(lineage: Lineage, options: { holdsKey: boolean }): s
 }
 
 /**
+ * What the route's transform printed (docs/subscriptions.md#transforms), or that it is still to
+ * run; nothing for an event whose route has none.
+ */
+function transformedSection(event: StoredEvent): string[] {
+  if (event.route.transform === undefined) return [];
+  const command = event.route.transform.command.join(" ");
+  return [
+    section(
+      `Transformed by ${line(command)}`,
+      event.transformed === undefined
+        ? ["  not yet: the transform runs again with the next attempt"]
+        : quoted(event.transformed),
+    ),
+  ];
+}
+
+/**
  * Why nothing was delivered: an agent event delivered with no part had the silent marker for
  * its answer (an answer is never empty, and every other delivery sends a part).
  */
 function noPartText(event: StoredEvent): string {
+  if (event.status === "delivered" && event.transformed === SKIPPED_JSON) {
+    return "  none: the transform skipped it";
+  }
   const silent = event.status === "delivered" && event.mode === "agent" && event.partsSent === 0;
   return silent ? "  none: the agent chose silence" : "  no part yet";
 }

@@ -86,6 +86,8 @@ function outcomeLines({ event, attempts, parts }: Lineage): string[] {
     return [`Failed after ${tries}, ${took}: ${errorText(event.lastError)}`];
   }
   const lines = [`Delivered in ${took}, after ${tries}.`];
+  // What the subscription's transform made of the payload (docs/subscriptions.md#transforms).
+  if (event.transformed !== undefined) lines.push(`  transformed: ${errorText(event.transformed)}`);
   const run = attempts.findLast((attempt) => attempt.run !== null)?.run;
   if (run) {
     const tokens = run.promptTokens === null

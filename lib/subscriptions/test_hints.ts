@@ -83,6 +83,13 @@ export function answerHints(
     const headers = new Headers({ "content-type": "application/json", ...request.headers });
     hints.push(...filterHints(route, { payload: request.payload, headers }));
   }
+  if (reason === "transform") {
+    hints.push(
+      `The transform (${route.transform}) printed {"skip": true} for this payload: the event ` +
+        "was dropped. Change the payload with --payload, or the transform with agent webhook " +
+        `subscribe ${route.name} --transform ... (docs/subscriptions.md#transforms).`,
+    );
+  }
   if (answer.status === 404) hints.push(...unservedHints(route));
   if (status === "ignored" && reason === undefined) {
     hints.push(
