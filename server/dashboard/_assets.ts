@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { PAGE_SIZE } from "./_events_page.tsx";
 
 /** `/assets/app.css`. */
 export const STYLE_SHEET = `
@@ -118,7 +119,8 @@ details > summary { cursor: pointer; }
  * `/assets/app.js`: the live updates. The page names its stream in `data-stream`; each
  * `change` message is an event summary (see `eventSummary`): the events page puts it in its
  * table, in place of the row it had or, when its status filter (`data-status`) takes it, as a
- * new row; an event's page reloads to show the new story. Text goes in through `textContent` only, never parsed as HTML.
+ * new row, the rows past the first page dropped; an event's page reloads to show the new
+ * story. Text goes in through `textContent` only, never parsed as HTML.
  */
 export const LIVE_SCRIPT = `"use strict";
 (() => {
@@ -157,6 +159,24 @@ export const LIVE_SCRIPT = `"use strict";
     fresh.classList.add("new");
     const older = Array.from(tbody.rows).find((row) => row.dataset.id < event.id);
     tbody.insertBefore(fresh, older || null);
+    keepFirstPage(tbody);
+  }
+
+  // The page stays the first page, as the server sends it: rows pushed off it go, and
+  // "Older" then starts after the last row kept.
+  function keepFirstPage(tbody) {
+    if (tbody.rows.length <= ${PAGE_SIZE}) return;
+    while (tbody.rows.length > ${PAGE_SIZE}) tbody.rows[tbody.rows.length - 1].remove();
+    const last = tbody.rows[tbody.rows.length - 1].dataset.id;
+    const params = new URLSearchParams(location.search);
+    params.set("before", last);
+    let link = document.querySelector(".pager a[href*='before=']");
+    if (!link) {
+      link = document.createElement("a");
+      link.textContent = "Older »";
+      document.querySelector(".pager")?.append(link);
+    }
+    link.href = "/events?" + params.toString();
   }
 
   function rowOf(event) {

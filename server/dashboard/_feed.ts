@@ -1,25 +1,38 @@
 /**
- * The live feed of the dashboard: while at least one page listens, the state store is read once
- * a second for new events and status changes, and the changes go to every listener. Reading
- * happens once for all listeners, and not at all while nobody listens, so the ingest path pays
- * nothing for a dashboard nobody watches and little for one that is watched.
+ * The live feed of the dashboard: while a page listens, the state store is read about once a
+ * second for what that page shows, and what changed goes to its listeners.
  *
- * A poll reads the newest events, the running ones and the newest queued ones, each through
- * the order or the index it already has, and each event it saw queued or running before and
- * does not see now, by id: every change of status passes through queued or running (a replay
- * queues an event), so none is missed among the events a page shows live.
+ * What a page shows is its view: the events page's filter, of which it shows the first page
+ * (the newest {@link PAGE_SIZE} events that match), or one event, by id. The feed reads each
+ * view once a tick for all its listeners, with the query the page itself was read with, and
+ * nothing of a view nobody follows, so the ingest path pays nothing for a dashboard nobody
+ * watches. A read never takes more than a page of rows, however busy the gateway: new events
+ * beyond a page in one tick push each other off it, as a reload would show. A view whose read
+ * is slow (a filter no index serves, over a large database) is read less often, so that each
+ * view holds the event loop at most about 1% of the time.
+ *
+ * Reading the store, rather than being told by this process's ingest and worker, shows as well
+ * what any other process writing the same database did.
  *
  * @module
  */
 import type { StateStore, StoredEvent } from "../../lib/state/mod.ts";
+import { PAGE_SIZE } from "./_events_page.tsx";
+import type { PageFilter } from "./_filters.ts";
 
 /** How often the feed reads the store while a page listens, in ms. */
 export const FEED_INTERVAL_MS = 1000;
 
-/** How many of the newest events, and of the newest queued ones, a poll reads. */
-const WINDOW = 50;
+/** The most of the event loop's time one view's reads may take (a share). */
+const READ_SHARE = 0.01;
 
-/** Called after each poll with the events that changed since the one before (maybe none). */
+/** What a page shows: the first page of the events page's filter, or one event by its id. */
+export type FeedView = { filter: PageFilter } | { eventId: string };
+
+/**
+ * Called after each tick with the events of the listener's view that changed since the tick
+ * before (maybe none), oldest first.
+ */
 export type FeedListener = (changed: StoredEvent[]) => void;
 
 /** Options of {@link EventFeed}. */
@@ -29,26 +42,36 @@ export interface FeedOptions {
    * @default {setInterval}
    */
   every?: (ms: number, tick: () => void) => () => void;
-  /** Told when a poll fails (the store closed, a lock held too long); the feed goes on. */
+  /** A monotonic clock in ms, to time the reads. @default {performance.now} */
+  clockMs?: () => number;
+  /** Told when a read fails (the store closed, a lock held too long); the feed goes on. */
   onError?: (error: unknown) => void;
 }
 
-/** What the feed remembers of an event: what changes with it, and whether it may change. */
-type Seen = { version: string; settled: boolean };
+/** A view followed by at least one listener, and what it showed at its last read. */
+interface Followed {
+  view: FeedView;
+  listeners: Set<FeedListener>;
+  /** Each event read last time, by id: `status|attempts|updatedAtMs`. */
+  versions: Map<string, string>;
+  /** Whether a read has learned what the view shows: until then nothing is a change. */
+  primed: boolean;
+  /** Ticks left before the next read, after a slow one. */
+  restTicks: number;
+}
 
 /** See the module's documentation. */
 export class EventFeed {
   #store: Pick<StateStore, "listEvents" | "getEvent">;
   #every: NonNullable<FeedOptions["every"]>;
+  #clockMs: () => number;
   #onError: (error: unknown) => void;
-  #listeners = new Set<FeedListener>();
-  #seen = new Map<string, Seen>();
-  #primed = false;
+  #views = new Map<string, Followed>();
   #stopTimer: (() => void) | undefined;
 
   /**
    * @param store the state store the gateway writes
-   * @param options the timer and the error report (see {@link FeedOptions})
+   * @param options the timer, the clock and the error report (see {@link FeedOptions})
    */
   constructor(store: Pick<StateStore, "listEvents" | "getEvent">, options: FeedOptions = {}) {
     this.#store = store;
@@ -56,88 +79,107 @@ export class EventFeed {
       const timer = setInterval(tick, ms);
       return () => clearInterval(timer);
     });
+    this.#clockMs = options.clockMs ?? (() => performance.now());
     this.#onError = options.onError ?? (() => {});
   }
 
   /**
-   * Adds a listener; the first one starts the polls, with one made now that learns what is
-   * there: a change made before the first tick is then a change, not part of what was there.
-   * @returns a function that removes it; the last one removed stops the polls
+   * Adds a listener to a view. The first one of a view reads it at once, to learn what it
+   * shows: a change made after `listen` returns is then a change, not part of what was there.
+   * @param view what the listener's page shows (see {@link FeedView})
+   * @param listener called after every tick
+   * @returns a function that removes it; the last one removed stops the reads
    */
-  listen(listener: FeedListener): () => void {
-    this.#listeners.add(listener);
-    if (this.#stopTimer === undefined) {
-      this.#stopTimer = this.#every(FEED_INTERVAL_MS, () => this.#tick());
-      this.#tick();
+  listen(view: FeedView, listener: FeedListener): () => void {
+    const key = JSON.stringify("eventId" in view ? { id: view.eventId } : view.filter);
+    let followed = this.#views.get(key);
+    if (followed === undefined) {
+      followed = { view, listeners: new Set(), versions: new Map(), primed: false, restTicks: 0 };
+      this.#views.set(key, followed);
+      this.#readSafely(followed);
+      followed.restTicks = 0; // a first read runs cold: no measure of the ones to come
     }
+    const own = followed;
+    own.listeners.add(listener);
+    this.#stopTimer ??= this.#every(FEED_INTERVAL_MS, () => this.#tick());
     return () => {
-      this.#listeners.delete(listener);
-      if (this.#listeners.size === 0) this.#stop();
+      own.listeners.delete(listener);
+      if (own.listeners.size === 0 && this.#views.get(key) === own) this.#views.delete(key);
+      if (this.#views.size === 0) this.#stop();
     };
   }
 
   /** How many listeners there are (pages following the feed). */
   get listeners(): number {
-    return this.#listeners.size;
+    let count = 0;
+    for (const followed of this.#views.values()) count += followed.listeners.size;
+    return count;
   }
 
-  /**
-   * Reads the store once. The first poll after the feed starts only learns what is there.
-   * @returns the events that are new or changed since the poll before, oldest first
-   * @throws StoreUnavailableError when the store cannot be read
-   */
-  poll(): StoredEvent[] {
-    const current = new Map<string, StoredEvent>();
-    for (const filter of [{}, { status: "running" as const }, { status: "queued" as const }]) {
-      for (const event of this.#store.listEvents({ ...filter, limit: WINDOW })) {
-        current.set(event.id, event);
-      }
-    }
-    for (const [id, seen] of this.#seen) {
-      if (current.has(id) || seen.settled) continue;
-      const event = this.#store.getEvent(id);
-      if (event) current.set(id, event);
-      else this.#seen.delete(id);
-    }
-    const changed: StoredEvent[] = [];
-    for (const event of current.values()) {
-      const version = `${event.status}|${event.attempts}|${event.updatedAtMs}`;
-      if (this.#seen.get(event.id)?.version === version) continue;
-      if (this.#primed) changed.push(event);
-      const settled = event.status === "delivered" || event.status === "failed";
-      this.#seen.set(event.id, { version, settled });
-    }
-    // Settled events out of the window are forgotten: they change only by a replay, which
-    // queues them, where the next poll finds them.
-    for (const [id, seen] of this.#seen) {
-      if (seen.settled && !current.has(id)) this.#seen.delete(id);
-    }
-    this.#primed = true;
-    return changed.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-  }
-
-  /** Stops the polls and lets every listener go (the gateway stops). */
+  /** Stops the reads and lets every listener go (the gateway stops). */
   close(): void {
-    this.#listeners.clear();
+    this.#views.clear();
     this.#stop();
   }
 
-  /** One poll, its changes given to every listener. */
+  /** One tick: each view read (unless resting after a slow read), its changes to its listeners. */
   #tick(): void {
-    let changed: StoredEvent[];
+    for (const followed of [...this.#views.values()]) {
+      let changed: StoredEvent[] = [];
+      if (followed.restTicks > 0) followed.restTicks -= 1;
+      else changed = this.#readSafely(followed);
+      for (const listener of [...followed.listeners]) listener(changed);
+    }
+  }
+
+  /** {@link EventFeed.#read}, timed, with a failure told and taken as no change. */
+  #readSafely(followed: Followed): StoredEvent[] {
+    const startMs = this.#clockMs();
     try {
-      changed = this.poll();
+      return this.#read(followed);
     } catch (error) {
       this.#onError(error);
-      changed = [];
+      return [];
+    } finally {
+      const tookMs = this.#clockMs() - startMs;
+      followed.restTicks = Math.max(0, Math.ceil(tookMs / READ_SHARE / FEED_INTERVAL_MS) - 1);
     }
-    for (const listener of [...this.#listeners]) listener(changed);
+  }
+
+  /**
+   * Reads what a view shows now.
+   * @returns the events new or changed since its last read, oldest first; none at the first
+   * @throws StoreUnavailableError when the store cannot be read
+   */
+  #read(followed: Followed): StoredEvent[] {
+    const { view, versions } = followed;
+    const shown = "eventId" in view
+      ? [this.#store.getEvent(view.eventId)].filter((event) => event !== null)
+      : this.#store.listEvents({ ...view.filter, limit: PAGE_SIZE });
+    const current = new Map<string, string>();
+    const changed: StoredEvent[] = [];
+    const compare = (event: StoredEvent) => {
+      const version = `${event.status}|${event.attempts}|${event.updatedAtMs}`;
+      if (followed.primed && versions.get(event.id) !== version) changed.push(event);
+      return version;
+    };
+    for (const event of shown) current.set(event.id, compare(event));
+    if ("filter" in view && view.filter.status !== undefined && followed.primed) {
+      // A row whose status no longer matches stays on the page, in its new status: it is read
+      // once more by id, then no longer followed.
+      for (const id of versions.keys()) {
+        if (current.has(id)) continue;
+        const event = this.#store.getEvent(id);
+        if (event !== null) compare(event);
+      }
+    }
+    followed.versions = current;
+    followed.primed = true;
+    return changed.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   }
 
   #stop(): void {
     this.#stopTimer?.();
     this.#stopTimer = undefined;
-    this.#seen.clear();
-    this.#primed = false;
   }
 }

@@ -5,7 +5,9 @@
  * or `id=` for an event's page; and `since=`, in ms: the events it may show changed after then
  * are sent first, so no change falls between the page and its stream. The events page gives
  * the millisecond before it read them; an event's page, the time of the change it shows, so
- * that the same version does not come back to it.
+ * that the same version does not come back to it. Then come the changes of what the page shows,
+ * as the live feed (`_feed.ts`) reads them, in one write a tick: on the events page, the first
+ * page of its filter, whose newest events push older ones off it.
  *
  * The stream checks its session every few seconds: once the token is rotated it sends `end`
  * and closes, and the page reloads into the login page.
@@ -18,7 +20,7 @@ import { streamSSE } from "hono/streaming";
 import type { StateStore, StoredEvent } from "../../lib/state/mod.ts";
 import { type AuthDeps, currentToken, type DashboardEnv } from "./_auth.ts";
 import type { EventFeed } from "./_feed.ts";
-import { matchesBesidesStatus, readFilter } from "./_filters.ts";
+import { readFilter } from "./_filters.ts";
 import { eventSummary } from "./_format.ts";
 import { checkSession } from "./_sessions.ts";
 import { PAGE_SIZE } from "./_events_page.tsx";
@@ -48,29 +50,29 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
   if ("error" in read) return c.json({ error: read.error }, 400);
   const id = c.req.query("id");
   const sinceMs = Number(c.req.query("since") ?? "0");
-  const wanted = (event: StoredEvent) =>
-    id ? event.id === id : matchesBesidesStatus(read.filter, event);
   const cookie = getCookie(c, deps.auth.cookieName);
   const response = streamSSE(c, async (stream) => {
     const done = Promise.withResolvers<void>();
     let writing = Promise.resolve();
     const write = (text: string) => {
+      if (text === "") return;
       writing = writing.then(() => stream.write(text)).then(() => {}, () => done.resolve());
     };
-    const send = (event: StoredEvent) =>
-      write(`event: change\ndata: ${JSON.stringify(eventSummary(event))}\n\n`);
+    // One write a tick, however many changes: each write is a chunk through the HTTP server.
+    const changes = (events: StoredEvent[]) =>
+      events.map((event) => `event: change\ndata: ${JSON.stringify(eventSummary(event))}\n\n`)
+        .join("");
     write("retry: 2000\n\n");
+    // Read, then followed, in one turn of the event loop: no change falls between the two.
     const caughtUp = id
       ? [deps.store.getEvent(id)].filter((event) => event !== null)
       : deps.store.listEvents({ ...read.filter, limit: PAGE_SIZE }).reverse();
-    for (const event of caughtUp) {
-      if (event.updatedAtMs > sinceMs && wanted(event)) send(event);
-    }
+    write(changes(caughtUp.filter((event) => event.updatedAtMs > sinceMs)));
     let ticks = 0;
-    const stop = deps.feed.listen((changed) => {
+    const view = id ? { eventId: id } : { filter: read.filter };
+    const stop = deps.feed.listen(view, (changed) => {
       ticks += 1;
-      for (const event of changed) if (wanted(event)) send(event);
-      if (ticks % KEEP_ALIVE_TICKS === 0) write(": keep-alive\n\n");
+      write(changes(changed) + (ticks % KEEP_ALIVE_TICKS === 0 ? ": keep-alive\n\n" : ""));
       if (ticks % SESSION_CHECK_TICKS === 0) {
         sessionValid(deps.auth, cookie).then((valid) => {
           if (!valid) write("event: end\ndata: the session ended\n\n");

@@ -75,6 +75,7 @@ export async function dashboardWorld(
   });
   const ticks: (() => void)[] = [];
   const feed = new EventFeed(store, {
+    clockMs: () => 0, // reads never rest: each tick() reads
     every: (_ms, tick) => {
       ticks.push(tick);
       return () => ticks.splice(ticks.indexOf(tick), 1);

@@ -1,74 +1,144 @@
 /**
- * The live feed (server/dashboard/_feed.ts) on a real SQLite store: what each poll finds new or
- * changed, the events it follows out of its window, and that it reads nothing while nobody
- * listens. Then the stream a page follows, as the browser reads it.
+ * The live feed (server/dashboard/_feed.ts) on a real SQLite store: what each tick finds new or
+ * changed in what a page shows, that it reads no more than a page however busy the gateway is
+ * and nothing while nobody listens, and that a slow read is spaced out. Then the stream a page
+ * follows, as the browser reads it, under load.
  */
 import assert from "node:assert/strict";
-import { EventFeed } from "../../../server/dashboard/mod.ts";
-import { dashboardWorld, issueEvent, logIn } from "./_helpers.ts";
+import type { StateStore, StoredEvent } from "../../../lib/state/mod.ts";
+import { EventFeed, FEED_INTERVAL_MS } from "../../../server/dashboard/mod.ts";
+import { PAGE_SIZE } from "../../../server/dashboard/_events_page.tsx";
+import { type DashboardWorld, dashboardWorld, issueEvent, logIn } from "./_helpers.ts";
 
-Deno.test("EventFeed.poll() gives new events and status changes once, oldest first", async () => {
-  await using world = await dashboardWorld();
-  const feed = new EventFeed(world.store);
-  const old = await world.store.accept(issueEvent());
-  assert.deepEqual(feed.poll(), [], "the first poll only learns what is there");
-  const a = await world.store.accept(issueEvent());
-  const b = await world.store.accept(issueEvent());
-  assert.deepEqual(feed.poll().map((e) => e.id), [a.eventId, b.eventId]);
-  assert.deepEqual(feed.poll(), [], "nothing changed");
-  world.store.claimDue(world.clock.nowMs, 1); // `old` runs
-  const [running] = feed.poll();
-  assert.deepEqual([running.id, running.status], [old.eventId, "running"]);
-  world.store.markDelivered(old.eventId!, world.clock.nowMs + 5);
-  const [delivered] = feed.poll();
-  assert.deepEqual([delivered.id, delivered.status], [old.eventId, "delivered"]);
-});
+type Reads = Pick<StateStore, "listEvents" | "getEvent">;
 
-Deno.test("EventFeed.poll() follows a queued event it saw out of its window to its outcome", async () => {
-  await using world = await dashboardWorld();
-  const feed = new EventFeed(world.store);
-  const first = await world.store.accept(issueEvent());
-  feed.poll();
-  // 120 events newer than it, none of them queued: out of every window the poll reads.
-  for (let i = 0; i < 120; i++) {
-    await world.store.recordDirect(issueEvent({ mode: "direct" }), {
-      delivered: true,
-      partsSent: 1,
-    });
-  }
-  for (let i = 0; i < 60; i++) await world.store.accept(issueEvent());
-  feed.poll();
-  const claimed = world.store.claimDue(world.clock.nowMs, 1);
-  assert.equal(claimed[0].id, first.eventId);
-  world.store.markFailed(first.eventId!, { error: "x", step: "agent", nowMs: world.clock.nowMs });
-  const changed = feed.poll();
-  assert.deepEqual(changed.map((e) => [e.id, e.status]), [[first.eventId, "failed"]]);
-});
-
-Deno.test("EventFeed polls while a page listens, and not at all once none does", async () => {
-  await using world = await dashboardWorld();
-  let timers = 0;
-  let ticking: (() => void) | undefined;
-  const feed = new EventFeed(world.store, {
+/** A feed of `store` whose timer is the test's: `tick()` runs it. */
+function manualFeed(store: Reads, options: { clockMs?: () => number } = {}) {
+  const timer: { tick?: () => void } = {};
+  const feed = new EventFeed(store, {
+    clockMs: () => 0, // every read instant, unless the test says otherwise
+    ...options,
     every: (_ms, tick) => {
-      timers++;
-      ticking = tick;
-      return () => ticking = undefined;
+      timer.tick = tick;
+      return () => timer.tick = undefined;
     },
   });
-  const heard: string[][] = [];
-  const stopA = feed.listen((changed) => heard.push(changed.map((e) => e.id)));
-  const stopB = feed.listen(() => {});
-  assert.equal(timers, 1, "one timer for every listener");
-  assert.deepEqual(heard, [[]], "the first listener's poll learns what is there");
+  return { feed, timer };
+}
+
+/** The store's reads, counting the events they return. */
+function countingReads(store: Reads, onRead: (rows: number) => void = () => {}) {
+  const counted = { rows: 0, reads: 0 };
+  const reads: Reads = {
+    listEvents: (filter) => {
+      const events = store.listEvents(filter);
+      counted.rows += events.length;
+      counted.reads += 1;
+      onRead(events.length);
+      return events;
+    },
+    getEvent: (id) => {
+      const event = store.getEvent(id);
+      counted.rows += event ? 1 : 0;
+      counted.reads += 1;
+      onRead(1);
+      return event;
+    },
+  };
+  return { reads, counted };
+}
+
+const ids = (events: StoredEvent[]) => events.map((event) => event.id);
+
+Deno.test("EventFeed gives new events and status changes of a page once, oldest first", async () => {
+  await using world = await dashboardWorld();
+  const { feed, timer } = manualFeed(world.store);
+  const old = await world.store.accept(issueEvent());
+  const heard: StoredEvent[][] = [];
+  feed.listen({ filter: {} }, (changed) => heard.push(changed));
+  assert.equal(heard.length, 0, "listening learns what is there and tells nothing");
+  const a = await world.store.accept(issueEvent());
+  const b = await world.store.accept(issueEvent());
+  timer.tick!();
+  timer.tick!();
+  assert.deepEqual(heard.map(ids), [[a.eventId, b.eventId], []]);
+  world.store.claimDue(world.clock.nowMs, 1); // `old` runs
+  timer.tick!();
+  world.store.markDelivered(old.eventId!, world.clock.nowMs + 5);
+  timer.tick!();
+  assert.deepEqual(
+    heard.slice(2).map((changed) => changed.map((event) => [event.id, event.status])),
+    [[[old.eventId, "running"]], [[old.eventId, "delivered"]]],
+  );
+});
+
+Deno.test("EventFeed reads at most a page a tick, however many events arrive and wait", async () => {
+  await using world = await dashboardWorld();
+  const { reads, counted } = countingReads(world.store);
+  const { feed, timer } = manualFeed(reads);
+  const heard: StoredEvent[][] = [];
+  feed.listen({ filter: {} }, (changed) => heard.push(changed));
+  for (let tick = 0; tick < 4; tick++) {
+    // Agent-mode events that stay queued, as behind an LLM that does not answer.
+    for (let i = 0; i < 2 * PAGE_SIZE; i++) await world.store.accept(issueEvent());
+    counted.rows = 0;
+    timer.tick!();
+    assert.ok(counted.rows <= PAGE_SIZE, `tick ${tick} read ${counted.rows} events`);
+  }
+  const newest = world.store.listEvents({ limit: PAGE_SIZE });
+  assert.deepEqual(heard.at(-1)!.map((event) => event.id), ids(newest).reverse(), "the first page");
+});
+
+Deno.test("EventFeed sends a status-filtered page its rows' change out of the filter once", async () => {
+  await using world = await dashboardWorld();
+  const { feed, timer } = manualFeed(world.store);
   const { eventId } = await world.store.accept(issueEvent());
-  ticking!();
-  ticking!();
-  assert.deepEqual(heard, [[], [eventId], []]);
+  const heard: StoredEvent[][] = [];
+  feed.listen({ filter: { status: "queued" } }, (changed) => heard.push(changed));
+  world.store.claimDue(world.clock.nowMs, 1);
+  timer.tick!();
+  timer.tick!();
+  assert.deepEqual(heard.map((c) => c.map((e) => [e.id, e.status])), [[[eventId, "running"]], []]);
+});
+
+Deno.test("EventFeed reads a view whose read is slow less often, telling its listeners each tick", async () => {
+  await using world = await dashboardWorld();
+  let nowMs = 0;
+  // Each read takes 30 ms on this clock: 3% of a second, so the view rests two ticks of three.
+  const { reads, counted } = countingReads(world.store, () => nowMs += 30);
+  const { feed, timer } = manualFeed(reads, { clockMs: () => nowMs });
+  const heard: string[][] = [];
+  feed.listen({ filter: { eventType: "push" } }, (changed) => heard.push(ids(changed)));
+  timer.tick!();
+  assert.equal(counted.reads, 2, "the first read, when listening, is not timed");
+  const { eventId } = await world.store.accept(issueEvent({ eventLabel: "push" }));
+  for (let tick = 0; tick < 3; tick++) timer.tick!();
+  assert.deepEqual(heard, [[], [], [], [eventId]], "a listener hears every tick");
+  assert.equal(counted.reads, 3, `${FEED_INTERVAL_MS} ms ticks: one read in three`);
+});
+
+Deno.test("EventFeed reads each page's view while it listens, and nothing once none does", async () => {
+  await using world = await dashboardWorld();
+  const { reads, counted } = countingReads(world.store);
+  const { feed, timer } = manualFeed(reads);
+  const heardGh: string[][] = [];
+  const heardCi: string[][] = [];
+  const stopA = feed.listen({ filter: { subscription: "gh" } }, (c) => heardGh.push(ids(c)));
+  const stopB = feed.listen({ filter: { subscription: "gh" } }, () => {});
+  const stopC = feed.listen({ filter: { subscription: "ci" } }, (c) => heardCi.push(ids(c)));
+  assert.equal(counted.reads, 2, "one read a view, for all its listeners");
+  const gh = await world.store.accept(issueEvent());
+  const ci = await world.store.accept(issueEvent({ subscription: "ci" }));
+  timer.tick!();
+  assert.deepEqual([heardGh, heardCi], [[[gh.eventId]], [[ci.eventId]]]);
+  assert.equal(feed.listeners, 3);
   stopA();
-  assert.ok(ticking, "still one listener");
+  stopC();
+  counted.reads = 0;
+  timer.tick!();
+  assert.equal(counted.reads, 1, "the view still followed");
   stopB();
-  assert.equal(ticking, undefined, "no listener, no timer");
+  assert.equal(timer.tick, undefined, "no listener, no timer");
   assert.equal(feed.listeners, 0);
 });
 
@@ -123,4 +193,53 @@ Deno.test("GET /events/stream?id= sends an event's page only the changes after t
   await reader.cancel();
   const changes = text.split("\n\n").filter((message) => message.startsWith("event: change"));
   assert.equal(changes.length, 1, "the version the page shows does not come back to it");
+});
+
+/** Follows `/events/stream?<query>` as the page's script does, reading its change messages. */
+async function followStream(world: DashboardWorld, cookie: string, query: string) {
+  const response = await world.app.request(`/events/stream?${query}`, { headers: { cookie } });
+  assert.equal(response.status, 200);
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const changes: { id: string; status: string; subscription: string }[] = [];
+  let pending = "";
+  return {
+    changes,
+    /** Reads until the change of `id` to `status` has come. */
+    async until(id: string, status: string) {
+      while (!changes.some((change) => change.id === id && change.status === status)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended before ${id} was ${status}`);
+        const messages = (pending + value).split("\n\n");
+        pending = messages.pop()!;
+        for (const message of messages.filter((m) => m.startsWith("event: change\n"))) {
+          changes.push(JSON.parse(message.split("data: ")[1]));
+        }
+      }
+    },
+    cancel: () => reader.cancel(),
+  };
+}
+
+Deno.test("GET /events/stream keeps a subscription's page whole while another floods the gateway", async () => {
+  await using world = await dashboardWorld();
+  const session = await logIn(world);
+  const shown = await world.store.accept(issueEvent({ subscription: "ci" }));
+  const stream = await followStream(world, session.cookie, `subscription=ci&since=0`);
+  await stream.until(shown.eventId!, "queued");
+  const arrived: string[] = [];
+  for (let tick = 0; tick < 3; tick++) {
+    arrived.push((await world.store.accept(issueEvent({ subscription: "ci" }))).eventId!);
+    for (let i = 0; i < PAGE_SIZE + 10; i++) await world.store.accept(issueEvent());
+    if (tick === 1) world.store.claimDue(world.clock.nowMs, 1); // `shown`, the oldest, runs
+    world.tick();
+  }
+  const last = await world.store.accept(issueEvent({ subscription: "ci" }));
+  world.tick();
+  await stream.until(last.eventId!, "queued");
+  await stream.cancel();
+  for (const id of arrived) {
+    assert.ok(stream.changes.some((change) => change.id === id), `ci event ${id} was sent`);
+  }
+  assert.ok(stream.changes.some((c) => c.id === shown.eventId && c.status === "running"));
+  assert.ok(stream.changes.every((change) => change.subscription === "ci"));
 });
