@@ -44,6 +44,8 @@ export function publicFields(event: StoredEvent) {
     next_attempt_at: isoOrNull(event.nextAttemptAtMs),
     target: event.route.deliver,
     last_error: event.lastError,
+    // The event whose agent run answered this one too (docs/subscriptions.md#coalescing).
+    coalesced_into: event.coalescedInto ?? null,
   };
 }
 
@@ -119,7 +121,8 @@ export function eventTable(events: StoredEvent[]): string {
     e.subscription,
     oneTerminalLine(e.eventLabel),
     cut(oneTerminalLine(e.deliveryId), 24),
-    e.status,
+    // A folded event shows the run that answers it: its own attempts stay 0.
+    e.coalescedInto ? `${e.status}, run of ${e.coalescedInto}` : e.status,
     String(e.attempts),
     utcTime(e.receivedAtMs),
     e.status === "delivered" || e.status === "failed"

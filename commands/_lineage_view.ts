@@ -19,6 +19,7 @@ import {
   utcTime,
   withSeries,
 } from "./_event_listing.ts";
+import { coalesceSection, foldedJson } from "./_coalesce_view.ts";
 import { SKIPPED_JSON } from "../lib/transforms/mod.ts";
 
 /**
@@ -26,9 +27,10 @@ import { SKIPPED_JSON } from "../lib/transforms/mod.ts";
  * and headers, the payload (parsed when it is JSON), the prompt, the answer, each attempt with
  * its agent run and answer, and each part delivered.
  * @param lineage the event's lineage
+ * @param folded the events folded into its agent run (docs/subscriptions.md#coalescing)
  * @returns a value for `JSON.stringify`
  */
-export function lineageJson(lineage: Lineage) {
+export function lineageJson(lineage: Lineage, folded: StoredEvent[] = []) {
   const { event, attempts, parts } = lineage;
   return {
     ...publicFields(event),
@@ -40,6 +42,7 @@ export function lineageJson(lineage: Lineage) {
     transformed: event.transformed ?? null,
     prompt: event.prompt,
     answer: event.response,
+    folded: foldedJson(folded),
     attempts_detail: withSeries(attempts).map((attempt) => ({
       ...publicAttempt(attempt),
       answer: attempt.answer,
@@ -59,15 +62,20 @@ export function lineageJson(lineage: Lineage) {
 /**
  * An event's lineage as people read it, one section after another.
  * @param lineage the event's lineage
- * @param options `holdsKey`: whether the event holds its delivery id's idempotency key now
+ * @param options `holdsKey`: whether the event holds its delivery id's idempotency key now;
+ *   `folded`: the events folded into its agent run (docs/subscriptions.md#coalescing)
  * @returns the text, without a final newline
  */
-export function lineageText(lineage: Lineage, options: { holdsKey: boolean }): string {
+export function lineageText(
+  lineage: Lineage,
+  options: { holdsKey: boolean; folded?: StoredEvent[] },
+): string {
   const { event, attempts, parts } = lineage;
   return [
     summary(event),
     received(event),
     decisions(event, options.holdsKey),
+    ...coalesceSection(event, options.folded ?? []),
     ...transformedSection(event),
     section("Prompt", quoted(event.prompt)),
     section("Attempts", attemptLines(attempts)),

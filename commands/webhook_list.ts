@@ -13,6 +13,7 @@ import { secretProblem } from "../lib/subscriptions/file_store.ts";
 import { findSkill, listSkills } from "../lib/agents/skills.ts";
 import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
 import type { Command } from "./_command.ts";
+import { coalesceSummary } from "../lib/subscriptions/coalesce_options.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { advertisedWebhook } from "./_running_gateway.ts";
@@ -150,6 +151,7 @@ function describeRoute(route: Route, config: Config, nowMs: number): string {
     lines.push(`  Disabled: its requests are answered 404, as an unknown name's (${undo})`);
   }
   if (route.rate_limit) lines.push(`  Limit:    ${route.rate_limit} requests/minute`);
+  if (route.coalesce) lines.push(`  Coalesce: ${coalesceSummary(route)}`);
   const agent = agentOptionsText(route);
   if (agent) lines.push(`  Agent:    ${agent}`);
   if (route.system_prompt) lines.push(`  System:   ${route.system_prompt.replace(/\s+/g, " ")}`);

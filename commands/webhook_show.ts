@@ -42,12 +42,13 @@ export const webhookShow: Command = {
         );
       }
       const { event } = lineage;
+      const folded = store.foldedInto(event.id);
       if (values.json) {
-        ctx.stdout(JSON.stringify(lineageJson(lineage), null, 2));
+        ctx.stdout(JSON.stringify(lineageJson(lineage, folded), null, 2));
       } else {
         const holdsKey = store.keyHolder(event.subscription, event.deliveryId, ctx.now()) ===
           event.id;
-        ctx.stdout(lineageText(lineage, { holdsKey }));
+        ctx.stdout(lineageText(lineage, { holdsKey, folded }));
       }
       return 0;
     } finally {

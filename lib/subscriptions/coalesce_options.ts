@@ -7,7 +7,13 @@
  * @module
  */
 import { UsageError } from "../errors.ts";
-import { coalesceProblem, DEFAULT_COALESCE_MAX_SECONDS, type Subscription } from "./mod.ts";
+import {
+  coalesceProblem,
+  DEFAULT_COALESCE_MAX_SECONDS,
+  type Route,
+  type Subscription,
+} from "./mod.ts";
+import { renderTemplate } from "./templates.ts";
 
 /** The flag of each coalescing field, for messages. */
 const FLAGS: Record<string, string> = {
@@ -93,4 +99,33 @@ export function coalesceSummary(record: Subscription): string | undefined {
   const key = record.coalesce_key ??
     `the session's, ${(record as { session?: string }).session ?? "(none)"}`;
   return `${record.coalesce} s window (at most ${max} s), key ${key}`;
+}
+
+/**
+ * What `agent webhook test` says of a coalescing route before it sends: the key this payload
+ * gets, and when its run would start.
+ * @param route the route tested
+ * @param options `payload`: the one sent; `event`: its type, as the gateway will read it
+ * @returns one note, or none when the route does not coalesce
+ */
+export function coalesceNotes(
+  route: Route,
+  options: { payload: unknown; event: string },
+): string[] {
+  const template = route.coalesce_key ?? (route as { session?: string }).session;
+  if (!route.coalesce || !template) return [];
+  const context = { event: options.event, subscription: route.name, deliveryId: "test" };
+  const { text, missing } = renderTemplate(template, options.payload, context);
+  if (text.trim() === "") {
+    return [
+      `Coalescing: the key ${template} renders empty for this payload, so the event runs alone.`,
+    ];
+  }
+  const max = route.coalesce_max ?? DEFAULT_COALESCE_MAX_SECONDS;
+  return [
+    `Coalescing: this event's key is ${JSON.stringify(text)}` +
+    (missing.length ? ` (the payload has no ${missing.map((p) => `{${p}}`).join(", ")})` : "") +
+    `; its agent run starts once ${route.coalesce} s pass without another event of that key ` +
+    `(at most ${max} s after the first), and answers them all. Give --wait more than that.`,
+  ];
 }

@@ -15,6 +15,7 @@ import { currentSecret, type Route } from "./mod.ts";
 import { routesAndHidden } from "./routes.ts";
 import { checkEvent, placeEvent, type SentEvent } from "./test_event.ts";
 import { answerHints, missingPathNotes, noSigningKeyMessage } from "./test_hints.ts";
+import { coalesceNotes } from "./coalesce_options.ts";
 
 /** How long a test waits for the gateway's answer, in milliseconds. */
 export const TEST_TIMEOUT_MS = 30_000;
@@ -86,7 +87,10 @@ export function prepareTest(
   const scheme = (route.auth ?? "github") as SchemeName;
   const sent = placeEvent(payload, { scheme, event: checkEvent(scheme, options.event), nowMs });
   const label = eventLabel(eventInfo(new Headers(sent.headers), payload, () => "", scheme));
-  const notes = missingPathNotes(route, { payload, event: label });
+  const notes = [
+    ...missingPathNotes(route, { payload, event: label }),
+    ...coalesceNotes(route, { payload, event: label }),
+  ];
   return { route, scheme, payload, sent, label, notes };
 }
 
