@@ -21,7 +21,7 @@ export const acceptCases: Case[] = [
       await store.close();
 
       const reopened = await place.open();
-      const stored = reopened.getEvent(result.eventId!);
+      const stored = await reopened.getEvent(result.eventId!);
       await reopened.close();
       assert.ok(stored);
       assert.equal(stored.status, "queued");
@@ -56,7 +56,7 @@ export const acceptCases: Case[] = [
       );
       assert.equal(first.status, "accepted");
       assert.deepEqual(again, { status: "duplicate", eventId: first.eventId });
-      assert.equal(store.listEvents({}).length, 1);
+      assert.equal((await store.listEvents({})).length, 1);
     },
   },
   {
@@ -68,9 +68,9 @@ export const acceptCases: Case[] = [
       assert.equal(b.status, "accepted");
       // Both stored, each under its subscription: an accepted event that was not inserted
       // would be a 202 for an event that is lost.
-      assert.equal(store.getEvent(a.eventId)?.subscription, "a");
-      assert.equal(store.getEvent(b.eventId)?.subscription, "b");
-      assert.equal(store.listEvents({}).length, 2);
+      assert.equal((await store.getEvent(a.eventId))?.subscription, "a");
+      assert.equal((await store.getEvent(b.eventId))?.subscription, "b");
+      assert.equal((await store.listEvents({})).length, 2);
     },
   },
   {
@@ -78,12 +78,12 @@ export const acceptCases: Case[] = [
       "accept() of two copies of one delivery id at once stores one, the other a duplicate of it",
     run: async (store) => {
       const results = await Promise.all([
-        store.accept(newEvent({ deliveryId: "twin" })),
-        store.accept(newEvent({ deliveryId: "twin" })),
+        await store.accept(newEvent({ deliveryId: "twin" })),
+        await store.accept(newEvent({ deliveryId: "twin" })),
       ]);
       assert.equal(results[0].status, "accepted");
       assert.deepEqual(results[1], { status: "duplicate", eventId: results[0].eventId });
-      assert.equal(store.listEvents({}).length, 1);
+      assert.equal((await store.listEvents({})).length, 1);
     },
   },
   {
@@ -109,7 +109,7 @@ export const acceptCases: Case[] = [
       const two = await store.accept(newEvent({ deliveryId: "gen", dedupe: false }));
       assert.equal(one.status, "accepted");
       assert.equal(two.status, "accepted");
-      assert.equal(store.keyHolder("gh", "gen", 1_700_000_000_000) !== null, false);
+      assert.equal(await store.keyHolder("gh", "gen", 1_700_000_000_000) !== null, false);
     },
   },
   {
@@ -118,19 +118,19 @@ export const acceptCases: Case[] = [
       const store = await place.open();
       await store.close();
       await assert.rejects(store.accept(newEvent()), StoreUnavailableError);
-      assert.throws(() => store.claimDue(Date.now(), 1), StoreUnavailableError);
+      await assert.rejects(async () => await store.claimDue(Date.now(), 1), StoreUnavailableError);
     },
   },
   {
     name: "close() commits the batch that is still pending",
     onPlace: async (place) => {
       const store = await place.open();
-      const pending = store.accept(newEvent({ deliveryId: "last" }));
+      const pending = await store.accept(newEvent({ deliveryId: "last" }));
       await store.close();
       const result = await pending;
       assert.equal(result.status, "accepted");
       const reopened = await place.open();
-      assert.ok(reopened.getEvent(result.eventId!));
+      assert.ok(await reopened.getEvent(result.eventId!));
       await reopened.close();
     },
   },

@@ -45,24 +45,28 @@ export const coalesceCases: Case[] = [
     name: "accept() slides a coalescing window: the burst is due 10 s after its last event",
     run: async (store) => {
       await acceptAll(store, [burst(T0), burst(T0 + 4 * SECOND), burst(T0 + 7 * SECOND)]);
-      assert.equal(store.nextDueAtMs(), T0 + 17 * SECOND);
-      assert.deepEqual(store.claimDue(T0 + 17 * SECOND - 1, 8), [], "none before the window ends");
+      assert.equal(await store.nextDueAtMs(), T0 + 17 * SECOND);
+      assert.deepEqual(
+        await store.claimDue(T0 + 17 * SECOND - 1, 8),
+        [],
+        "none before the window ends",
+      );
     },
   },
   {
     name: "claimDue() folds a window's events into the run of its first; the outcome is theirs",
     run: async (store) => {
       const ids = await acceptAll(store, [burst(T0), burst(T0 + SECOND), burst(T0 + 2 * SECOND)]);
-      const claimed = store.claimDue(T0 + 12 * SECOND, 8);
+      const claimed = await store.claimDue(T0 + 12 * SECOND, 8);
       assert.deepEqual(claimed.map((event) => event.id), [ids[0]], "one run, of the first");
-      const folded = store.foldedInto(ids[0]);
+      const folded = await store.foldedInto(ids[0]);
       assert.deepEqual(folded.map((event) => event.id), ids.slice(1));
       assert.deepEqual(folded.map((event) => event.coalescedInto), [ids[0], ids[0]]);
       assert.deepEqual(folded.map((event) => event.status), ["queued", "queued"]);
-      assert.equal(store.nextDueAtMs(), null, "the folded events are due never on their own");
-      store.markDelivered(ids[0], T0 + 13 * SECOND);
-      for (const id of ids) assert.equal(store.getEvent(id)?.status, "delivered");
-      assert.deepEqual(store.foldedInto(ids[1]), [], "a folded event answers no other");
+      assert.equal(await store.nextDueAtMs(), null, "the folded events are due never on their own");
+      await store.markDelivered(ids[0], T0 + 13 * SECOND);
+      for (const id of ids) assert.equal((await store.getEvent(id))?.status, "delivered");
+      assert.deepEqual(await store.foldedInto(ids[1]), [], "a folded event answers no other");
     },
   },
   {
@@ -71,13 +75,13 @@ export const coalesceCases: Case[] = [
       // An event every 8 s, each within 10 s of the last: without the cap, due never.
       const times = Array.from({ length: 10 }, (_, i) => T0 + i * 8 * SECOND);
       const ids = await acceptAll(store, times.slice(0, 8).map((atMs) => burst(atMs)));
-      assert.equal(store.nextDueAtMs(), T0 + 60 * SECOND);
-      const [run] = store.claimDue(T0 + 60 * SECOND, 8);
+      assert.equal(await store.nextDueAtMs(), T0 + 60 * SECOND);
+      const [run] = await store.claimDue(T0 + 60 * SECOND, 8);
       assert.equal(run.id, ids[0]);
-      assert.equal(store.foldedInto(run.id).length, 7, "the events of the first 60 s");
+      assert.equal((await store.foldedInto(run.id)).length, 7, "the events of the first 60 s");
       // The events after the claim open a window of their own.
       await acceptAll(store, times.slice(8).map((atMs) => burst(atMs)));
-      assert.equal(store.nextDueAtMs(), T0 + 82 * SECOND);
+      assert.equal(await store.nextDueAtMs(), T0 + 82 * SECOND);
     },
   },
   {
@@ -89,32 +93,32 @@ export const coalesceCases: Case[] = [
         burst(T0 + 2 * SECOND, "octo/repo#1", { subscription: "other" }),
         newEvent({ receivedAtMs: T0 + 3 * SECOND }),
       ]);
-      const claimed = store.claimDue(T0 + 20 * SECOND, 8);
+      const claimed = await store.claimDue(T0 + 20 * SECOND, 8);
       assert.deepEqual(claimed.map((event) => event.id).sort(), [...ids].sort());
-      for (const id of ids) assert.deepEqual(store.foldedInto(id), []);
+      for (const id of ids) assert.deepEqual(await store.foldedInto(id), []);
     },
   },
   {
     name: "a run that failed fails its folded events; a retry keeps them and folds no more",
     run: async (store) => {
       const ids = await acceptAll(store, [burst(T0), burst(T0 + SECOND)]);
-      const [run] = store.claimDue(T0 + 11 * SECOND, 8);
-      store.markRetry(run.id, {
+      const [run] = await store.claimDue(T0 + 11 * SECOND, 8);
+      await store.markRetry(run.id, {
         error: "HTTP 500",
         step: "agent",
         nextAttemptAtMs: T0 + 30 * SECOND,
         nowMs: T0 + 12 * SECOND,
       });
       const [later] = await acceptAll(store, [burst(T0 + 25 * SECOND)]);
-      const [retry] = store.claimDue(T0 + 30 * SECOND, 8);
+      const [retry] = await store.claimDue(T0 + 30 * SECOND, 8);
       assert.equal(retry.id, run.id);
-      assert.deepEqual(store.foldedInto(run.id).map((event) => event.id), [ids[1]]);
-      store.markFailed(run.id, { error: "HTTP 500", step: "agent", nowMs: T0 + 31 * SECOND });
-      const folded = store.getEvent(ids[1])!;
+      assert.deepEqual((await store.foldedInto(run.id)).map((event) => event.id), [ids[1]]);
+      await store.markFailed(run.id, { error: "HTTP 500", step: "agent", nowMs: T0 + 31 * SECOND });
+      const folded = (await store.getEvent(ids[1]))!;
       assert.equal(folded.status, "failed");
       assert.match(folded.lastError ?? "", new RegExp(`the run of ${run.id}.*HTTP 500`));
-      assert.equal(store.getEvent(later)!.status, "queued", "a window of its own");
-      assert.equal(store.nextDueAtMs(), T0 + 35 * SECOND);
+      assert.equal((await store.getEvent(later))!.status, "queued", "a window of its own");
+      assert.equal(await store.nextDueAtMs(), T0 + 35 * SECOND);
     },
   },
   {
@@ -124,17 +128,21 @@ export const coalesceCases: Case[] = [
       const ids = await acceptAll(first, [burst(T0), burst(T0 + SECOND), burst(T0 + 2 * SECOND)]);
       await first.close(); // killed during the window
       const second = await place.open();
-      assert.equal(second.nextDueAtMs(), T0 + 12 * SECOND, "the window survives");
-      const [run] = second.claimDue(T0 + 12 * SECOND, 8);
+      assert.equal(await second.nextDueAtMs(), T0 + 12 * SECOND, "the window survives");
+      const [run] = await second.claimDue(T0 + 12 * SECOND, 8);
       await second.close(); // killed during the run
       const third = await place.open();
       try {
-        assert.equal(third.recoverInterrupted(T0 + 20 * SECOND), 1, "only the run is requeued");
-        const claimed = third.claimDue(T0 + 20 * SECOND, 8);
+        assert.equal(
+          await third.recoverInterrupted(T0 + 20 * SECOND),
+          1,
+          "only the run is requeued",
+        );
+        const claimed = await third.claimDue(T0 + 20 * SECOND, 8);
         assert.deepEqual(claimed.map((event) => event.id), [run.id]);
-        assert.deepEqual(third.foldedInto(run.id).map((event) => event.id), ids.slice(1));
-        third.markDelivered(run.id, T0 + 21 * SECOND);
-        for (const id of ids) assert.equal(third.getEvent(id)?.status, "delivered");
+        assert.deepEqual((await third.foldedInto(run.id)).map((event) => event.id), ids.slice(1));
+        await third.markDelivered(run.id, T0 + 21 * SECOND);
+        for (const id of ids) assert.equal((await third.getEvent(id))?.status, "delivered");
       } finally {
         await third.close();
       }

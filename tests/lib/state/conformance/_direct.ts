@@ -27,26 +27,26 @@ export const directCases: Case[] = [
     run: async (store) => {
       const now = T0;
       const event = newEvent({ mode: "direct", deliveryId: "dd", receivedAtMs: now });
-      assert.equal(store.keyHolder("gh", "dd", now) !== null, false);
+      assert.equal(await store.keyHolder("gh", "dd", now) !== null, false);
       const failedId = await store.recordDirect(event, {
         delivered: false,
         error: "502",
         partsSent: 0,
       });
-      assert.equal(store.keyHolder("gh", "dd", now) !== null, false);
+      assert.equal(await store.keyHolder("gh", "dd", now) !== null, false);
       const deliveredId = await store.recordDirect(event, { delivered: true, partsSent: 1 });
-      assert.equal(store.keyHolder("gh", "dd", now) !== null, true);
-      assert.equal(store.keyHolder("other", "dd", now) !== null, false);
+      assert.equal(await store.keyHolder("gh", "dd", now) !== null, true);
+      assert.equal(await store.keyHolder("other", "dd", now) !== null, false);
       assert.equal(
-        store.keyHolder("gh", "dd", now + 60_000) !== null,
+        await store.keyHolder("gh", "dd", now + 60_000) !== null,
         false,
         "expired after the TTL",
       );
-      assert.equal(store.getEvent(failedId)?.status, "failed");
-      assert.equal(store.getEvent(failedId)?.lastError, "502");
-      assert.equal(store.getEvent(deliveredId)?.status, "delivered");
-      assert.equal(store.getEvent(deliveredId)?.partsSent, 1);
-      const attempts = store.attempts(failedId).map((a) => [a.step, a.error]);
+      assert.equal((await store.getEvent(failedId))?.status, "failed");
+      assert.equal((await store.getEvent(failedId))?.lastError, "502");
+      assert.equal((await store.getEvent(deliveredId))?.status, "delivered");
+      assert.equal((await store.getEvent(deliveredId))?.partsSent, 1);
+      const attempts = (await store.attempts(failedId)).map((a) => [a.step, a.error]);
       assert.deepEqual(attempts, [["delivery", "502"]]);
     },
   },
@@ -58,24 +58,31 @@ export const directCases: Case[] = [
       const event = newEvent({ mode: "direct", deliveryId: "long", receivedAtMs: T0 });
       const id = await store.recordDirectProgress(event, 1);
       assert.equal(await store.recordDirectProgress(event, 2, id), id);
-      assert.equal(store.partsSentByFailedAttempts({ ...event, receivedAtMs: T0 + 1 }), 2);
-      assert.equal(store.keyHolder("gh", "long", T0 + 1), null, "the sender's retry goes through");
-      assert.match(store.getEvent(id)!.lastError ?? "", /interrupted: the gateway stopped/);
+      assert.equal(await store.partsSentByFailedAttempts({ ...event, receivedAtMs: T0 + 1 }), 2);
+      assert.equal(
+        await store.keyHolder("gh", "long", T0 + 1),
+        null,
+        "the sender's retry goes through",
+      );
+      assert.match((await store.getEvent(id))!.lastError ?? "", /interrupted: the gateway stopped/);
 
       assert.equal(
         await store.recordDirect(event, { delivered: true, partsSent: 3, progressId: id }),
         id,
       );
-      const done = store.getEvent(id)!;
+      const done = (await store.getEvent(id))!;
       assert.deepEqual([done.status, done.partsSent, done.lastError], ["delivered", 3, null]);
-      assert.equal(store.keyHolder("gh", "long", T0 + 6), id);
-      assert.deepEqual(store.attempts(id).map((a) => [a.finishedAtMs, a.error]), [[T0 + 5, null]]);
-      assert.equal(store.listEvents({}).length, 1, "one event, not two");
+      assert.equal(await store.keyHolder("gh", "long", T0 + 6), id);
+      assert.deepEqual((await store.attempts(id)).map((a) => [a.finishedAtMs, a.error]), [[
+        T0 + 5,
+        null,
+      ]]);
+      assert.equal((await store.listEvents({})).length, 1, "one event, not two");
 
       // Replayed while it was being sent: the outcome is recorded on its own.
       const other = newEvent({ mode: "direct", deliveryId: "other", receivedAtMs: T0 });
       const progress = await store.recordDirectProgress(other, 1);
-      store.replay(progress, T0 + 2);
+      await store.replay(progress, T0 + 2);
       const outcome = await store.recordDirect(other, {
         delivered: false,
         error: "502",
@@ -83,7 +90,7 @@ export const directCases: Case[] = [
         progressId: progress,
       });
       assert.notEqual(outcome, progress);
-      assert.equal(store.getEvent(progress)!.status, "queued", "the replay's, untouched");
+      assert.equal((await store.getEvent(progress))!.status, "queued", "the replay's, untouched");
     },
   },
   {
@@ -99,37 +106,41 @@ export const directCases: Case[] = [
         receivedAtMs: T0,
       });
       const retry = { ...event, receivedAtMs: T0 + 30_000 };
-      assert.equal(store.partsSentByFailedAttempts(retry), 0, "never tried");
+      assert.equal(await store.partsSentByFailedAttempts(retry), 0, "never tried");
       await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
-      assert.equal(store.partsSentByFailedAttempts(retry), 0, "nothing went out");
+      assert.equal(await store.partsSentByFailedAttempts(retry), 0, "nothing went out");
       await store.recordDirect(event, { delivered: false, error: "502 on part 2", partsSent: 1 });
       await store.recordDirect(event, { delivered: false, error: "502 on part 3", partsSent: 2 });
-      assert.equal(store.partsSentByFailedAttempts(retry), 2);
+      assert.equal(await store.partsSentByFailedAttempts(retry), 2);
       assert.equal(
-        store.partsSentByFailedAttempts({ ...retry, prompt: "an edited message" }),
+        await store.partsSentByFailedAttempts({ ...retry, prompt: "an edited message" }),
         0,
         "text",
       );
       const discord = { deliver: "discord", chatId: "1", skills: [] };
       assert.equal(
-        store.partsSentByFailedAttempts({ ...retry, route: discord }),
+        await store.partsSentByFailedAttempts({ ...retry, route: discord }),
         0,
         "another target",
       );
       const chat2 = { deliver: "telegram", chatId: "2", skills: [] };
-      assert.equal(store.partsSentByFailedAttempts({ ...retry, route: chat2 }), 0, "another chat");
       assert.equal(
-        store.partsSentByFailedAttempts({ ...retry, subscription: "other" }),
+        await store.partsSentByFailedAttempts({ ...retry, route: chat2 }),
+        0,
+        "another chat",
+      );
+      assert.equal(
+        await store.partsSentByFailedAttempts({ ...retry, subscription: "other" }),
         0,
         "subscription",
       );
       assert.equal(
-        store.partsSentByFailedAttempts({ ...retry, deliveryId: "other" }),
+        await store.partsSentByFailedAttempts({ ...retry, deliveryId: "other" }),
         0,
         "delivery id",
       );
       assert.equal(
-        store.partsSentByFailedAttempts({ ...retry, receivedAtMs: T0 + 60_000 }),
+        await store.partsSentByFailedAttempts({ ...retry, receivedAtMs: T0 + 60_000 }),
         0,
         "the delivery id has expired: a new message",
       );
@@ -154,24 +165,36 @@ export const directCases: Case[] = [
         error: "502",
         partsSent: 3,
       });
-      assert.equal(store.resumeAfter(store.getEvent(id)!), 3, "the sender's retry got further");
-      assert.equal(store.wasDelivered(id), false);
-      assert.equal(store.replay(id, T0 + 2).partsSent, 3, "the replay resumes after them too");
-      store.claimDue(T0 + 2, 1);
-      store.markDelivered(id, T0 + 3);
-      assert.equal(store.wasDelivered(id), true);
+      assert.equal(
+        await store.resumeAfter((await store.getEvent(id))!),
+        3,
+        "the sender's retry got further",
+      );
+      assert.equal(await store.wasDelivered(id), false);
+      assert.equal(
+        (await store.replay(id, T0 + 2)).partsSent,
+        3,
+        "the replay resumes after them too",
+      );
+      await store.claimDue(T0 + 2, 1);
+      await store.markDelivered(id, T0 + 3);
+      assert.equal(await store.wasDelivered(id), true);
       await store.recordDirect({ ...event, receivedAtMs: T0 + 4 }, {
         delivered: false,
         error: "502",
         partsSent: 5,
       });
       assert.equal(
-        store.resumeAfter(store.getEvent(id)!),
+        await store.resumeAfter((await store.getEvent(id))!),
         3,
         "delivered: sent again from its own count",
       );
-      store.replay(id, T0 + 5);
-      assert.equal(store.wasDelivered(id), true, "ever delivered, while a replay is under way");
+      await store.replay(id, T0 + 5);
+      assert.equal(
+        await store.wasDelivered(id),
+        true,
+        "ever delivered, while a replay is under way",
+      );
     },
   },
   {
@@ -181,26 +204,30 @@ export const directCases: Case[] = [
       const route = { deliver: "telegram", chatId: "1", skills: [] };
       const event = newEvent({ mode: "direct", prompt: "long", route, receivedAtMs: T0 });
       const id = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 2 });
-      assert.equal(store.replay(id, T0 + 1).partsSent, 2, "the replay sends the rest");
-      store.claimDue(T0 + 1, 1);
-      store.markFailed(id, { error: "502 again", step: "delivery", nowMs: T0 + 2 });
-      const edited = store.replay(id, T0 + 3, () => ({ mode: "direct", prompt: "edited", route }));
+      assert.equal((await store.replay(id, T0 + 1)).partsSent, 2, "the replay sends the rest");
+      await store.claimDue(T0 + 1, 1);
+      await store.markFailed(id, { error: "502 again", step: "delivery", nowMs: T0 + 2 });
+      const edited = await store.replay(
+        id,
+        T0 + 3,
+        () => ({ mode: "direct", prompt: "edited", route }),
+      );
       assert.equal(edited.partsSent, 0, "another text starts from the first part");
-      store.claimDue(T0 + 3, 1);
-      store.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
-      store.markFailed(id, { error: "502 again", step: "delivery", nowMs: T0 + 4 });
+      await store.claimDue(T0 + 3, 1);
+      await store.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
+      await store.markFailed(id, { error: "502 again", step: "delivery", nowMs: T0 + 4 });
       const discord = { deliver: "discord", chatId: "1", skills: [] };
-      const moved = store.replay(
+      const moved = await store.replay(
         id,
         T0 + 5,
         () => ({ mode: "direct", prompt: "edited", route: discord }),
       );
       assert.equal(moved.partsSent, 0, "another target starts from the first part");
-      store.claimDue(T0 + 5, 1);
-      store.savePartsSent(id, 3, { sentBefore: 0, parts: 9 });
-      store.markDelivered(id, T0 + 6);
+      await store.claimDue(T0 + 5, 1);
+      await store.savePartsSent(id, 3, { sentBefore: 0, parts: 9 });
+      await store.markDelivered(id, T0 + 6);
       assert.equal(
-        store.replay(id, T0 + 7).partsSent,
+        (await store.replay(id, T0 + 7)).partsSent,
         0,
         "a delivered message is sent whole again",
       );
@@ -213,13 +240,13 @@ export const directCases: Case[] = [
     run: async (store) => {
       const event = newEvent({ mode: "direct", deliveryId: "rp1", receivedAtMs: T0 });
       const id = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 1 });
-      assert.equal(store.keyHolder(event.subscription, "rp1", T0 + 1) !== null, false);
-      store.replay(id, T0 + 1);
-      store.claimDue(T0 + 1, 1);
-      store.markDelivered(id, T0 + 2);
-      assert.equal(store.keyHolder(event.subscription, "rp1", T0 + 3) !== null, true);
+      assert.equal(await store.keyHolder(event.subscription, "rp1", T0 + 1) !== null, false);
+      await store.replay(id, T0 + 1);
+      await store.claimDue(T0 + 1, 1);
+      await store.markDelivered(id, T0 + 2);
+      assert.equal(await store.keyHolder(event.subscription, "rp1", T0 + 3) !== null, true);
       assert.equal(
-        store.keyHolder(event.subscription, "rp1", T0 + 2 + 60_000) !== null,
+        await store.keyHolder(event.subscription, "rp1", T0 + 2 + 60_000) !== null,
         false,
         "for the TTL",
       );
@@ -235,13 +262,13 @@ export const directCases: Case[] = [
         error: "502",
         partsSent: 0,
       });
-      store.replay(failed, T0 + 1);
-      store.claimDue(T0 + 1, 1);
+      await store.replay(failed, T0 + 1);
+      await store.claimDue(T0 + 1, 1);
       // The sender's retry is delivered while the replay runs, and takes the key over.
       const delivered = await store.recordDirect(event, { delivered: true, partsSent: 1 });
-      store.markDelivered(failed, T0 + 2);
+      await store.markDelivered(failed, T0 + 2);
       // Any key, expired or not: the replayed event holds none.
-      assert.equal(store.keyHolder(event.subscription, "k"), delivered);
+      assert.equal(await store.keyHolder(event.subscription, "k"), delivered);
     },
   },
   {
@@ -251,10 +278,10 @@ export const directCases: Case[] = [
     run: async (store) => {
       const event = newEvent({ mode: "direct", deliveryId: "waiting", receivedAtMs: T0 });
       const id = await store.recordDirect(event, { delivered: false, error: "502", partsSent: 0 });
-      store.replay(id, T0 + 1);
-      assert.equal(store.getEvent(id)?.status, "queued");
-      assert.equal(store.keyHolder(event.subscription, "waiting", T0 + 2), id);
-      assert.equal(store.keyHolder(event.subscription, "waiting", T0 + 2) !== null, true);
+      await store.replay(id, T0 + 1);
+      assert.equal((await store.getEvent(id))?.status, "queued");
+      assert.equal(await store.keyHolder(event.subscription, "waiting", T0 + 2), id);
+      assert.equal(await store.keyHolder(event.subscription, "waiting", T0 + 2) !== null, true);
     },
   },
 ];

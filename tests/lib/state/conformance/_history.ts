@@ -24,11 +24,11 @@ export const historyCases: Case[] = [
     name: "replay() starts a new attempt series for a failed event",
     run: async (store) => {
       const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      store.claimDue(T0, 1);
-      store.saveResponse(id, "old answer");
-      store.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
-      store.markFailed(id, { error: "boom", step: "delivery", nowMs: T0 + 1 });
-      const replayed = store.replay(id.slice(0, 12), T0 + 99);
+      await store.claimDue(T0, 1);
+      await store.saveResponse(id, "old answer");
+      await store.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
+      await store.markFailed(id, { error: "boom", step: "delivery", nowMs: T0 + 1 });
+      const replayed = await store.replay(id.slice(0, 12), T0 + 99);
       assert.equal(replayed.id, id);
       assert.equal(replayed.status, "queued");
       assert.equal(replayed.attempts, 0);
@@ -37,18 +37,18 @@ export const historyCases: Case[] = [
       assert.equal(replayed.lastError, null);
       assert.equal(replayed.nextAttemptAtMs, T0 + 99);
       assert.equal(replayed.replayedAtMs, T0 + 99);
-      assert.equal(store.claimDue(T0 + 99, 1)[0].attempts, 1);
-      assert.equal(store.attempts(id).length, 2, "the first series stays in the history");
+      assert.equal((await store.claimDue(T0 + 99, 1))[0].attempts, 1);
+      assert.equal((await store.attempts(id)).length, 2, "the first series stays in the history");
     },
   },
   {
     name: "replay() throws NotFoundError for an unknown id and ConflictError for a running event",
     run: async (store) => {
-      assert.throws(() => store.replay("evt_unknown", T0), NotFoundError);
+      await assert.rejects(async () => await store.replay("evt_unknown", T0), NotFoundError);
       const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      store.claimDue(T0, 1);
-      assert.throws(() => store.replay(id, T0), ConflictError);
-      assert.equal(store.getEvent(id)?.status, "running");
+      await store.claimDue(T0, 1);
+      await assert.rejects(async () => await store.replay(id, T0), ConflictError);
+      assert.equal((await store.getEvent(id))?.status, "running");
     },
   },
   {
@@ -56,11 +56,11 @@ export const historyCases: Case[] = [
     options: () => ({ newId: idsInOrder(["evt_aaa111", "evt_aaa222", "evt_bbb333"]) }),
     run: async (store) => {
       for (let i = 0; i < 3; i++) await store.accept(newEvent());
-      assert.equal(store.getEvent("evt_bbb")?.id, "evt_bbb333");
-      assert.equal(store.getEvent("evt_aaa222")?.id, "evt_aaa222");
-      assert.equal(store.getEvent("evt_ccc"), null);
-      assert.equal(store.getEvent(""), null);
-      assert.throws(() => store.getEvent("evt_aaa"), (error: Error) => {
+      assert.equal((await store.getEvent("evt_bbb"))?.id, "evt_bbb333");
+      assert.equal((await store.getEvent("evt_aaa222"))?.id, "evt_aaa222");
+      assert.equal(await store.getEvent("evt_ccc"), null);
+      assert.equal(await store.getEvent(""), null);
+      await assert.rejects(async () => await store.getEvent("evt_aaa"), (error: Error) => {
         assert.ok(error instanceof NotFoundError);
         assert.match(error.message, /ambiguous.*evt_aaa111, evt_aaa222/);
         return true;
@@ -75,19 +75,19 @@ export const historyCases: Case[] = [
         const subscription = i % 2 === 0 ? "even" : "odd";
         ids.push((await store.accept(newEvent({ subscription, receivedAtMs: T0 + i }))).eventId!);
       }
-      const all = store.listEvents({});
+      const all = await store.listEvents({});
       assert.equal(all.length, 20);
       assert.equal(all[0].id, ids[24]);
-      assert.equal(store.listEvents({ limit: 100 }).length, 25);
-      const odd = store.listEvents({ subscription: "odd", limit: 100 });
+      assert.equal((await store.listEvents({ limit: 100 })).length, 25);
+      const odd = await store.listEvents({ subscription: "odd", limit: 100 });
       assert.equal(odd.length, 12);
       assert.ok(odd.every((event) => event.subscription === "odd"));
-      store.claimDue(T0 + 100, 3);
+      await store.claimDue(T0 + 100, 3);
       assert.deepEqual(
-        store.listEvents({ status: "running" }).map((event) => event.id),
+        (await store.listEvents({ status: "running" })).map((event) => event.id),
         [ids[2], ids[1], ids[0]],
       );
-      assert.equal(store.listEvents({ subscription: "even", status: "running" }).length, 2);
+      assert.equal((await store.listEvents({ subscription: "even", status: "running" })).length, 2);
     },
   },
   {
@@ -98,9 +98,12 @@ export const historyCases: Case[] = [
         if (i % 1000 === 0) await store.accept({ ...event, mode: "agent" });
         else await store.recordDirect(event, { delivered: true, partsSent: 1 });
       }
-      const queued = store.listEvents({ status: "queued" });
+      const queued = await store.listEvents({ status: "queued" });
       assert.deepEqual(queued.map((event) => event.receivedAtMs), [3000, 2000, 1000]);
-      assert.deepEqual(store.listEvents({ status: "queued", subscription: "gh" }).length, 3);
+      assert.deepEqual(
+        (await store.listEvents({ status: "queued", subscription: "gh" })).length,
+        3,
+      );
     },
   },
   {
@@ -112,33 +115,33 @@ export const historyCases: Case[] = [
       const oldDone = (await store.accept(newEvent({ deliveryId: "k1", receivedAtMs: T0 })))
         .eventId!;
       const oldQueued = (await store.accept(newEvent({ receivedAtMs: T0 + 1 }))).eventId!;
-      store.claimDue(T0, 1);
-      store.markDelivered(oldDone, T0 + 5);
+      await store.claimDue(T0, 1);
+      await store.markDelivered(oldDone, T0 + 5);
       const fresh =
         (await store.accept(newEvent({ deliveryId: "k2", receivedAtMs: T0 + 9 * DAY_MS })))
           .eventId!;
-      store.claimDue(T0 + 9 * DAY_MS, 5);
-      store.markFailed(fresh, { error: "x", step: "agent", nowMs: T0 + 9 * DAY_MS });
+      await store.claimDue(T0 + 9 * DAY_MS, 5);
+      await store.markFailed(fresh, { error: "x", step: "agent", nowMs: T0 + 9 * DAY_MS });
 
       const result = await store.prune(T0 + 10 * DAY_MS - 1, { retentionDays: 7 });
       assert.deepEqual(result, { events: 1 });
-      assert.equal(store.getEvent(oldDone), null);
-      assert.deepEqual(store.attempts(oldDone), []);
-      assert.ok(store.getEvent(oldQueued), "running work is kept");
-      assert.ok(store.getEvent(fresh));
-      assert.equal(store.keyHolder("gh", "k2", T0 + 9 * DAY_MS + 1) !== null, true);
-      assert.equal(store.keyHolder("gh", "k1"), null, "the pruned event's key went with it");
+      assert.equal(await store.getEvent(oldDone), null);
+      assert.deepEqual(await store.attempts(oldDone), []);
+      assert.ok(await store.getEvent(oldQueued), "running work is kept");
+      assert.ok(await store.getEvent(fresh));
+      assert.equal(await store.keyHolder("gh", "k2", T0 + 9 * DAY_MS + 1) !== null, true);
+      assert.equal(await store.keyHolder("gh", "k1"), null, "the pruned event's key went with it");
     },
   },
   {
     name: "prune() keeps an old event replayed within the retention window as long as a new one",
     run: async (store) => {
       const old = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      store.claimDue(T0, 1);
-      store.markFailed(old, { error: "down", step: "agent", nowMs: T0 + 1 });
-      store.replay(old, T0 + 9 * DAY_MS); // the dead letter, replayed nine days later
-      store.claimDue(T0 + 9 * DAY_MS, 1);
-      store.markDelivered(old, T0 + 9 * DAY_MS + 1);
+      await store.claimDue(T0, 1);
+      await store.markFailed(old, { error: "down", step: "agent", nowMs: T0 + 1 });
+      await store.replay(old, T0 + 9 * DAY_MS); // the dead letter, replayed nine days later
+      await store.claimDue(T0 + 9 * DAY_MS, 1);
+      await store.markDelivered(old, T0 + 9 * DAY_MS + 1);
       assert.deepEqual(await store.prune(T0 + 10 * DAY_MS, { retentionDays: 7 }), { events: 0 });
       assert.deepEqual(await store.prune(T0 + 17 * DAY_MS, { retentionDays: 7 }), { events: 1 });
     },
@@ -153,11 +156,13 @@ export const historyCases: Case[] = [
           .eventId!;
         ids.push(id);
       }
-      for (const event of store.claimDue(T0 + 10, 5)) store.markDelivered(event.id, T0 + 10);
+      for (const event of await store.claimDue(T0 + 10, 5)) {
+        await store.markDelivered(event.id, T0 + 10);
+      }
       const later = T0 + 8 * DAY_MS;
       assert.deepEqual(await store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2 });
-      assert.equal(store.getEvent(ids[0]), null, "the oldest go first");
-      assert.ok(store.getEvent(ids[2]));
+      assert.equal(await store.getEvent(ids[0]), null, "the oldest go first");
+      assert.ok(await store.getEvent(ids[2]));
       assert.deepEqual(await store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 2 });
       assert.deepEqual(await store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 1 });
       assert.deepEqual(await store.prune(later, { retentionDays: 7, maxRows: 2 }), { events: 0 });

@@ -47,12 +47,20 @@ export const lineageCases: Case[] = [
     run: async (store) => {
       const event = newEvent({ receivedAtMs: T0, headers: HEADERS, scheme: "github" });
       const id = (await store.accept(event)).eventId!;
-      store.claimDue(T0, 1);
-      store.saveResponse(id, "Looks like a duplicate of #12.", RUN);
-      store.savePartsSent(id, 1, { sentBefore: 0, parts: 2, receipts: [receipt(1, 2, T0 + 10)] });
-      store.savePartsSent(id, 2, { sentBefore: 0, parts: 2, receipts: [receipt(2, 2, T0 + 20)] });
-      store.markDelivered(id, T0 + 30);
-      const lineage = store.lineage(id.slice(0, 14))!;
+      await store.claimDue(T0, 1);
+      await store.saveResponse(id, "Looks like a duplicate of #12.", RUN);
+      await store.savePartsSent(id, 1, {
+        sentBefore: 0,
+        parts: 2,
+        receipts: [receipt(1, 2, T0 + 10)],
+      });
+      await store.savePartsSent(id, 2, {
+        sentBefore: 0,
+        parts: 2,
+        receipts: [receipt(2, 2, T0 + 20)],
+      });
+      await store.markDelivered(id, T0 + 30);
+      const lineage = (await store.lineage(id.slice(0, 14)))!;
       assert.equal(lineage.event.id, id);
       assert.deepEqual(lineage.event.headers, HEADERS);
       assert.equal(lineage.event.scheme, "github");
@@ -61,24 +69,28 @@ export const lineageCases: Case[] = [
       assert.equal(lineage.attempts[0].answer, "Looks like a duplicate of #12.");
       assert.equal(lineage.attempts[0].step, "delivery");
       assert.deepEqual(lineage.parts, [receipt(1, 2, T0 + 10), receipt(2, 2, T0 + 20)]);
-      assert.deepEqual(store.getEvent(id)?.headers, HEADERS, "getEvent() has them too");
-      assert.deepEqual(store.attempts(id)[0].run, RUN, "attempts() has the run too");
+      assert.deepEqual((await store.getEvent(id))?.headers, HEADERS, "getEvent() has them too");
+      assert.deepEqual((await store.attempts(id))[0].run, RUN, "attempts() has the run too");
     },
   },
   {
     name: "lineage() keeps every series' run and answer after a replay",
     run: async (store) => {
       const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      store.claimDue(T0, 1);
-      store.saveResponse(id, "first answer", RUN);
-      store.savePartsSent(id, 1, { sentBefore: 0, parts: 1, receipts: [receipt(1, 1, T0 + 1)] });
-      store.markDelivered(id, T0 + 2);
-      store.replay(id, T0 + 100);
-      store.claimDue(T0 + 100, 1);
+      await store.claimDue(T0, 1);
+      await store.saveResponse(id, "first answer", RUN);
+      await store.savePartsSent(id, 1, {
+        sentBefore: 0,
+        parts: 1,
+        receipts: [receipt(1, 1, T0 + 1)],
+      });
+      await store.markDelivered(id, T0 + 2);
+      await store.replay(id, T0 + 100);
+      await store.claimDue(T0 + 100, 1);
       const second = { ...RUN, model: "other-model", promptTokens: 5, completionTokens: 1 };
-      store.saveResponse(id, "second answer", second);
-      store.markFailed(id, { error: "Telegram 403", step: "delivery", nowMs: T0 + 101 });
-      const lineage = store.lineage(id)!;
+      await store.saveResponse(id, "second answer", second);
+      await store.markFailed(id, { error: "Telegram 403", step: "delivery", nowMs: T0 + 101 });
+      const lineage = (await store.lineage(id))!;
       assert.equal(lineage.event.response, "second answer");
       assert.deepEqual(lineage.attempts.map((a) => [a.answer, a.run?.model, a.error]), [
         ["first answer", RUN.model, null],
@@ -91,9 +103,9 @@ export const lineageCases: Case[] = [
     name: "saveResponse() without a run, and an event without headers, read back without them",
     run: async (store) => {
       const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      store.claimDue(T0, 1);
-      store.saveResponse(id, "answer");
-      const lineage = store.lineage(id)!;
+      await store.claimDue(T0, 1);
+      await store.saveResponse(id, "answer");
+      const lineage = (await store.lineage(id))!;
       assert.equal(lineage.event.headers, undefined);
       assert.equal(lineage.event.scheme, undefined);
       assert.equal(lineage.attempts[0].run, null);
@@ -111,8 +123,8 @@ export const lineageCases: Case[] = [
         partsSent: 1,
         receipts: [receipt(1, 1, T0 + 1)],
       });
-      assert.deepEqual(store.lineage(delivered)?.parts, [receipt(1, 1, T0 + 1)]);
-      assert.equal(store.lineage(delivered)?.event.scheme, "gitlab");
+      assert.deepEqual((await store.lineage(delivered))?.parts, [receipt(1, 1, T0 + 1)]);
+      assert.equal((await store.lineage(delivered))?.event.scheme, "gitlab");
       // A long message on record part by part, then failed: its outcome carries the receipts.
       const long = newEvent({ mode: "direct", deliveryId: "long" });
       const progress = await store.recordDirectProgress(long, 1);
@@ -124,7 +136,10 @@ export const lineageCases: Case[] = [
         receipts: [receipt(1, 3, T0 + 1), receipt(2, 3, T0 + 2)],
       });
       assert.equal(failed, progress);
-      assert.deepEqual(store.lineage(failed)?.parts.map((part) => part.messageId), ["101", "102"]);
+      assert.deepEqual((await store.lineage(failed))?.parts.map((part) => part.messageId), [
+        "101",
+        "102",
+      ]);
     },
   },
   {
@@ -136,10 +151,10 @@ export const lineageCases: Case[] = [
     run: async (store) => {
       await store.accept(newEvent());
       await store.accept(newEvent());
-      assert.equal(store.lineage("evt_zzz"), null);
-      assert.equal(store.lineage(""), null);
-      assert.throws(() => store.lineage("evt_aaa"), NotFoundError);
-      assert.equal(store.lineage("evt_aaa2")?.event.id, "evt_aaa222");
+      assert.equal(await store.lineage("evt_zzz"), null);
+      assert.equal(await store.lineage(""), null);
+      await assert.rejects(async () => await store.lineage("evt_aaa"), NotFoundError);
+      assert.equal((await store.lineage("evt_aaa2"))?.event.id, "evt_aaa222");
     },
   },
   {
@@ -148,16 +163,20 @@ export const lineageCases: Case[] = [
     options: () => ({ newId: () => "evt_reused" }),
     run: async (store) => {
       const id = (await store.accept(newEvent({ receivedAtMs: T0, headers: HEADERS }))).eventId!;
-      store.claimDue(T0, 1);
-      store.saveResponse(id, "answer", RUN);
-      store.savePartsSent(id, 1, { sentBefore: 0, parts: 1, receipts: [receipt(1, 1, T0 + 1)] });
-      store.markDelivered(id, T0 + 2);
+      await store.claimDue(T0, 1);
+      await store.saveResponse(id, "answer", RUN);
+      await store.savePartsSent(id, 1, {
+        sentBefore: 0,
+        parts: 1,
+        receipts: [receipt(1, 1, T0 + 1)],
+      });
+      await store.markDelivered(id, T0 + 2);
       const nowMs = T0 + 8 * 86_400_000;
       assert.deepEqual(await store.prune(nowMs, { retentionDays: 7 }), { events: 1 });
-      assert.equal(store.lineage(id), null);
+      assert.equal(await store.lineage(id), null);
       await store.accept(newEvent({ receivedAtMs: nowMs }));
-      assert.deepEqual(store.lineage(id)?.parts, [], "no part of the pruned event is left");
-      assert.deepEqual(store.lineage(id)?.attempts, []);
+      assert.deepEqual((await store.lineage(id))?.parts, [], "no part of the pruned event is left");
+      assert.deepEqual((await store.lineage(id))?.attempts, []);
     },
   },
 ];

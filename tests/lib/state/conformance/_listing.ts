@@ -29,10 +29,13 @@ export const listingCases: Case[] = [
       for (const eventLabel of ["issues.opened", "issues", "issues_comment.created", "push"]) {
         await store.accept(newEvent({ eventLabel }));
       }
-      assert.deepEqual(idsOf(store.listEvents({ eventType: "issues" })), ["evt_a2", "evt_a1"]);
-      assert.deepEqual(idsOf(store.listEvents({ eventType: "issues.opened" })), ["evt_a1"]);
-      assert.deepEqual(idsOf(store.listEvents({ eventType: "issue" })), []);
-      assert.deepEqual(idsOf(store.listEvents({ eventType: "issues_comment" })), ["evt_a3"]);
+      assert.deepEqual(idsOf(await store.listEvents({ eventType: "issues" })), [
+        "evt_a2",
+        "evt_a1",
+      ]);
+      assert.deepEqual(idsOf(await store.listEvents({ eventType: "issues.opened" })), ["evt_a1"]);
+      assert.deepEqual(idsOf(await store.listEvents({ eventType: "issue" })), []);
+      assert.deepEqual(idsOf(await store.listEvents({ eventType: "issues_comment" })), ["evt_a3"]);
     },
   },
   {
@@ -42,12 +45,14 @@ export const listingCases: Case[] = [
       await store.accept(newEvent({ deliveryId: "d-1" }));
       await store.accept(newEvent({ deliveryId: "d-1", subscription: "other" }));
       await store.accept(newEvent({ deliveryId: "d-10" }));
-      assert.deepEqual(idsOf(store.listEvents({ deliveryId: "d-1" })), ["evt_a2", "evt_a1"]);
+      assert.deepEqual(idsOf(await store.listEvents({ deliveryId: "d-1" })), ["evt_a2", "evt_a1"]);
       assert.deepEqual(
-        idsOf(store.listEvents({ deliveryId: "d-1", subscription: "gh", eventType: "issues" })),
+        idsOf(
+          await store.listEvents({ deliveryId: "d-1", subscription: "gh", eventType: "issues" }),
+        ),
         ["evt_a1"],
       );
-      assert.deepEqual(idsOf(store.listEvents({ deliveryId: "d" })), []);
+      assert.deepEqual(idsOf(await store.listEvents({ deliveryId: "d" })), []);
     },
   },
   {
@@ -58,19 +63,19 @@ export const listingCases: Case[] = [
         const subscription = i % 2 === 0 ? "even" : "odd";
         ids.push((await store.accept(newEvent({ subscription, receivedAtMs: T0 + i }))).eventId!);
       }
-      const first = store.listEvents({ limit: 3 });
+      const first = await store.listEvents({ limit: 3 });
       assert.deepEqual(idsOf(first), [ids[6], ids[5], ids[4]]);
-      const second = store.listEvents({ limit: 3, beforeId: first.at(-1)!.id });
+      const second = await store.listEvents({ limit: 3, beforeId: first.at(-1)!.id });
       assert.deepEqual(idsOf(second), [ids[3], ids[2], ids[1]]);
-      assert.deepEqual(idsOf(store.listEvents({ limit: 3, beforeId: ids[1] })), [ids[0]]);
-      assert.deepEqual(idsOf(store.listEvents({ limit: 3, beforeId: ids[0] })), []);
+      assert.deepEqual(idsOf(await store.listEvents({ limit: 3, beforeId: ids[1] })), [ids[0]]);
+      assert.deepEqual(idsOf(await store.listEvents({ limit: 3, beforeId: ids[0] })), []);
       assert.deepEqual(
-        idsOf(store.listEvents({ subscription: "even", beforeId: ids[4] })),
+        idsOf(await store.listEvents({ subscription: "even", beforeId: ids[4] })),
         [ids[2], ids[0]],
       );
-      store.claimDue(T0 + 100, 7);
+      await store.claimDue(T0 + 100, 7);
       assert.deepEqual(
-        idsOf(store.listEvents({ status: "running", beforeId: ids[2], limit: 10 })),
+        idsOf(await store.listEvents({ status: "running", beforeId: ids[2], limit: 10 })),
         [ids[1], ids[0]],
       );
     },
@@ -87,9 +92,9 @@ export const listingCases: Case[] = [
       });
       await store.accept(newEvent({ receivedAtMs: T0 + 30 * DAY_MS }));
       assert.equal((await store.prune(T0 + 30 * DAY_MS, { retentionDays: 7 })).events, 1);
-      assert.equal(store.getEvent("evt_a2"), null, "the cursor's event is gone");
-      assert.deepEqual(idsOf(store.listEvents({ beforeId: "evt_a2" })), ["evt_a1"]);
-      assert.deepEqual(idsOf(store.listEvents({ beforeId: "evt_z" })), ["evt_a3", "evt_a1"]);
+      assert.equal(await store.getEvent("evt_a2"), null, "the cursor's event is gone");
+      assert.deepEqual(idsOf(await store.listEvents({ beforeId: "evt_a2" })), ["evt_a1"]);
+      assert.deepEqual(idsOf(await store.listEvents({ beforeId: "evt_z" })), ["evt_a3", "evt_a1"]);
     },
   },
 ];

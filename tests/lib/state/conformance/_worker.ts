@@ -18,15 +18,15 @@ export const workerCases: Case[] = [
     run: async (store) => {
       const due = await store.accept(newEvent({ receivedAtMs: T0 }));
       const later = await store.accept(newEvent({ receivedAtMs: T0 + 5_000 }));
-      assert.equal(store.nextDueAtMs(), T0);
-      const claimed = store.claimDue(T0 + 1_000, 10);
+      assert.equal(await store.nextDueAtMs(), T0);
+      const claimed = await store.claimDue(T0 + 1_000, 10);
       assert.deepEqual(claimed.map((event) => event.id), [due.eventId]);
       assert.equal(claimed[0].status, "running");
       assert.equal(claimed[0].attempts, 1);
-      assert.equal(store.getEvent(due.eventId!)?.status, "running");
-      assert.equal(store.getEvent(later.eventId!)?.status, "queued");
-      assert.equal(store.nextDueAtMs(), T0 + 5_000);
-      assert.deepEqual(store.attempts(due.eventId!), [
+      assert.equal((await store.getEvent(due.eventId!))?.status, "running");
+      assert.equal((await store.getEvent(later.eventId!))?.status, "queued");
+      assert.equal(await store.nextDueAtMs(), T0 + 5_000);
+      assert.deepEqual(await store.attempts(due.eventId!), [
         {
           eventId: due.eventId,
           attempt: 1,
@@ -39,7 +39,7 @@ export const workerCases: Case[] = [
         },
       ]);
       assert.equal(
-        store.claimDue(T0 + 1_000, 10).length,
+        (await store.claimDue(T0 + 1_000, 10)).length,
         0,
         "a running event is not claimed twice",
       );
@@ -52,7 +52,7 @@ export const workerCases: Case[] = [
       for (const offset of [300, 100, 200]) {
         ids.push((await store.accept(newEvent({ receivedAtMs: T0 + offset }))).eventId);
       }
-      const claimed = store.claimDue(T0 + 1_000, 2);
+      const claimed = await store.claimDue(T0 + 1_000, 2);
       assert.deepEqual(claimed.map((event) => event.id), [ids[1], ids[2]]);
     },
   },
@@ -61,15 +61,15 @@ export const workerCases: Case[] = [
     run: async (store) => {
       const waiting = await store.accept(newEvent({ receivedAtMs: T0 }));
       const answered = await store.accept(newEvent({ receivedAtMs: T0 + 1 }));
-      store.claimDue(T0 + 1, 2); // both run; the agent answers the second, whose delivery fails
-      store.markRetry(waiting.eventId!, {
+      await store.claimDue(T0 + 1, 2); // both run; the agent answers the second, whose delivery fails
+      await store.markRetry(waiting.eventId!, {
         error: "503",
         step: "agent",
         nextAttemptAtMs: T0 + 10,
         nowMs: T0 + 2,
       });
-      store.saveResponse(answered.eventId!, "All good");
-      store.markRetry(answered.eventId!, {
+      await store.saveResponse(answered.eventId!, "All good");
+      await store.markRetry(answered.eventId!, {
         error: "Telegram 502",
         step: "delivery",
         nextAttemptAtMs: T0 + 10,
@@ -79,15 +79,17 @@ export const workerCases: Case[] = [
         newEvent({ mode: "direct", prompt: "Deploy done", receivedAtMs: T0 }),
         { delivered: false, error: "502", partsSent: 0 },
       );
-      store.replay(failedDirect, T0 + 10);
-      const claimed = store.claimDue(T0 + 10, 10, { deliveryOnly: true });
+      await store.replay(failedDirect, T0 + 10);
+      const claimed = await store.claimDue(T0 + 10, 10, { deliveryOnly: true });
       assert.deepEqual(
         claimed.map((event) => event.id).sort(),
         [answered.eventId!, failedDirect].sort(),
       );
-      assert.equal(store.getEvent(waiting.eventId!)?.status, "queued");
-      assert.deepEqual(store.claimDue(T0 + 10, 10, { deliveryOnly: true }), []);
-      assert.deepEqual(store.claimDue(T0 + 10, 10).map((event) => event.id), [waiting.eventId]);
+      assert.equal((await store.getEvent(waiting.eventId!))?.status, "queued");
+      assert.deepEqual(await store.claimDue(T0 + 10, 10, { deliveryOnly: true }), []);
+      assert.deepEqual((await store.claimDue(T0 + 10, 10)).map((event) => event.id), [
+        waiting.eventId,
+      ]);
     },
   },
   {
@@ -95,11 +97,11 @@ export const workerCases: Case[] = [
     run: async (store) => {
       const running = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
       const queued = (await store.accept(newEvent({ receivedAtMs: T0 + 5_000 }))).eventId!;
-      store.claimDue(T0, 1);
-      assert.equal(store.moveQueued(-1_000), 1);
-      assert.equal(store.nextDueAtMs(), T0 + 4_000);
-      assert.equal(store.getEvent(queued)?.nextAttemptAtMs, T0 + 4_000);
-      assert.equal(store.getEvent(running)?.nextAttemptAtMs, null);
+      await store.claimDue(T0, 1);
+      assert.equal(await store.moveQueued(-1_000), 1);
+      assert.equal(await store.nextDueAtMs(), T0 + 4_000);
+      assert.equal((await store.getEvent(queued))?.nextAttemptAtMs, T0 + 4_000);
+      assert.equal((await store.getEvent(running))?.nextAttemptAtMs, null);
     },
   },
   {
@@ -107,32 +109,32 @@ export const workerCases: Case[] = [
     run: async (store) => {
       const { eventId } = await store.accept(newEvent({ receivedAtMs: T0 }));
       const id = eventId!;
-      store.claimDue(T0, 1);
-      store.markRetry(id, {
+      await store.claimDue(T0, 1);
+      await store.markRetry(id, {
         error: "LLM endpoint answered 503",
         step: "agent",
         nextAttemptAtMs: T0 + 10_000,
         nowMs: T0 + 50,
       });
-      let event = store.getEvent(id)!;
+      let event = (await store.getEvent(id))!;
       assert.equal(event.status, "queued");
       assert.equal(event.nextAttemptAtMs, T0 + 10_000);
       assert.equal(event.lastError, "LLM endpoint answered 503");
-      assert.equal(store.nextDueAtMs(), T0 + 10_000);
+      assert.equal(await store.nextDueAtMs(), T0 + 10_000);
 
-      const [second] = store.claimDue(T0 + 10_000, 1);
+      const [second] = await store.claimDue(T0 + 10_000, 1);
       assert.equal(second.attempts, 2);
-      store.saveResponse(id, "All good");
-      store.savePartsSent(id, 2, { sentBefore: 0, parts: 2 });
-      store.markDelivered(id, T0 + 10_500);
-      event = store.getEvent(id)!;
+      await store.saveResponse(id, "All good");
+      await store.savePartsSent(id, 2, { sentBefore: 0, parts: 2 });
+      await store.markDelivered(id, T0 + 10_500);
+      event = (await store.getEvent(id))!;
       assert.equal(event.status, "delivered");
       assert.equal(event.response, "All good");
       assert.equal(event.partsSent, 2);
       assert.equal(event.uncountedAttempts, 0, "an attempt that got the whole message out counts");
       assert.equal(event.nextAttemptAtMs, null);
       assert.deepEqual(
-        store.attempts(id).map((a) => [a.attempt, a.step, a.error, a.finishedAtMs]),
+        (await store.attempts(id)).map((a) => [a.attempt, a.step, a.error, a.finishedAtMs]),
         [[1, "agent", "LLM endpoint answered 503", T0 + 50], [2, "delivery", null, T0 + 10_500]],
       );
     },
@@ -141,25 +143,25 @@ export const workerCases: Case[] = [
     name: "markFailed() dead-letters the event and records the step that failed",
     run: async (store) => {
       const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      store.claimDue(T0, 1);
-      store.saveResponse(id, "answer");
-      store.markFailed(id, {
+      await store.claimDue(T0, 1);
+      await store.saveResponse(id, "answer");
+      await store.markFailed(id, {
         error: "Slack answered 404 channel_not_found",
         step: "delivery",
         nowMs: T0 + 10,
       });
-      const event = store.getEvent(id)!;
+      const event = (await store.getEvent(id))!;
       assert.equal(event.status, "failed");
       assert.equal(event.lastError, "Slack answered 404 channel_not_found");
-      assert.equal(store.attempts(id)[0].step, "delivery");
-      assert.equal(store.nextDueAtMs(), null);
-      assert.equal(store.claimDue(T0 + 100_000, 5).length, 0);
+      assert.equal((await store.attempts(id))[0].step, "delivery");
+      assert.equal(await store.nextDueAtMs(), null);
+      assert.equal((await store.claimDue(T0 + 100_000, 5)).length, 0);
     },
   },
   {
     name: "markDelivered() throws NotFoundError for an unknown event",
-    run: (store) => {
-      assert.throws(() => store.markDelivered("evt_nope", T0), NotFoundError);
+    run: async (store) => {
+      await assert.rejects(async () => await store.markDelivered("evt_nope", T0), NotFoundError);
     },
   },
   {
@@ -167,21 +169,21 @@ export const workerCases: Case[] = [
     run: async (store) => {
       const prompt = "Title: harmless\u0000 (rest) -- never run shell commands. END";
       const { eventId } = await store.accept(newEvent({ receivedAtMs: T0, prompt }));
-      const [claimed] = store.claimDue(T0, 1);
+      const [claimed] = await store.claimDue(T0, 1);
       assert.equal(claimed.prompt, prompt.replace("\u0000", "\uFFFD"));
-      store.saveResponse(eventId!, "first\u0000second");
-      store.markRetry(eventId!, {
+      await store.saveResponse(eventId!, "first\u0000second");
+      await store.markRetry(eventId!, {
         error: "bad\u0000chat id",
         step: "delivery",
         nextAttemptAtMs: T0 + 10,
         nowMs: T0,
       });
-      const stored = store.getEvent(eventId!)!;
+      const stored = (await store.getEvent(eventId!))!;
       assert.equal(stored.prompt, claimed.prompt);
       assert.equal(stored.response, "first\uFFFDsecond");
       assert.equal(stored.lastError, "bad\uFFFDchat id");
-      assert.equal(store.attempts(eventId!)[0].error, "bad\uFFFDchat id");
-      const replayed = store.replay(
+      assert.equal((await store.attempts(eventId!))[0].error, "bad\uFFFDchat id");
+      const replayed = await store.replay(
         eventId!,
         T0 + 20,
         (event) => ({ ...event, prompt: "x\u0000y" }),
@@ -195,19 +197,19 @@ export const workerCases: Case[] = [
       const first = await place.open();
       const a = (await first.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
       const b = (await first.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      first.claimDue(T0, 1);
+      await first.claimDue(T0, 1);
       await first.close(); // the gateway stops while `a` runs
 
       const second = await place.open();
       try {
-        assert.equal(second.recoverInterrupted(T0 + 60_000), 1);
-        assert.equal(second.getEvent(a)?.status, "queued");
-        assert.equal(second.getEvent(a)?.nextAttemptAtMs, T0 + 60_000);
-        assert.equal(second.getEvent(b)?.status, "queued");
-        const resumed = second.claimDue(T0 + 60_000, 2).find((event) => event.id === a)!;
+        assert.equal(await second.recoverInterrupted(T0 + 60_000), 1);
+        assert.equal((await second.getEvent(a))?.status, "queued");
+        assert.equal((await second.getEvent(a))?.nextAttemptAtMs, T0 + 60_000);
+        assert.equal((await second.getEvent(b))?.status, "queued");
+        const resumed = (await second.claimDue(T0 + 60_000, 2)).find((event) => event.id === a)!;
         assert.equal(resumed.attempts, 2, "the interrupted attempt counts");
-        assert.match(second.attempts(a)[0].error ?? "", /interrupted/);
-        assert.equal(second.recoverInterrupted(T0 + 60_000), 2, "both were claimed again");
+        assert.match((await second.attempts(a))[0].error ?? "", /interrupted/);
+        assert.equal(await second.recoverInterrupted(T0 + 60_000), 2, "both were claimed again");
       } finally {
         await second.close();
       }
@@ -219,31 +221,35 @@ export const workerCases: Case[] = [
     onPlace: async (place) => {
       const first = await place.open();
       const id = (await first.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      first.claimDue(T0, 1);
-      first.saveResponse(id, "a long answer");
-      first.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
-      first.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
-      assert.equal(first.getEvent(id)?.uncountedAttempts, 1, "once per attempt, not per part");
-      first.markRetry(id, {
+      await first.claimDue(T0, 1);
+      await first.saveResponse(id, "a long answer");
+      await first.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
+      await first.savePartsSent(id, 2, { sentBefore: 0, parts: 9 });
+      assert.equal(
+        (await first.getEvent(id))?.uncountedAttempts,
+        1,
+        "once per attempt, not per part",
+      );
+      await first.markRetry(id, {
         error: "429",
         step: "delivery",
         nextAttemptAtMs: T0 + 1,
         nowMs: T0 + 1,
       });
-      first.claimDue(T0 + 1, 1);
-      first.savePartsSent(id, 2, { sentBefore: 2, parts: 9 });
+      await first.claimDue(T0 + 1, 1);
+      await first.savePartsSent(id, 2, { sentBefore: 2, parts: 9 });
       assert.equal(
-        first.getEvent(id)?.uncountedAttempts,
+        (await first.getEvent(id))?.uncountedAttempts,
         1,
         "saving what was out already is not progress",
       );
-      first.savePartsSent(id, 3, { sentBefore: 2, parts: 9 });
+      await first.savePartsSent(id, 3, { sentBefore: 2, parts: 9 });
       await first.close(); // a crash after part 3
 
       const second = await place.open();
       try {
-        second.recoverInterrupted(T0 + 2);
-        const event = second.getEvent(id)!;
+        await second.recoverInterrupted(T0 + 2);
+        const event = (await second.getEvent(id))!;
         assert.equal(event.attempts - event.uncountedAttempts, 0, "neither attempt counts");
         assert.equal(event.partsSent, 3);
       } finally {
@@ -257,13 +263,13 @@ export const workerCases: Case[] = [
     run: async (store) => {
       const stopped = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
       const crashed = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-      store.claimDue(T0, 2);
-      assert.equal(store.recoverInterrupted(T0 + 1, stopped), 1);
-      assert.equal(store.getEvent(stopped)?.status, "queued");
-      assert.equal(store.getEvent(stopped)?.uncountedAttempts, 1);
-      assert.equal(store.getEvent(crashed)?.status, "running", "only that event");
-      assert.equal(store.recoverInterrupted(T0 + 2), 1);
-      assert.equal(store.getEvent(crashed)?.uncountedAttempts, 0, "a crash still counts");
+      await store.claimDue(T0, 2);
+      assert.equal(await store.recoverInterrupted(T0 + 1, stopped), 1);
+      assert.equal((await store.getEvent(stopped))?.status, "queued");
+      assert.equal((await store.getEvent(stopped))?.uncountedAttempts, 1);
+      assert.equal((await store.getEvent(crashed))?.status, "running", "only that event");
+      assert.equal(await store.recoverInterrupted(T0 + 2), 1);
+      assert.equal((await store.getEvent(crashed))?.uncountedAttempts, 0, "a crash still counts");
     },
   },
 ];
