@@ -42,7 +42,7 @@ export const webhookReplay: Command = {
       idempotencyTtlSeconds: config.webhook.idempotencyTtlSeconds,
     });
     try {
-      const { event, keptBecause } = replayEvent(store, positionals[0], {
+      const { event, keptBecause } = await replayEvent(store, positionals[0], {
         nowMs: ctx.now(),
         routing,
       });

@@ -10,7 +10,7 @@
  */
 import type { Config } from "../config/mod.ts";
 import { ConfigError } from "../errors.ts";
-import type { EventDispatch, StateStore, StoredEvent } from "../state/mod.ts";
+import type { EventDispatch, StoredEvent } from "../state/mod.ts";
 import type { Route } from "./mod.ts";
 import {
   readSubscriptionsOrError,
@@ -88,6 +88,18 @@ export interface ReplayChanges {
   model?: string;
 }
 
+/**
+ * What a replay needs of a state store: its `replay`, which a backend may answer with a promise
+ * (`AsyncStateStore`, as PostgreSQL's).
+ */
+export interface ReplayingStore {
+  replay(
+    eventId: string,
+    nowMs: number,
+    redispatch?: (event: StoredEvent) => EventDispatch | undefined,
+  ): StoredEvent | Promise<StoredEvent>;
+}
+
 /** What a replay did. */
 export interface Replayed {
   /** The event as queued again. */
@@ -98,7 +110,7 @@ export interface Replayed {
 
 /**
  * Queues an event again, routed by its subscription as it is now, with `changes` applied.
- * @param store the state store
+ * @param store the state store (its `replay`, as `StateStore.replay` documents it)
  * @param eventId the event's id, or a unique prefix of it
  * @param options `nowMs`: the time, in ms since the epoch; `routing`: from
  *   {@link readReplayRouting}; `changes`: another prompt or model for this run
@@ -110,21 +122,21 @@ export interface Replayed {
  * @example
  * ```ts
  * const routing = await readReplayRouting(config);
- * const { event } = replayEvent(store, "evt_0mh2k3x9a1b2c3d4", {
+ * const { event } = await replayEvent(store, "evt_0mh2k3x9a1b2c3d4", {
  *   nowMs: Date.now(),
  *   routing,
  *   changes: { prompt: { template: "Summarise {issue.title}" }, model: "gpt-4o" },
  * });
  * ```
  */
-export function replayEvent(
-  store: Pick<StateStore, "replay">,
+export async function replayEvent(
+  store: ReplayingStore,
   eventId: string,
   options: { nowMs: number; routing: ReplayRouting; changes?: ReplayChanges },
-): Replayed {
+): Promise<Replayed> {
   const { routing, changes } = options;
   let keptBecause: string | undefined;
-  const event = store.replay(eventId, options.nowMs, (found) => {
+  const event = await store.replay(eventId, options.nowMs, (found) => {
     const picked = replayRoute(found.subscription, routing);
     const context: TemplateContext = {
       event: found.eventLabel,

@@ -81,7 +81,11 @@ async function replay(
 ): Promise<{ keptBecause?: string } | { error: string }> {
   const routing = await readReplayRouting(parts.config);
   try {
-    const replayed = replayEvent(parts.store, event.id, { nowMs: parts.now(), routing, changes });
+    const replayed = await replayEvent(parts.store, event.id, {
+      nowMs: parts.now(),
+      routing,
+      changes,
+    });
     parts.onReplay();
     return replayed;
   } catch (error) {

@@ -58,7 +58,7 @@ const GH = { gh: { prompt: "Triage {issue.title}", deliver: "log", skills: ["tri
 
 Deno.test("replayEvent() renders a changed template with the payload's numbers as written, and asks for the changed model", async () => {
   await using w = await world(JSON.stringify(GH));
-  const { event, keptBecause } = replayEvent(w.store, w.eventId, {
+  const { event, keptBecause } = await replayEvent(w.store, w.eventId, {
     nowMs: T0 + 1000,
     routing: await readReplayRouting(w.config),
     changes: { prompt: { template: "Issue {issue.id}: {issue.title}" }, model: "gpt-4o" },
@@ -75,7 +75,7 @@ Deno.test("replayEvent() renders a changed template with the payload's numbers a
 
 Deno.test("replayEvent() sends a prompt given as text as written, braces and backslashes too", async () => {
   await using w = await world(JSON.stringify(GH));
-  const { event } = replayEvent(w.store, w.eventId, {
+  const { event } = await replayEvent(w.store, w.eventId, {
     nowMs: T0 + 1000,
     routing: await readReplayRouting(w.config),
     changes: { prompt: { text: "Literal {issue.title}\\n" } },
@@ -88,7 +88,10 @@ Deno.test("replayEvent() without changes keeps what the event had while the file
   await using w = await world("{ not json");
   const routing = await readReplayRouting(w.config);
   assert.ok(routing.readError instanceof ConfigError);
-  const { event, keptBecause } = replayEvent(w.store, w.eventId, { nowMs: T0 + 1000, routing });
+  const { event, keptBecause } = await replayEvent(w.store, w.eventId, {
+    nowMs: T0 + 1000,
+    routing,
+  });
   assert.equal(keptBecause, "the subscription file could not be read");
   assert.equal(event.prompt, "Old prompt");
   assert.deepEqual(event.route, { deliver: "telegram", chatId: "42", skills: [] });
@@ -96,7 +99,7 @@ Deno.test("replayEvent() without changes keeps what the event had while the file
 
 Deno.test("replayEvent() of an event whose subscription is gone applies the changes to the target it had", async () => {
   await using w = await world("{}");
-  const { event, keptBecause } = replayEvent(w.store, w.eventId, {
+  const { event, keptBecause } = await replayEvent(w.store, w.eventId, {
     nowMs: T0 + 1000,
     routing: await readReplayRouting(w.config),
     changes: { prompt: { template: "" }, model: "gpt-4o" },
