@@ -22,6 +22,11 @@ function protectedRequests(eventId: string): [string, string][] {
     ["GET", "/api/events"],
     ["GET", `/api/events/${eventId}`],
     ["GET", "/no-such-page"],
+    ["GET", "/subscriptions"],
+    ["GET", "/subscriptions/new"],
+    ["GET", "/subscriptions/gh"],
+    ["POST", "/subscriptions"],
+    ["POST", "/subscriptions/gh/test"],
     ["POST", `/events/${eventId}/replay`],
     ["POST", "/logout"],
   ];

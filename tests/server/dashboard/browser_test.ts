@@ -239,6 +239,9 @@ async function apiBodies(page: Page, world: World): Promise<string[]> {
     `/api/events/${id}`,
     "/login",
     "/no-such-page",
+    "/subscriptions",
+    "/subscriptions/gh",
+    "/subscriptions/new",
     "/assets/app.js",
     "/assets/app.css",
   ];

@@ -222,6 +222,9 @@ Deno.test("subscription forms refuse a POST without the CSRF token or from anoth
     }
   }
   assert.equal(await Deno.readTextFile(`${w.home}/webhook_subscriptions.json`), before);
+  const own = await post(w, session, "/subscriptions", { name: "mine", deliver: "log" });
+  assert.equal(own.status, 200, "the page's own form, with its token, is taken");
+  assert.deepEqual(Object.keys(await records(w)), ["gh", "mine"]);
 });
 
 Deno.test("Test refuses a payload that is no JSON object, and a name no route has", async () => {
