@@ -1,6 +1,6 @@
 /**
- * The test event `agent webhook test` and the dashboard's Test button send: its payload, and its type and delivery id placed
- * where each signature scheme's senders put them.
+ * The test event `agent webhook test` and the dashboard's Test button send: its payload, and its
+ * type and delivery id placed where each signature scheme's senders put them.
  *
  * @module
  */

@@ -1,7 +1,8 @@
 /**
- * What `agent webhook test` and the dashboard's Test button say when the gateway ignored its event for a subscription's
- * filters, or answered 404 for a subscription it does not serve (disabled, or `auth: none` off
- * loopback): the filter that did not hold, and the values it read (docs/subscriptions.md#filters).
+ * What `agent webhook test` and the dashboard's Test button say when the gateway ignored their
+ * event for a subscription's filters, or answered 404 for a subscription it does not serve
+ * (disabled, or `auth: none` off loopback): the filter that did not hold, and the values it read
+ * (docs/subscriptions.md#filters).
  *
  * @module
  */

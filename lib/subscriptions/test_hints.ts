@@ -1,6 +1,7 @@
 /**
- * What `agent webhook test` and the dashboard's Test button say besides the gateway's answer: before sending, the template
- * paths the payload lacks; after, what the answer means and what to try next.
+ * What `agent webhook test` and the dashboard's Test button say besides the gateway's answer:
+ * before sending, the template paths the payload lacks; after, what the answer means and what to
+ * try next.
  *
  * @module
  */

@@ -102,7 +102,7 @@ function Unusable(props: { view: RoutesView }) {
         {hidden.map((name) => (
           <Item
             key={name}
-            text={`Subscription "${name}" is hidden by the static route of the same name in config.yaml.`}
+            text={`Subscription "${name}" is hidden by the static route of its name in config.yaml.`}
           />
         ))}
       </ul>
