@@ -14,6 +14,7 @@ import { findSkill, listSkills } from "../lib/agents/skills.ts";
 import { currentSecret, type Route } from "../lib/subscriptions/mod.ts";
 import type { Command } from "./_command.ts";
 import { coalesceSummary } from "../lib/subscriptions/coalesce_options.ts";
+import { sessionSummary } from "../lib/subscriptions/session_options.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { advertisedWebhook } from "./_running_gateway.ts";
@@ -152,6 +153,7 @@ function describeRoute(route: Route, config: Config, nowMs: number): string {
   }
   if (route.rate_limit) lines.push(`  Limit:    ${route.rate_limit} requests/minute`);
   if (route.coalesce) lines.push(`  Coalesce: ${coalesceSummary(route)}`);
+  if (route.session) lines.push(`  Session:  ${sessionSummary(route)}`);
   const agent = agentOptionsText(route);
   if (agent) lines.push(`  Agent:    ${agent}`);
   if (route.system_prompt) lines.push(`  System:   ${route.system_prompt.replace(/\s+/g, " ")}`);

@@ -23,6 +23,7 @@ import {
 import { eventFilterWarnings, optionsToRecord } from "../lib/subscriptions/subscribe_options.ts";
 import { mergeSubscription } from "../lib/subscriptions/subscribe_merge.ts";
 import { coalesceSummary } from "../lib/subscriptions/coalesce_options.ts";
+import { sessionSummary } from "../lib/subscriptions/session_options.ts";
 
 const usage = `Usage: agent webhook subscribe <name> [options]
 
@@ -61,6 +62,10 @@ Options:
   --coalesce-key T         the key's template, e.g. '{repository.full_name}#{issue.number}'
                            (default: the --session template)
   --coalesce-max S         the longest a window stays open after its first event (default 300)
+  --session T              one conversation per rendered key, e.g.
+                           '{repository.full_name}#{issue.number}': a run gets the earlier
+                           turns of its key, after them ('' removes it)
+  --session-budget N       most tokens of earlier turns a run is given (default 4000)
   --auth SCHEME            accept only this signature scheme (${AUTH_NAMES.join(", ")});
                            none: unsigned requests, only while the gateway listens on loopback
   --json                   print the result as JSON`;
@@ -87,6 +92,8 @@ const options = {
   coalesce: { type: "string" },
   "coalesce-key": { type: "string" },
   "coalesce-max": { type: "string" },
+  session: { type: "string" },
+  "session-budget": { type: "string" },
   auth: { type: "string" },
   json: { type: "boolean" },
 } as const;
@@ -189,6 +196,7 @@ function describe(
     `  Prompt:  ${preview}`,
     ...(record.transform ? [`  Transform: ${record.transform}`] : []),
     ...(record.coalesce ? [`  Coalesce: ${coalesceSummary(record)}`] : []),
+    ...(record.session ? [`  Session: ${sessionSummary(record)}`] : []),
     ...(record.rate_limit ? [`  Limit:   ${record.rate_limit} requests/minute`] : []),
     "",
     "Configure the sender with this URL and secret, then try it: agent webhook test " + name,

@@ -230,6 +230,7 @@ async function openState(
   try {
     const store = openStateStore(paths.stateDb, {
       idempotencyTtlSeconds: webhook.idempotencyTtlSeconds,
+      sessionTtlSeconds: webhook.sessionTtlSeconds,
       // SQLite calls block the event loop: a lock held by another process (a CLI command) may
       // stall every request this long before the sender gets 503.
       busyTimeoutMs: 1000,

@@ -5,9 +5,11 @@
  *
  * Standard input is the system prompt (base prompt and skills), a blank line, then the event
  * prompt, so a program that takes a single prompt still gets the skills. The environment is the
- * gateway's, plus `AGENT_EVENT_ID`, minus the gateway's own secrets ({@link WITHHELD_VARIABLES}):
- * the program reads untrusted payload text, so a prompt injection must not find the webhook
- * secret or the bot tokens there. Its own credentials (an LLM key) pass through.
+ * gateway's, plus `AGENT_EVENT_ID` (and `AGENT_SESSION_FILE` for an event of a conversation, the
+ * earlier turns as JSON: docs/subscriptions.md#conversations), minus the gateway's own secrets
+ * ({@link WITHHELD_VARIABLES}): the program reads untrusted payload text, so a prompt injection
+ * must not find the webhook secret or the bot tokens there. Its own credentials (an LLM key) pass
+ * through.
  *
  * The program runs in a session of its own (`own_session.ts`), so that a timeout or a stop
  * kills what it started too.
@@ -18,6 +20,7 @@ import { settledWithin } from "../worker/wait.ts";
 import { AgentError, ConfigError, errorMessage } from "../errors.ts";
 import { readUpTo, writeInput } from "./_pipes.ts";
 import { killProcessGroup, spawnInOwnSession } from "./own_session.ts";
+import { type AgentConversation, writeConversationFile } from "./conversation.ts";
 import type { AgentDeps, AgentRequest, AgentRunner, AgentSettings } from "./mod.ts";
 
 /**
@@ -79,22 +82,46 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
   return async (request) => {
     const { prompt, systemPrompt, eventId, signal } = request;
     const input = systemPrompt ? `${systemPrompt}\n\n${prompt}` : prompt;
-    const child = startProgram(program, args, {
-      ...env,
-      ...routeVariables(request),
-      AGENT_EVENT_ID: eventId,
-    });
-    // Noted while it runs: if the gateway dies meanwhile, the next start kills the group.
-    deps.processNotes?.started(child.pid, eventId);
+    const session = request.conversation && await conversationFile(request.conversation);
     try {
-      const run = await superviseRun(child, input, { timeoutSeconds, signal });
-      const stopped = signal?.aborted ?? false;
-      // A program reports no model or token counts: only its answer is known.
-      return { provider: "command", text: verdictOf(program, run, { timeoutSeconds, stopped }) };
+      const child = startProgram(program, args, {
+        ...env,
+        ...routeVariables(request),
+        AGENT_EVENT_ID: eventId,
+        ...(session ? { AGENT_SESSION_FILE: session.path } : {}),
+      });
+      // Noted while it runs: if the gateway dies meanwhile, the next start kills the group.
+      deps.processNotes?.started(child.pid, eventId);
+      try {
+        const run = await superviseRun(child, input, { timeoutSeconds, signal });
+        const stopped = signal?.aborted ?? false;
+        // A program reports no model or token counts: only its answer is known.
+        return { provider: "command", text: verdictOf(program, run, { timeoutSeconds, stopped }) };
+      } finally {
+        deps.processNotes?.ended(child.pid);
+      }
     } finally {
-      deps.processNotes?.ended(child.pid);
+      await session?.remove();
     }
   };
+}
+
+/**
+ * Writes the conversation's file for the program (`AGENT_SESSION_FILE`).
+ * @throws AgentError retryable and `unavailable` when it cannot be written (a full disk): that
+ *   holds for every run now, as a program that cannot start does
+ */
+async function conversationFile(
+  conversation: AgentConversation,
+): Promise<{ path: string; remove: () => Promise<void> }> {
+  try {
+    return await writeConversationFile(conversation);
+  } catch (error) {
+    throw new AgentError(
+      `Cannot write the conversation's file for the agent command: ${errorMessage(error)}`,
+      { unavailable: true, cause: error },
+    );
+  }
 }
 
 /**

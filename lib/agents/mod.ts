@@ -17,11 +17,19 @@ import type { AgentProcessNotes } from "./_leftovers.ts";
 import { createCommandRunner } from "./command.ts";
 import { createOpenAiRunner } from "./openai.ts";
 import { DEFAULT_SILENT_MARKER, silenceInstruction } from "./skills.ts";
+import type { AgentConversation } from "./conversation.ts";
 
 export { type AgentProcessNotes, agentProcessNotes, killLeftoverAgents } from "./_leftovers.ts";
 export { programPath } from "./_program_path.ts";
 export { DEFAULT_BASE_URL } from "./openai.ts";
 export { DEFAULT_SILENT_MARKER } from "./skills.ts";
+export {
+  type AgentConversation,
+  type ConversationTurn,
+  DEFAULT_SESSION_BUDGET_TOKENS,
+  estimateTokens,
+  fitTurns,
+} from "./conversation.ts";
 
 /** The `agent:` section of `config.yaml`, resolved. */
 export interface AgentSettings {
@@ -66,6 +74,12 @@ export interface AgentRequest {
   temperature?: number;
   /** The event being answered, for logs and for the program's environment. */
   eventId: string;
+  /**
+   * The conversation the event belongs to, with the earlier turns the run is given
+   * (docs/subscriptions.md#conversations): `openai` sends them as chat messages before the
+   * prompt; `command` gets them in the JSON file named by `AGENT_SESSION_FILE`.
+   */
+  conversation?: AgentConversation;
   /**
    * Aborted when the gateway stops before the run ends: the runner then fails at once with an
    * AgentError. A `command` program is killed with what it started; an HTTP request to the LLM

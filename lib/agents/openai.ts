@@ -79,6 +79,11 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     }
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [];
     if (systemPrompt) messages.push({ role: "system", content: systemPrompt });
+    // The conversation's earlier turns, as the chat they were: each prompt and its answer.
+    for (const turn of request.conversation?.turns ?? []) {
+      messages.push({ role: "user", content: turn.prompt });
+      messages.push({ role: "assistant", content: turn.answer });
+    }
     messages.push({ role: "user", content: prompt });
     let body: CompletionBody;
     try {

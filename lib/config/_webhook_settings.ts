@@ -84,6 +84,10 @@ export function webhookSettings(
       86_400,
     retentionDays: toInteger(extra.retention_days, at("retention_days"), { min: 1, max: 3650 }) ??
       7,
+    sessionTtlSeconds: toInteger(extra.session_ttl, at("session_ttl"), {
+      min: 1,
+      max: MAX_IDEMPOTENCY_TTL_SECONDS,
+    }) ?? 604_800,
     homeTarget: toHomeTarget(toText(extra.home, at("home")) || undefined, at("home")),
     routes: staticRoutes(extra.routes, file),
   };
@@ -120,6 +124,7 @@ const KNOWN_KEYS = {
     "max_body_bytes",
     "idempotency_ttl",
     "retention_days",
+    "session_ttl",
     "home",
     "routes",
   ],

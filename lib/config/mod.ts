@@ -57,6 +57,11 @@ export interface WebhookSettings {
   idempotencyTtlSeconds: number;
   /** How long accepted events and their payloads are kept, in days. @default {7} */
   retentionDays: number;
+  /**
+   * How long a turn of a conversation is remembered, in seconds (`extra.session_ttl`,
+   * docs/subscriptions.md#conversations). @default {604800}
+   */
+  sessionTtlSeconds: number;
   /** Fallback target for `deliver: origin`, e.g. `telegram:123456`. */
   homeTarget?: string;
   /** Static routes from `config.yaml`, keyed by name; read-only for the CLI. */

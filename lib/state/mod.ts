@@ -200,10 +200,12 @@ export interface StateStore extends EventReads {
    * @param eventId the running event
    * @param response the answer
    * @param run the run that gave it; its fields are null on the attempt when omitted
+   * @param prompt the prompt the run was given, which the turn keeps (a coalesced run's lists
+   *   several events); @default the event's own prompt
    * @throws NotFoundError when no event has this id
    * @throws StoreUnavailableError when the database refuses the write
    */
-  saveResponse(eventId: string, response: string, run?: AgentRun): void;
+  saveResponse(eventId: string, response: string, run?: AgentRun, prompt?: string): void;
   /**
    * Persists what the event's transform printed and the prompt rendered from it
    * (docs/subscriptions.md#transforms), once the worker ran a transform that failed at ingest

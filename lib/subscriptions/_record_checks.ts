@@ -11,6 +11,7 @@ import { isSchemeName } from "../signatures/mod.ts";
 import { filterProblem, MAX_FILTERS } from "./filter.ts";
 import { transformProblem, transformTimeoutProblem } from "../transforms/mod.ts";
 import { AUTH_NAMES, type Subscription } from "./mod.ts";
+import { sessionProblem } from "./session.ts";
 
 const TEXT_FIELDS = [
   "description",
@@ -23,6 +24,7 @@ const TEXT_FIELDS = [
   "system_prompt",
   "coalesce_key",
   "transform",
+  "session",
   "created_at",
   "updated_at",
 ];
@@ -41,6 +43,7 @@ export const RECORD_FIELDS: readonly string[] = [
   "coalesce",
   "coalesce_max",
   "transform_timeout",
+  "session_budget",
   "deliver_extra",
   "previous_secrets",
 ];
@@ -123,6 +126,8 @@ export function checkRecord(
   }
   const coalescing = coalesceProblem(record);
   if (coalescing !== undefined) fail(coalescing.field, coalescing.rule);
+  const conversation = sessionProblem(record);
+  if (conversation !== undefined) fail(conversation.field, conversation.rule);
   return checked;
 }
 

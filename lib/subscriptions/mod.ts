@@ -87,6 +87,14 @@ export interface Subscription {
   coalesce_key?: string;
   /** The longest a coalescing window stays open after its first event, in seconds. @default {300} */
   coalesce_max?: number;
+  /**
+   * The conversation key's template (docs/subscriptions.md#conversations), e.g.
+   * `{repository.full_name}#{issue.number}`: the agent run of an event gets the earlier turns of
+   * the events with the same rendered key, and runs after them.
+   */
+  session?: string;
+  /** The most tokens of earlier turns a run is given, a whole number ≥ 1. @default {4000} */
+  session_budget?: number;
   /** When `subscribe` created it, ISO 8601 UTC. */
   created_at?: string;
   /** When a command last changed it, ISO 8601 UTC. */

@@ -23,6 +23,7 @@ import {
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
 import { keepExactNumber } from "./payload.ts";
 import { chatWithThread } from "../targets/mod.ts";
+import { sessionFor } from "./session.ts";
 import { transformSnapshot } from "../transforms/mod.ts";
 
 /**
@@ -61,8 +62,10 @@ export function dispatchFor(
     ({ prompt, chatId } = render(route, JSON.parse(json, keepExactNumber), context));
   }
   const transform = transformSnapshot(route);
+  const session = sessionFor(route, { payload, context, json });
   return {
     mode: route.deliver_only ? "direct" : "agent",
+    ...(session.sessionKey === undefined ? {} : { sessionKey: session.sessionKey }),
     // As stored: a direct message sent now and its replay later are the same text. A
     // transform's event is rendered from what the transform prints, once it ran.
     prompt: transform ? "" : storableText(prompt),
@@ -75,6 +78,7 @@ export function dispatchFor(
       ...agentOptions(route),
       ...coalescing(route, { payload, context, json }),
       ...(transform ? { transform } : {}),
+      ...session.route,
     },
   };
 }

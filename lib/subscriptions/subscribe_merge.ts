@@ -11,6 +11,7 @@ import { wrongFieldType } from "./file_store.ts";
 import { validateTarget } from "../targets/mod.ts";
 import { checkSecretForScheme } from "./subscribe_checks.ts";
 import { checkCoalesce } from "./coalesce_options.ts";
+import { checkSession } from "./session_options.ts";
 import { generateSecret } from "./mod.ts";
 
 /**
@@ -70,6 +71,7 @@ export function mergeSubscription(
   }
   merged.deliver ??= "log";
   checkCoalesce(merged, name);
+  checkSession(merged, name);
   // An empty secret counts as none (403): a new one replaces it. `auth: none` asks for none,
   // and keeps one it had for a scheme given again later.
   if (merged.auth !== "none") merged.secret ||= generateSecret(merged.auth);

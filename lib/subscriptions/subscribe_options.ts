@@ -9,6 +9,7 @@ import { UsageError } from "../errors.ts";
 import { agentOptionProblem, AUTH_NAMES, type Subscription } from "./mod.ts";
 import { filterProblem, MAX_FILTERS } from "./filter.ts";
 import { coalesceOptions } from "./coalesce_options.ts";
+import { sessionOptions } from "./session_options.ts";
 import { transformProblem, transformTimeoutProblem } from "../transforms/mod.ts";
 import { isSchemeName } from "../signatures/mod.ts";
 import { MESSAGE_FORMATS, type MessageFormat, TARGET_NAMES } from "../targets/mod.ts";
@@ -62,6 +63,7 @@ export function optionsToRecord(values: SubscribeOptions): Subscription {
   Object.assign(record, agentOptions(text));
   Object.assign(record, transformOptions(text));
   Object.assign(record, coalesceOptions(text));
+  Object.assign(record, sessionOptions(text));
   return record;
 }
 

@@ -16,6 +16,7 @@ import { routesAndHidden } from "./routes.ts";
 import { checkEvent, placeEvent, type SentEvent } from "./test_event.ts";
 import { answerHints, missingPathNotes, noSigningKeyMessage } from "./test_hints.ts";
 import { coalesceNotes } from "./coalesce_options.ts";
+import { sessionNotes } from "./session_options.ts";
 
 /** How long a test waits for the gateway's answer, in milliseconds. */
 export const TEST_TIMEOUT_MS = 30_000;
@@ -90,6 +91,7 @@ export function prepareTest(
   const notes = [
     ...missingPathNotes(route, { payload, event: label }),
     ...coalesceNotes(route, { payload, event: label }),
+    ...sessionNotes(route, { payload, event: label }),
   ];
   return { route, scheme, payload, sent, label, notes };
 }

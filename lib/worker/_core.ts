@@ -69,7 +69,7 @@ export interface AttemptInProgress {
   // What the store refused during the attempt (a locked database): the agent's answer and the
   // parts delivered, written again with the attempt's outcome, so neither is lost.
   /** The agent's answer and the run that gave it, not written yet. */
-  responseNotRecorded: { text: string; run: AgentRun } | undefined;
+  responseNotRecorded: { text: string; run: AgentRun; prompt?: string } | undefined;
   /**
    * The parts delivered, not written yet: `sent` of `parts` in all, with the receipts of
    * those sent since the last write.

@@ -21,6 +21,7 @@ import {
 import { type DeliveryJob, messageFormat, type SentPart } from "../targets/mod.ts";
 import type { AttemptInProgress, WorkerCore } from "./_core.ts";
 import { decide, isPermanent } from "./_decide.ts";
+import { conversationFor } from "./_conversation.ts";
 import { deliveryKey } from "./_direct.ts";
 import { runPrompt } from "./_coalesce.ts";
 import { transformStep } from "./_transform.ts";
@@ -84,8 +85,8 @@ function createAttempt(store: StateStore, event: StoredEvent): AttemptInProgress
     partsNotRecorded: undefined,
     writeRefused() {
       if (attempt.responseNotRecorded !== undefined) {
-        const { text, run } = attempt.responseNotRecorded;
-        store.saveResponse(event.id, text, run);
+        const { text, run, prompt } = attempt.responseNotRecorded;
+        store.saveResponse(event.id, text, run, prompt);
         attempt.responseNotRecorded = undefined;
       }
       if (attempt.partsNotRecorded !== undefined) {
@@ -146,20 +147,24 @@ async function answerFor(
     requeueStopped(worker, attempt);
     return null;
   }
+  const conversation = conversationFor(worker, event);
+  const prompt = runPrompt(deps.store, event);
   const runStartedAt = deps.now();
   const answer = await deps.runAgent({
-    prompt: runPrompt(deps.store, event),
+    prompt,
     systemPrompt,
     ...(routeSystemPrompt === undefined ? {} : { routeSystemPrompt }),
     ...sampling,
     eventId: event.id,
+    ...(conversation === undefined ? {} : { conversation }),
     signal: worker.stopRuns.signal,
   });
   const run = agentRun(answer, deps.now() - runStartedAt);
   if (answer.usage) deps.metrics?.llmTokens(event.subscription, answer.usage);
   // The answer is kept even when the store refuses it now: it is delivered, and written
   // with the outcome, instead of failing the attempt and running the agent again.
-  attempt.responseNotRecorded = { text: answer.text, run };
+  // With the prompt it was given: the turn of its conversation keeps both.
+  attempt.responseNotRecorded = { text: answer.text, run, prompt };
   // Kept for the outcome's write while the store rests, or if it refuses now. A silent answer
   // is written only with the outcome: saved alone, a retry would deliver it as text.
   if (!answer.silent) worker.outcomes.writeNow(attempt.writeRefused);

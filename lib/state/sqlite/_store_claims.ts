@@ -44,13 +44,13 @@ export function claimOps(core: StoreCore): ClaimOps {
   const { db, s, transaction, use, clock } = core;
   return {
     claimDue: (nowMs, limit, options = {}) => claimDue(core, { nowMs, limit, ...options }),
-    saveResponse: (eventId, response, run) =>
+    saveResponse: (eventId, response, run, prompt) =>
       use(() =>
         transaction(() => {
           const answer = storableText(response);
           const nowMs = clock();
           core.update(eventId, () => s.saveResponse.run(answer, nowMs, eventId));
-          recordTurn(core, { eventId, answer, atMs: nowMs });
+          recordTurn(core, { eventId, answer, atMs: nowMs, prompt });
           s.agentDone.run(
             run?.provider ?? null,
             run?.model ?? null,

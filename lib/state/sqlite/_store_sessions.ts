@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type { SessionTurn, StateStore } from "../mod.ts";
+import { type SessionTurn, type StateStore, storableText } from "../mod.ts";
 
 /** The most turns one read gives back, the newest: a budget of tokens keeps fewer anyway. */
 export const MAX_TURNS_READ = 200;
@@ -18,7 +18,7 @@ export type SessionOps = Pick<StateStore, "sessionTurns">;
 const SQL = {
   // One statement, no read first: an event without a conversation key (most) inserts nothing.
   recordTurn: "INSERT INTO session_turns (subscription, session_key, event_id, prompt, answer, " +
-    "created_at) SELECT subscription, session_key, id, prompt, ?, ? FROM events " +
+    "created_at) SELECT subscription, session_key, id, coalesce(?, prompt), ?, ? FROM events " +
     "WHERE id = ? AND mode = 'agent' AND session_key IS NOT NULL",
   // The newest first through session_turns_key, whose rowids are in the order written.
   turns: "SELECT event_id, prompt, answer, created_at FROM session_turns " +
@@ -69,13 +69,15 @@ export function sessionOps(core: StoreCore, settings: { ttlMs: number }): Sessio
  * the transaction that saves the answer, so a crash keeps both or neither: the run that is done
  * again after a crash adds the turn once. An event without a conversation key writes nothing.
  * @param core the store, in a transaction
- * @param turn `eventId`: the running event; `answer`: as stored; `atMs`: now, in ms
+ * @param turn `eventId`: the running event; `answer`: as stored; `atMs`: now, in ms;
+ *   `prompt`: what the run was given, when not the event's own prompt
  */
 export function recordTurn(
   core: StoreCore,
-  turn: { eventId: string; answer: string; atMs: number },
+  turn: { eventId: string; answer: string; atMs: number; prompt?: string },
 ): void {
-  statements(core.db).recordTurn.run(turn.answer, turn.atMs, turn.eventId);
+  const prompt = turn.prompt === undefined ? null : storableText(turn.prompt);
+  statements(core.db).recordTurn.run(prompt, turn.answer, turn.atMs, turn.eventId);
 }
 
 /**

@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { StateStore } from "../../../../lib/state/mod.ts";
+import type { AsyncStateStore, StateStore } from "../../../../lib/state/mod.ts";
 import { newEvent } from "../_fixtures.ts";
 import type { Case } from "./_suite.ts";
 
@@ -16,7 +16,7 @@ const LATER = T0 + 60_000;
 
 /** Accepts an event of the conversation `key` (none when undefined); returns its id. */
 async function acceptOf(
-  store: StateStore,
+  store: StateStore | AsyncStateStore,
   key: string | undefined,
   overrides: { subscription?: string; prompt?: string; receivedAtMs?: number } = {},
 ): Promise<string> {
@@ -30,8 +30,8 @@ async function acceptOf(
 }
 
 /** The ids `claimDue` takes at `nowMs`, up to 10. */
-function claimIds(store: StateStore, nowMs = LATER): string[] {
-  return store.claimDue(nowMs, 10).map((event) => event.id);
+async function claimIds(store: StateStore | AsyncStateStore, nowMs = LATER): Promise<string[]> {
+  return (await store.claimDue(nowMs, 10)).map((event) => event.id);
 }
 
 /** The cases of conversations. */
@@ -40,11 +40,11 @@ export const sessionCases: Case[] = [
     name: "accept() stores an event's conversation key, and claimDue() gives it back",
     run: async (store) => {
       const id = await acceptOf(store, "octo/repo#1");
-      assert.equal(store.getEvent(id)?.sessionKey, "octo/repo#1");
-      const [claimed] = store.claimDue(LATER, 1);
+      assert.equal((await store.getEvent(id))?.sessionKey, "octo/repo#1");
+      const [claimed] = await store.claimDue(LATER, 1);
       assert.equal(claimed.sessionKey, "octo/repo#1");
       const plain = await acceptOf(store, undefined);
-      assert.equal(store.getEvent(plain)?.sessionKey, undefined);
+      assert.equal((await store.getEvent(plain))?.sessionKey, undefined);
     },
   },
   {
@@ -55,10 +55,10 @@ export const sessionCases: Case[] = [
       const otherKey = await acceptOf(store, "j");
       const otherSubscription = await acceptOf(store, "k", { subscription: "other" });
       const none = await acceptOf(store, undefined);
-      assert.deepEqual(claimIds(store), [first, otherKey, otherSubscription, none]);
-      assert.deepEqual(claimIds(store), [], "the second waits while the first runs");
-      store.markDelivered(first, LATER);
-      assert.deepEqual(claimIds(store), [second]);
+      assert.deepEqual(await claimIds(store), [first, otherKey, otherSubscription, none]);
+      assert.deepEqual(await claimIds(store), [], "the second waits while the first runs");
+      await store.markDelivered(first, LATER);
+      assert.deepEqual(await claimIds(store), [second]);
     },
   },
   {
@@ -66,54 +66,64 @@ export const sessionCases: Case[] = [
     run: async (store) => {
       const first = await acceptOf(store, "k");
       const second = await acceptOf(store, "k");
-      assert.deepEqual(claimIds(store), [first]);
+      assert.deepEqual(await claimIds(store), [first]);
       const retryAt = LATER + 30_000;
-      store.markRetry(first, { error: "x", step: "agent", nextAttemptAtMs: retryAt, nowMs: LATER });
-      assert.deepEqual(claimIds(store, LATER + 1), [], "the second is due, but waits");
-      assert.equal(store.nextDueAtMs(), retryAt, "the held event is not due");
-      assert.deepEqual(claimIds(store, retryAt), [first]);
-      store.markFailed(first, { error: "x", step: "agent", nowMs: retryAt });
-      assert.deepEqual(claimIds(store, retryAt), [second], "a failed event holds nothing");
+      await store.markRetry(first, {
+        error: "x",
+        step: "agent",
+        nextAttemptAtMs: retryAt,
+        nowMs: LATER,
+      });
+      assert.deepEqual(await claimIds(store, LATER + 1), [], "the second is due, but waits");
+      assert.equal(await store.nextDueAtMs(), retryAt, "the held event is not due");
+      assert.deepEqual(await claimIds(store, retryAt), [first]);
+      await store.markFailed(first, { error: "x", step: "agent", nowMs: retryAt });
+      assert.deepEqual(await claimIds(store, retryAt), [second], "a failed event holds nothing");
     },
   },
   {
     name: "claimDue() does not run a replayed event while a later one of its conversation runs",
     run: async (store) => {
       const first = await acceptOf(store, "k");
-      assert.deepEqual(claimIds(store), [first]);
-      store.markDelivered(first, LATER);
+      assert.deepEqual(await claimIds(store), [first]);
+      await store.markDelivered(first, LATER);
       const second = await acceptOf(store, "k", { receivedAtMs: LATER });
-      assert.deepEqual(claimIds(store), [second]);
-      store.replay(first, LATER + 1);
-      assert.deepEqual(claimIds(store, LATER + 2), [], "the replay waits for the running one");
-      store.markDelivered(second, LATER + 3);
-      assert.deepEqual(claimIds(store, LATER + 4), [first]);
+      assert.deepEqual(await claimIds(store), [second]);
+      await store.replay(first, LATER + 1);
+      assert.deepEqual(
+        await claimIds(store, LATER + 2),
+        [],
+        "the replay waits for the running one",
+      );
+      await store.markDelivered(second, LATER + 3);
+      assert.deepEqual(await claimIds(store, LATER + 4), [first]);
     },
   },
   {
-    name: "saveResponse() writes a turn of the conversation; sessionTurns() reads them oldest first",
+    name:
+      "saveResponse() writes a turn of the conversation; sessionTurns() reads them oldest first",
     options: { now: () => LATER },
     run: async (store) => {
       const first = await acceptOf(store, "k", { prompt: "first prompt" });
       const other = await acceptOf(store, "k", { subscription: "other", prompt: "elsewhere" });
       const plain = await acceptOf(store, undefined, { prompt: "no conversation" });
       const second = await acceptOf(store, "k", { prompt: "second prompt" });
-      assert.deepEqual(store.sessionTurns("gh", "k", LATER), []);
-      store.claimDue(LATER, 10);
-      store.saveResponse(first, "first answer");
-      store.saveResponse(other, "other answer");
-      store.saveResponse(plain, "plain answer");
-      store.markDelivered(first, LATER);
-      store.claimDue(LATER, 10);
-      store.saveResponse(second, "second answer");
-      assert.deepEqual(store.sessionTurns("gh", "k", LATER), [
+      assert.deepEqual(await store.sessionTurns("gh", "k", LATER), []);
+      await store.claimDue(LATER, 10);
+      await store.saveResponse(first, "first answer");
+      await store.saveResponse(other, "other answer");
+      await store.saveResponse(plain, "plain answer");
+      await store.markDelivered(first, LATER);
+      await store.claimDue(LATER, 10);
+      await store.saveResponse(second, "second answer");
+      assert.deepEqual(await store.sessionTurns("gh", "k", LATER), [
         { eventId: first, prompt: "first prompt", answer: "first answer", atMs: LATER },
         { eventId: second, prompt: "second prompt", answer: "second answer", atMs: LATER },
       ]);
-      assert.deepEqual(store.sessionTurns("other", "k", LATER).map((t) => t.answer), [
+      assert.deepEqual((await store.sessionTurns("other", "k", LATER)).map((t) => t.answer), [
         "other answer",
       ]);
-      assert.deepEqual(store.sessionTurns("gh", "j", LATER), []);
+      assert.deepEqual(await store.sessionTurns("gh", "j", LATER), []);
     },
   },
   {
@@ -124,20 +134,24 @@ export const sessionCases: Case[] = [
       const store = await place.open({ now: () => nowMs, sessionTtlSeconds: ttlSeconds });
       try {
         const old = await acceptOf(store, "k", { prompt: "old" });
-        store.claimDue(T0, 1);
-        store.saveResponse(old, "old answer");
-        store.markDelivered(old, T0);
+        await store.claimDue(T0, 1);
+        await store.saveResponse(old, "old answer");
+        await store.markDelivered(old, T0);
         nowMs = T0 + 1000;
         const recent = await acceptOf(store, "k", { prompt: "recent", receivedAtMs: nowMs });
-        store.claimDue(nowMs, 1);
-        store.saveResponse(recent, "recent answer");
+        await store.claimDue(nowMs, 1);
+        await store.saveResponse(recent, "recent answer");
         const justBefore = T0 + ttlSeconds * 1000 - 1;
-        assert.equal(store.sessionTurns("gh", "k", justBefore).length, 2);
+        assert.equal((await store.sessionTurns("gh", "k", justBefore)).length, 2);
         const after = T0 + ttlSeconds * 1000;
-        assert.deepEqual(store.sessionTurns("gh", "k", after).map((t) => t.prompt), ["recent"]);
+        assert.deepEqual((await store.sessionTurns("gh", "k", after)).map((t) => t.prompt), [
+          "recent",
+        ]);
         await store.prune(after, { retentionDays: 3650 });
         // Deleted, not only hidden: read as of its own time, the old turn is gone.
-        assert.deepEqual(store.sessionTurns("gh", "k", T0).map((t) => t.prompt), ["recent"]);
+        assert.deepEqual((await store.sessionTurns("gh", "k", T0)).map((t) => t.prompt), [
+          "recent",
+        ]);
       } finally {
         await store.close();
       }
@@ -148,16 +162,16 @@ export const sessionCases: Case[] = [
     onPlace: async (place) => {
       const store = await place.open({ now: () => LATER });
       const id = await acceptOf(store, "k", { prompt: "p" });
-      store.claimDue(LATER, 1);
-      store.saveResponse(id, "answered before the crash");
+      await store.claimDue(LATER, 1);
+      await store.saveResponse(id, "answered before the crash");
       await store.close();
       const reopened = await place.open({ now: () => LATER });
       try {
-        assert.equal(reopened.recoverInterrupted(LATER + 1), 1);
-        const [again] = reopened.claimDue(LATER + 1, 1);
+        assert.equal(await reopened.recoverInterrupted(LATER + 1), 1);
+        const [again] = await reopened.claimDue(LATER + 1, 1);
         assert.equal(again.response, "answered before the crash", "no run needed again");
-        reopened.markDelivered(id, LATER + 2);
-        assert.deepEqual(reopened.sessionTurns("gh", "k", LATER + 2).map((t) => t.answer), [
+        await reopened.markDelivered(id, LATER + 2);
+        assert.deepEqual((await reopened.sessionTurns("gh", "k", LATER + 2)).map((t) => t.answer), [
           "answered before the crash",
         ]);
       } finally {
