@@ -30,7 +30,7 @@ export function SubscriptionsPage(props: { csrf: string; view: RoutesView; notic
       <NoticeBox notice={props.notice} />
       {view.fileError && <div class="notice bad">{view.fileError}</div>}
       <p class="actions">
-        <a class="button" href="/subscriptions/new" id="new-subscription">New subscription</a>
+        <a class="button" href="/subscriptions?new" id="new-subscription">New subscription</a>
       </p>
       <table id="subscriptions">
         <thead>

@@ -1,6 +1,6 @@
 /**
  * The subscriptions pages' routes, behind the session check, each POST behind the CSRF check
- * (docs/dashboard.md#subscriptions): `GET /subscriptions`, `GET /subscriptions/new`,
+ * (docs/dashboard.md#subscriptions): `GET /subscriptions` (`?new`: the New form),
  * `GET /subscriptions/<name>`; `POST /subscriptions` (create), `POST /subscriptions/<name>`
  * (edit), and `.../test`, `.../enable`, `.../disable`, `.../remove`. A refused form is shown
  * again as it was typed, with the CLI's message and 400, 404 or 409.
@@ -36,58 +36,24 @@ import type { AppParts } from "./mod.ts";
  * @param parts what the routes read and write (the store, the configuration, the clock)
  */
 export function subscriptionRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
-  app.get("/subscriptions", (c) => listPage(c, parts));
-  app.get("/subscriptions/new", (c) => newPage(c, { form: blankForm() }));
+  // The New form is `?new`, not a path: `new` is a name a subscription may have.
+  app.get("/subscriptions", (c) => {
+    if (c.req.query("new") !== undefined) return newPage(c, { form: blankForm() });
+    return listPage(c, parts);
+  });
   app.get("/subscriptions/:name", (c) => routePage(c, parts, c.req.param("name")));
-  app.post("/subscriptions", async (c) => {
-    const form = await postedForm(c);
-    const name = (form.name ?? "").trim();
-    try {
-      const saved = await saveSubscription(name, { ...formDeps(parts), form, creating: true });
-      return routePage(c, parts, name, await savedNotice(parts, name, saved));
-    } catch (error) {
-      const notice = { ok: false, text: refusal(error) };
-      return newPage(c, { form, notice }, statusOf(error));
-    }
-  });
-  app.post("/subscriptions/:name", async (c) => {
-    const name = c.req.param("name");
-    const form = await postedForm(c);
-    try {
-      const saved = await saveSubscription(name, { ...formDeps(parts), form, creating: false });
-      return routePage(c, parts, name, await savedNotice(parts, name, saved));
-    } catch (error) {
-      const notice = { ok: false, text: refusal(error) };
-      return routePage(c, parts, name, notice, { form, status: statusOf(error) });
-    }
-  });
+  app.post("/subscriptions", (c) => save(c, parts, { creating: true }));
+  app.post("/subscriptions/:name", (c) => save(c, parts, { creating: false }));
   app.post("/subscriptions/:name/test", async (c) => {
     const name = c.req.param("name");
     const form = await postedForm(c);
-    const notice = await runTest(name, { parts, form }).catch((error) => {
-      return { ok: false, text: refusal(error) } as Notice;
+    const notice = await runTest(name, { parts, form }).catch((error): Notice => {
+      return { ok: false, text: refusal(error) };
     });
     return routePage(c, parts, name, notice);
   });
-  for (const disabled of [true, false]) {
-    app.post(`/subscriptions/:name/${disabled ? "disable" : "enable"}`, async (c) => {
-      const name = c.req.param("name");
-      const nowIso = new Date(parts.now()).toISOString();
-      try {
-        const changed = await setDisabled(name, { disabled, config: parts.config, nowIso });
-        const verb = disabled ? "disabled" : "enabled";
-        const text = changed
-          ? disabled
-            ? `Disabled "${name}": the gateway answers its requests 404, as an unknown name's. ` +
-              "Its secret is kept."
-            : `Enabled "${name}": the gateway serves its requests again, with its secret.`
-          : `"${name}" is already ${verb}.`;
-        return routePage(c, parts, name, { ok: true, text });
-      } catch (error) {
-        return routePage(c, parts, name, { ok: false, text: refusal(error) });
-      }
-    });
-  }
+  app.post("/subscriptions/:name/disable", (c) => toggle(c, parts, { disabled: true }));
+  app.post("/subscriptions/:name/enable", (c) => toggle(c, parts, { disabled: false }));
   app.post("/subscriptions/:name/remove", async (c) => {
     const name = c.req.param("name");
     try {
@@ -99,9 +65,42 @@ export function subscriptionRoutes(app: Hono<DashboardEnv>, parts: AppParts): vo
   });
 }
 
-/** What the form's save needs of the app. */
-function formDeps(parts: AppParts) {
-  return { config: parts.config, nowIso: new Date(parts.now()).toISOString() };
+/**
+ * The New form's or a subscription's Save: the route's page saying what was stored, or the form
+ * again as it was typed, with why it was refused.
+ */
+async function save(c: Context<DashboardEnv>, parts: AppParts, options: { creating: boolean }) {
+  const { creating } = options;
+  const form = await postedForm(c);
+  const name = creating ? (form.name ?? "").trim() : c.req.param("name")!;
+  const nowIso = new Date(parts.now()).toISOString();
+  try {
+    const saved = await saveSubscription(name, { config: parts.config, nowIso, form, creating });
+    return routePage(c, parts, name, await savedNotice(parts, name, saved));
+  } catch (error) {
+    const notice = { ok: false, text: refusal(error) };
+    if (creating) return newPage(c, { form, notice }, statusOf(error));
+    return routePage(c, parts, name, notice, { form, status: statusOf(error) });
+  }
+}
+
+/** Disable or Enable: the route's page, saying what changed. */
+async function toggle(c: Context<DashboardEnv>, parts: AppParts, options: { disabled: boolean }) {
+  const { disabled } = options;
+  const name = c.req.param("name")!;
+  const nowIso = new Date(parts.now()).toISOString();
+  try {
+    const changed = await setDisabled(name, { disabled, config: parts.config, nowIso });
+    const text = !changed
+      ? `"${name}" is already ${disabled ? "disabled" : "enabled"}.`
+      : disabled
+      ? `Disabled "${name}": the gateway answers its requests 404, as an unknown name's. ` +
+        "Its secret is kept."
+      : `Enabled "${name}": the gateway serves its requests again, with its secret.`;
+    return routePage(c, parts, name, { ok: true, text });
+  } catch (error) {
+    return routePage(c, parts, name, { ok: false, text: refusal(error) });
+  }
 }
 
 /** `GET /subscriptions`, or the list after a removal. */

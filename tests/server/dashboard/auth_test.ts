@@ -23,7 +23,7 @@ function protectedRequests(eventId: string): [string, string][] {
     ["GET", `/api/events/${eventId}`],
     ["GET", "/no-such-page"],
     ["GET", "/subscriptions"],
-    ["GET", "/subscriptions/new"],
+    ["GET", "/subscriptions?new"],
     ["GET", "/subscriptions/gh"],
     ["POST", "/subscriptions"],
     ["POST", "/subscriptions/gh/test"],

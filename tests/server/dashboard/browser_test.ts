@@ -241,7 +241,7 @@ async function apiBodies(page: Page, world: World): Promise<string[]> {
     "/no-such-page",
     "/subscriptions",
     "/subscriptions/gh",
-    "/subscriptions/new",
+    "/subscriptions?new",
     "/assets/app.js",
     "/assets/app.css",
   ];

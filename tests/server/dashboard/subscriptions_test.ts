@@ -237,3 +237,14 @@ Deno.test("Test refuses a payload that is no JSON object, and a name no route ha
   assert.equal(unknown.status, 404);
   assert.match(unknown.body, /No subscription named &quot;nope&quot;/);
 });
+
+Deno.test("a subscription named new has its page, apart from the New form", async () => {
+  await using w = await world();
+  const session = await logIn(w);
+  const form = await get(w, session, "/subscriptions?new");
+  assert.match(form.body, /<h1>New subscription<\/h1>/);
+  await post(w, session, "/subscriptions", { name: "new", deliver: "log" });
+  const page = await get(w, session, "/subscriptions/new");
+  assert.equal(page.status, 200);
+  assert.match(page.body, /<h1>new <span class="muted">enabled<\/span><\/h1>/);
+});
