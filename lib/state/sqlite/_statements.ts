@@ -78,6 +78,7 @@ export const STATEMENTS = {
   closeAttempt: CLOSE_ATTEMPT,
   // An event waiting for an earlier one of its conversation is not due: the end of that one's
   // run wakes the worker. The walk of events_due ends at the first event that may run.
+  // Events folded into a coalesced run are queued with no due time (`_store_coalesce.ts`).
   nextDue: "SELECT next_attempt_at AS due FROM events WHERE status = 'queued' " +
     "AND next_attempt_at IS NOT NULL " +
     `AND ${SESSION_FREE} ORDER BY next_attempt_at LIMIT 1`,
