@@ -97,7 +97,7 @@ export function coalesceSummary(record: Subscription): string | undefined {
   if (!record.coalesce) return undefined;
   const max = record.coalesce_max ?? DEFAULT_COALESCE_MAX_SECONDS;
   const key = record.coalesce_key ??
-    `the session's, ${(record as { session?: string }).session ?? "(none)"}`;
+    `the session's, ${record.session ?? "(none)"}`;
   return `${record.coalesce} s window (at most ${max} s), key ${key}`;
 }
 
@@ -112,7 +112,7 @@ export function coalesceNotes(
   route: Route,
   options: { payload: unknown; event: string },
 ): string[] {
-  const template = route.coalesce_key ?? (route as { session?: string }).session;
+  const template = route.coalesce_key ?? route.session;
   if (!route.coalesce || !template) return [];
   const context = { event: options.event, subscription: route.name, deliveryId: "test" };
   const { text, missing } = renderTemplate(template, options.payload, context);

@@ -93,7 +93,7 @@ function coalescing(
   route: Route,
   event: { payload: unknown; context: TemplateContext; json?: string },
 ): { coalesce?: CoalesceSnapshot } {
-  const template = route.coalesce_key ?? (route as { session?: string }).session;
+  const template = route.coalesce_key ?? route.session;
   if (!route.coalesce || !template || route.deliver_only) return {};
   const { payload, context, json } = event;
   let key = renderTemplate(template, payload, context).text;
