@@ -1,0 +1,163 @@
+/**
+ * The PostgreSQL backend of the state store, for any number of gateways sharing one database
+ * (docs/scaling.md): it implements `StateStore` as `lib/state/mod.ts` documents it, every method
+ * answering with a promise ({@link AsyncStateStore}), through a pool of connections (npm
+ * `postgres`).
+ *
+ * What sharing takes, beyond SQLite's behaviour:
+ * - an idempotency key is a unique index over the rows that hold one, so one delivery id sent
+ *   to two gateways at once makes one event: the second insert waits for the first and finds it;
+ * - the worker claims due events with `FOR UPDATE SKIP LOCKED` under a lease of
+ *   `leaseSeconds` that this store's heartbeat moves on; the events of a gateway that died are
+ *   claimed again once their lease has ended, and each outcome write names its claim's token, so
+ *   a run whose lease was lost records nothing (it rejects with ConflictError);
+ * - each call runs on its own (committed when it resolves); several gateways' commits share the
+ *   server's write-ahead log flushes.
+ *
+ * Every failure of the database (refused connection, a server shutting down, a full disk, a
+ * read-only standby) rejects with `StoreUnavailableError`, which ingest answers with 503 and
+ * `Retry-After`.
+ *
+ * @module
+ */
+import postgres from "postgres";
+import { StoreUnavailableError } from "../../errors.ts";
+import {
+  type AsyncStateStore,
+  createIdGenerator,
+  cryptoRandom,
+  type StateStoreOptions,
+} from "../mod.ts";
+import { acceptOps } from "./_accept.ts";
+import { claimOps } from "./_claims.ts";
+import { coalesceOps } from "./_coalesce.ts";
+import { createPgCore, query } from "./_core.ts";
+import { createLeases } from "./_leases.ts";
+import { prune, replayOp } from "./_maintenance.ts";
+import { readingOps } from "./_reading.ts";
+import { createOrUpgradeSchema } from "./_schema.ts";
+import { forgetTurns, sessionOps } from "./_sessions.ts";
+
+export { SCHEMA_VERSION } from "./_schema.ts";
+export type { AsyncStateStore };
+
+/** Options of {@link openPostgresStore}: every backend's, and PostgreSQL's own. */
+export interface PostgresStoreOptions extends StateStoreOptions {
+  /** Most connections the pool opens to the server (`state.pool_size`). @default {10} */
+  poolSize?: number;
+  /**
+   * How long a claim's lease lasts without a heartbeat, in seconds (`state.lease_seconds`): a
+   * gateway's events are claimed again this long after it died. @default {30}
+   */
+  leaseSeconds?: number;
+  /** How long opening a connection may take before the call fails, in seconds. @default {5} */
+  connectTimeoutSeconds?: number;
+  /**
+   * The gateway's id, which its claims' leases name: a gateway started again with the same id
+   * requeues its own interrupted runs at once (`recoverInterrupted`), not after their lease.
+   * Two gateways running at once must never share one. @default {a random id per open}
+   */
+  gatewayId?: string;
+}
+
+/**
+ * Connects to the database named by `url`, creating its tables or upgrading those an older
+ * version created (gateways starting together take turns).
+ * @param url a PostgreSQL connection URL, `postgres://user:password@host:5432/name`, with
+ *   `?sslmode=require` (or `verify-full`) for TLS; it is never put in a message or a log line
+ * @param options see {@link PostgresStoreOptions}
+ * @returns the store; close it with `close()`
+ * @throws StoreUnavailableError when the URL is malformed, the server cannot be reached or
+ *   refuses the login or the tables, or a newer version wrote them
+ * @example The gateway's store
+ * ```ts
+ * const store = await openPostgresStore(Deno.env.get("DATABASE_URL")!, {
+ *   poolSize: 10,
+ *   leaseSeconds: 30,
+ *   idempotencyTtlSeconds: 86_400,
+ * });
+ * const result = await store.accept(event);
+ * await store.close();
+ * ```
+ */
+export async function openPostgresStore(
+  url: string,
+  options: PostgresStoreOptions = {},
+): Promise<AsyncStateStore> {
+  const where = describe(url);
+  let sql: postgres.Sql | undefined;
+  try {
+    sql = postgres(url, {
+      max: Math.max(1, Math.floor(options.poolSize ?? 10)),
+      connect_timeout: options.connectTimeoutSeconds ?? 5,
+      onnotice: () => {},
+      connection: { application_name: "agent-gateway" },
+    });
+    await createOrUpgradeSchema(sql);
+  } catch (cause) {
+    await sql?.end({ timeout: 1 }).catch(() => {});
+    const text = cause instanceof Error ? cause.message : String(cause);
+    throw new StoreUnavailableError(`Cannot open the state database ${where}: ${text}`, { cause });
+  }
+  return storeOn(sql, { ...options, where });
+}
+
+/** The store's methods on an open pool. */
+function storeOn(
+  sql: postgres.Sql,
+  options: PostgresStoreOptions & { where: string },
+): AsyncStateStore {
+  const clock = options.now ?? Date.now;
+  const sessionTtlMs = (options.sessionTtlSeconds ?? 604_800) * 1000;
+  const leaseMs = Math.max(1, options.leaseSeconds ?? 30) * 1000;
+  const leases = createLeases(leaseMs, async (tokens) => {
+    await query(
+      sql,
+      "UPDATE events SET lease_expires_at = $1 WHERE status = 'running' " +
+        "AND lease_token = ANY($2::text[])",
+      [clock() + leaseMs, tokens],
+    );
+  });
+  const core = createPgCore(sql, {
+    where: options.where,
+    ttlMs: (options.idempotencyTtlSeconds ?? 86_400) * 1000,
+    clock,
+    newId: options.newId ?? createIdGenerator(Date.now, cryptoRandom),
+    ownerId: options.gatewayId ?? crypto.randomUUID(),
+    leases,
+  });
+  return {
+    ...acceptOps(core),
+    ...claimOps(core),
+    ...readingOps(core),
+    ...coalesceOps(core),
+    ...sessionOps(core, { ttlMs: sessionTtlMs }),
+    replay: replayOp(core),
+    prune: (nowMs, pruning) =>
+      core.use(async () => {
+        const maxRows = pruning.maxRows ?? 1000;
+        await forgetTurns(sql, nowMs - sessionTtlMs, maxRows);
+        return await prune(sql, nowMs, { retentionDays: pruning.retentionDays, maxRows });
+      }),
+    async close() {
+      if (core.closed) return;
+      core.closed = true;
+      await core.settled();
+      leases.stop();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
+
+/**
+ * Where a URL points, without its credentials, for messages: `host:port/name`.
+ * @param url the connection URL
+ */
+function describe(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname || "/"}`;
+  } catch {
+    return "(state.url)";
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The state store's conformance suite, run against the PostgreSQL backend: one throwaway server
+ * for the file (tests/fakes/postgres.ts), a fresh database for each test.
+ *
+ * @module
+ */
+import { openPostgresStore } from "../../../../lib/state/postgres/mod.ts";
+import type { StateStore } from "../../../../lib/state/mod.ts";
+import { startPostgres, type ThrowawayPostgres } from "../../../fakes/postgres.ts";
+import { testStateStore } from "../conformance/mod.ts";
+
+let server: Promise<ThrowawayPostgres> | undefined;
+
+testStateStore("postgres", async () => {
+  server ??= startPostgres();
+  const database = await (await server).createDatabase();
+  // Every store opened on one place is the same gateway, started again.
+  const gatewayId = crypto.randomUUID();
+  return {
+    // The suite awaits every call, so the asynchronous store passes where the interface's
+    // synchronous methods are typed.
+    open: async (options) =>
+      (await openPostgresStore(database.url, {
+        ...options,
+        poolSize: 4,
+        gatewayId,
+      })) as unknown as StateStore,
+    remove: () => database.drop(),
+  };
+});
+
+Deno.test("postgres: the throwaway server stops", async () => {
+  await (await server)?.stop();
+});
