@@ -15,7 +15,7 @@ export interface ConversationTurn {
   prompt: string;
   /** The answer it gave. */
   answer: string;
-  /** When the answer was saved, in ms since the epoch. */
+  /** When its run began, in ms since the epoch. */
   atMs: number;
 }
 

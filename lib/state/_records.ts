@@ -154,7 +154,7 @@ export interface SessionTurn {
   prompt: string;
   /** The answer it gave. */
   answer: string;
-  /** When the answer was saved, in ms since the epoch: the turn is forgotten `session_ttl` later. */
+  /** When its run began (the claim), in ms since the epoch: forgotten `session_ttl` later. */
   atMs: number;
 }
 

@@ -48,9 +48,9 @@ export function claimOps(core: StoreCore): ClaimOps {
       use(() =>
         transaction(() => {
           const answer = storableText(response);
-          const nowMs = clock();
-          core.update(eventId, () => s.saveResponse.run(answer, nowMs, eventId));
-          recordTurn(core, { eventId, answer, atMs: nowMs, prompt });
+          // First: the turn is dated by the event's claim, the worker's clock.
+          recordTurn(core, { eventId, answer, prompt });
+          core.update(eventId, () => s.saveResponse.run(answer, clock(), eventId));
           s.agentDone.run(
             run?.provider ?? null,
             run?.model ?? null,

@@ -18,7 +18,8 @@ export type SessionOps = Pick<StateStore, "sessionTurns">;
 const SQL = {
   // One statement, no read first: an event without a conversation key (most) inserts nothing.
   recordTurn: "INSERT INTO session_turns (subscription, session_key, event_id, prompt, answer, " +
-    "created_at) SELECT subscription, session_key, id, coalesce(?, prompt), ?, ? FROM events " +
+    "created_at) SELECT subscription, session_key, id, coalesce(?, prompt), ?, updated_at " +
+    "FROM events " +
     "WHERE id = ? AND mode = 'agent' AND session_key IS NOT NULL",
   // The newest first through session_turns_key, whose rowids are in the order written.
   turns: "SELECT event_id, prompt, answer, created_at FROM session_turns " +
@@ -68,16 +69,18 @@ export function sessionOps(core: StoreCore, settings: { ttlMs: number }): Sessio
  * Writes the turn of an agent run of a conversation: the event's prompt and `answer`. Called in
  * the transaction that saves the answer, so a crash keeps both or neither: the run that is done
  * again after a crash adds the turn once. An event without a conversation key writes nothing.
+ * The turn is dated by the event's last change, which is its claim when this runs before the
+ * answer is saved: the worker's clock, not the store's.
  * @param core the store, in a transaction
- * @param turn `eventId`: the running event; `answer`: as stored; `atMs`: now, in ms;
- *   `prompt`: what the run was given, when not the event's own prompt
+ * @param turn `eventId`: the running event; `answer`: as stored; `prompt`: what the run was
+ *   given, when not the event's own prompt
  */
 export function recordTurn(
   core: StoreCore,
-  turn: { eventId: string; answer: string; atMs: number; prompt?: string },
+  turn: { eventId: string; answer: string; prompt?: string },
 ): void {
   const prompt = turn.prompt === undefined ? null : storableText(turn.prompt);
-  statements(core.db).recordTurn.run(prompt, turn.answer, turn.atMs, turn.eventId);
+  statements(core.db).recordTurn.run(prompt, turn.answer, turn.eventId);
 }
 
 /**
