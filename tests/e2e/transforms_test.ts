@@ -145,6 +145,14 @@ Deno.test("a transform reshapes the prompt, and its skip is answered 200 ignored
   assert.equal(s.llm.requests.length, 1);
   assert.equal(s.llm.requests[0].messages.at(-1)?.content, "Headline DISK IS FULL (first)");
   await logLine(s.home, /ignored gh: event issues\.opened skipped by its transform/);
+  // webhook test explains the skip.
+  const quietPayload = JSON.stringify({ action: "opened", issue: { number: 2, title: "quiet" } });
+  const tested = await runCli(
+    ["webhook", "test", "gh", "--event", "issues", "--payload", quietPayload, "--wait", "0"],
+    s.env,
+  );
+  assert.match(tested.stdout, /"reason":"transform"/);
+  assert.match(tested.stdout, /The transform \(.*\) printed \{"skip": true\} for this payload/);
   const shown = await runCli(["webhook", "show", loud.body.event_id], s.env);
   assert.match(shown.stdout, /Transformed by .*transform\.js\n {2}\| {"headline":"DISK IS FULL"/);
 
@@ -272,4 +280,18 @@ Deno.test("kill -9 while failed transforms wait in the queue: each delivered onc
   assert.deepEqual(prompts, titles.map((title) => `Headline ${title.toUpperCase()} (none)`).sort());
   assert.equal(s.telegram.messages.length, 3, "each delivered once");
   assert.equal(await second.stop("SIGTERM"), 0);
+});
+
+Deno.test("a direct message is rendered from the transform's JSON", async () => {
+  await using s = await stack();
+  await using t = await transformFolder();
+  await using gateway = await startGatewayProcess(s.env);
+  const secret = await subscribe(s.env, "direct", ["--deliver-only", "--transform", t.command]);
+  const sent = await post(gateway.url, "direct", secret, "Build broke");
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  assert.equal(sent.body.status, "delivered");
+  assert.deepEqual(s.telegram.messages.map((message) => message.text), [
+    "Headline BUILD BROKE (none)",
+  ]);
+  assert.equal(s.llm.requests.length, 0);
 });
