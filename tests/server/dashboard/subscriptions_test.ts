@@ -14,6 +14,7 @@ import { dashboardWorld, formPost, issueEvent, logIn } from "./_helpers.ts";
 
 const SECRET = `gh-secret-${crypto.randomUUID()}`;
 const GLOBAL = `global-secret-${crypto.randomUUID()}`;
+const TYPED_SECRET = `typed-secret-${crypto.randomUUID()}`;
 
 /** A world with subscription `gh`, a static route `ci` from config.yaml, and a global secret. */
 async function world(): Promise<DashboardWorld> {
@@ -133,8 +134,10 @@ Deno.test("subscription forms refuse what subscribe refuses, with its message, a
   for (const [fields, status, message] of cases) {
     const answer = await post(w, session, "/subscriptions", {
       description: "typed <b>before</b>",
+      secret: TYPED_SECRET,
       ...fields,
     });
+    assert.ok(!answer.body.includes(TYPED_SECRET), "a typed secret is not shown back");
     assert.equal(answer.status, status, JSON.stringify(fields));
     assert.match(answer.body, message, JSON.stringify(fields));
     assert.match(answer.body, /value="typed &lt;b&gt;before&lt;\/b&gt;"/, "kept as typed");
