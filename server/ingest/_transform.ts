@@ -22,8 +22,8 @@ const PENDING = lineTemplate(
  * Runs the event's transform, if its route has one.
  * @param event the event as built from the request, its snapshot holding the transform
  * @returns `skip` when the transform skipped it; else the event to dispatch: with the
- *   transformed JSON and the prompt rendered from it, or as it was, its transform pending,
- *   when the transform failed (the failure is logged)
+ *   transformed JSON and the prompt rendered from it, or, when the transform failed (the
+ *   failure is logged), with its transform pending and not coalesced
  * @throws what the transform throws but a `TransformError` (an unexpected error)
  */
 export async function transformed(event: NewEvent): Promise<NewEvent | "skip"> {
@@ -37,7 +37,10 @@ export async function transformed(event: NewEvent): Promise<NewEvent | "skip"> {
     if (!(error instanceof TransformError)) throw error;
     const fields = { subscription, event: event.eventLabel, error: error.message };
     writeLine(log, "warning", PENDING, { ...fields, delivery_id: event.deliveryId });
-    return event;
+    // It has no prompt until its transform runs again: it runs alone, folded into no burst
+    // (docs/subscriptions.md#coalescing).
+    const { coalesce: _, ...route } = event.route;
+    return { ...event, route };
   }
   if (result.skip) {
     writeLine(log, "info", SKIPPED, { subscription, event: event.eventLabel });

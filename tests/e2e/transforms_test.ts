@@ -295,3 +295,28 @@ Deno.test("a direct message is rendered from the transform's JSON", async () => 
   ]);
   assert.equal(s.llm.requests.length, 0);
 });
+
+Deno.test("events whose transform failed at ingest are not folded into one coalesced run", async () => {
+  await using s = await stack(retryingConfig());
+  await using t = await transformFolder();
+  await Deno.writeTextFile(join(t.dir, "fail"), "down");
+  await using gateway = await startGatewayProcess(s.env);
+  const secret = await subscribe(s.env, "gh", [
+    "--transform",
+    t.command,
+    "--coalesce",
+    "2",
+    "--coalesce-key",
+    "{issue.number}",
+  ]);
+  for (const title of ["first", "second"]) {
+    assert.equal((await post(gateway.url, "gh", secret, title)).status, 202);
+  }
+  await Deno.remove(join(t.dir, "fail"));
+  await eventually(() => s.telegram.messages.length === 2, {
+    what: "two answers, one per event",
+    timeoutMs: 20_000,
+  });
+  const prompts = s.llm.requests.map((request) => request.messages.at(-1)?.content).sort();
+  assert.deepEqual(prompts, ["Headline FIRST (none)", "Headline SECOND (none)"]);
+});
