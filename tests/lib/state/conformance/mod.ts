@@ -25,6 +25,7 @@ import { listingCases } from "./_listing.ts";
 import { queueCases } from "./_queue.ts";
 import { registerCases, type StoreFactory } from "./_suite.ts";
 import { sessionCases } from "./_sessions.ts";
+import { transformCases } from "./_transforms.ts";
 import { workerCases } from "./_worker.ts";
 
 export type { StoreFactory, StorePlace } from "./_suite.ts";
@@ -45,5 +46,6 @@ export function testStateStore(backend: string, factory: StoreFactory): void {
     ...queueCases,
     ...coalesceCases,
     ...sessionCases,
+    ...transformCases,
   ]);
 }
