@@ -96,6 +96,15 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
   let stopped = false;
   const halt = (mode: "immediate" | "fast") =>
     asOwner.run(`${bin}/pg_ctl`, ["stop", "--wait", "--pgdata", data, "--mode", mode]);
+  // A test file whose last test (the one that stops it) was filtered out or failed to run
+  // still leaves no server behind: the stop runs when the file's module unloads.
+  const onUnload = () => {
+    if (stopped) return;
+    stopped = true;
+    asOwner.runSync(`${bin}/pg_ctl`, ["stop", "--pgdata", data, "--mode", "immediate"]);
+    Deno.removeSync(dir, { recursive: true });
+  };
+  globalThis.addEventListener("unload", onUnload);
   return {
     url,
     port,
@@ -105,6 +114,7 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
     async stop() {
       if (stopped) return;
       stopped = true;
+      globalThis.removeEventListener("unload", onUnload);
       await halt("fast").catch(() => {/* already stopped (halted) */});
       await Deno.remove(dir, { recursive: true });
     },
@@ -173,6 +183,12 @@ function ownerOf(dir: string) {
       root
         ? run("runuser", ["-u", "postgres", "--", program, ...args], { log })
         : run(program, args, { log }),
+    /** Runs a program to its end, however it ends: for the unload handler, which cannot wait. */
+    runSync(program: string, args: string[]) {
+      const [command, ...rest] = root ? ["runuser", "-u", "postgres", "--", program] : [program];
+      new Deno.Command(command, { args: [...rest, ...args], stdout: "null", stderr: "null" })
+        .outputSync();
+    },
   };
 }
 

@@ -1,0 +1,49 @@
+/**
+ * Fixtures for the PostgreSQL store's own tests: one throwaway server per test file, and a fresh
+ * database on it for each test, with as many stores (gateways) on it as the test opens.
+ *
+ * @module
+ */
+import {
+  type AsyncStateStore,
+  openPostgresStore,
+  type PostgresStoreOptions,
+} from "../../../../lib/state/postgres/mod.ts";
+import { startPostgres, type ThrowawayPostgres } from "../../../fakes/postgres.ts";
+
+/** The file's server, started by the first test that needs it. */
+export function fileServer(): {
+  server(): Promise<ThrowawayPostgres>;
+  stop(): Promise<void>;
+} {
+  let started: Promise<ThrowawayPostgres> | undefined;
+  return {
+    server: () => started ??= startPostgres(),
+    stop: async () => await (await started)?.stop(),
+  };
+}
+
+/**
+ * Runs `body` on a fresh database of `server`, giving it a function that opens a store there (a
+ * gateway); closes every store it opened and drops the database after.
+ */
+export async function withDatabase(
+  server: ThrowawayPostgres,
+  body: (
+    open: (options?: PostgresStoreOptions) => Promise<AsyncStateStore>,
+    url: string,
+  ) => Promise<void>,
+): Promise<void> {
+  const database = await server.createDatabase();
+  const stores: AsyncStateStore[] = [];
+  try {
+    await body(async (options) => {
+      const store = await openPostgresStore(database.url, { poolSize: 4, ...options });
+      stores.push(store);
+      return store;
+    }, database.url);
+  } finally {
+    for (const store of stores) await store.close();
+    await database.drop();
+  }
+}
