@@ -4,11 +4,12 @@
  * Chat Completions API: https://platform.openai.com/docs/api-reference/chat/create
  *
  * The SDK's own retries are off (`maxRetries: 0`): the worker retries with backoff and keeps
- * every attempt in the state database.
+ * every attempt in the state database. The SDK is loaded at the first run, not when the
+ * gateway starts: a gateway that never runs an agent does not hold it in memory.
  *
  * @module
  */
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import type OpenAI from "openai";
 import { readBoundedText } from "../targets/bounded_body.ts";
 import { AgentError, cutText, errorChainText, redact } from "../errors.ts";
 import { parseRetryAfterSeconds } from "../worker/retry.ts";
@@ -56,9 +57,11 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
   const defaultModel = settings.model || deps.env.AGENT_MODEL || "";
   const apiKey = settings.apiKey || deps.env.OPENAI_API_KEY ||
     (baseURL === DEFAULT_BASE_URL ? "" : "no-key");
-  const client = apiKey
-    ? sdkClient(deps, { apiKey, baseURL, timeoutSeconds: settings.timeoutSeconds })
-    : undefined;
+  let client: Promise<OpenAI> | undefined;
+  const clientOnce = () =>
+    client ??= loadSdk().then((sdk) =>
+      sdkClient(sdk, deps, { apiKey, baseURL, timeoutSeconds: settings.timeoutSeconds })
+    );
 
   // A key of a few characters is a local server's placeholder ("EMPTY", "x"), not a secret:
   // taking every "x" out of a message would make it unreadable. (Deno's fetch errors quote the
@@ -70,7 +73,7 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
     const { prompt, systemPrompt, eventId, signal } = request;
     // A route's own model stands in for agent.model, with the same client.
     const model = request.model || defaultModel;
-    if (!client || !model) {
+    if (!apiKey || !model) {
       const missing = apiKey
         ? "no model (agent.model or AGENT_MODEL)"
         : "OPENAI_API_KEY is not set (in the environment, or in .env when the gateway started: " +
@@ -91,9 +94,12 @@ export function createOpenAiRunner(settings: AgentSettings, deps: AgentDeps): Ag
       // one; the request left behind on a stop ends with the process. The body is read here,
       // not by the SDK, so that an answer that is not a chat completion can be quoted.
       const completion = { model, messages, ...sampling(request) };
-      body = await untilAborted(postCompletion(client, completion, signal), signal);
+      const posted = clientOnce().then((sdk) => postCompletion(sdk, completion, signal));
+      body = await untilAborted(posted, signal);
     } catch (error) {
-      throw toAgentError(error, { timeoutSeconds: settings.timeoutSeconds, hideSecrets });
+      // Undefined only when the SDK itself could not be loaded: its error is then the one told.
+      const sdk = await loadSdk().catch(() => undefined);
+      throw toAgentError(error, { sdk, timeoutSeconds: settings.timeoutSeconds, hideSecrets });
     }
     const answer = readCompletion(body, hideSecrets);
     // The model the endpoint says answered (a dated version of the one asked for), else that one.
@@ -122,16 +128,28 @@ function sampling(
   };
 }
 
+/** The `openai` module: its client and the error classes runs are classified by. */
+type Sdk = typeof import("openai");
+
+let sdkModule: Promise<Sdk> | undefined;
+
+/** Loads the `openai` module once, at the first run that needs it. */
+function loadSdk(): Promise<Sdk> {
+  return sdkModule ??= import("openai");
+}
+
 /**
  * The SDK's client: no retries of its own, redirects not followed, error bodies bounded.
+ * @param sdk the `openai` module
  * @param deps `fetch` and the environment (`OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`)
  * @param options the key, the endpoint base and the time limit of a request, in seconds
  */
 function sdkClient(
+  sdk: Sdk,
   deps: AgentDeps,
   options: { apiKey: string; baseURL: string; timeoutSeconds: number },
 ): OpenAI {
-  return new OpenAI({
+  return new sdk.default({
     apiKey: options.apiKey,
     baseURL: options.baseURL,
     organization: deps.env.OPENAI_ORG_ID ?? null,
@@ -217,10 +235,12 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
  */
 function toAgentError(
   error: unknown,
-  options: { timeoutSeconds: number; hideSecrets: (text: string) => string },
+  options: { sdk?: Sdk; timeoutSeconds: number; hideSecrets: (text: string) => string },
 ): AgentError {
-  const { timeoutSeconds, hideSecrets } = options;
+  const { sdk, timeoutSeconds, hideSecrets } = options;
   if (error instanceof AgentError) return error;
+  if (sdk === undefined) return sdkError(error, hideSecrets);
+  const { APIConnectionError, APIConnectionTimeoutError, APIError } = sdk;
   if (error instanceof APIConnectionTimeoutError) {
     return new AgentError(`The LLM endpoint did not answer within ${timeoutSeconds} s`, {
       cause: error,
@@ -257,6 +277,11 @@ function toAgentError(
       cause: error,
     });
   }
+  return sdkError(error, hideSecrets);
+}
+
+/** An error that is none of the SDK's answers: retryable, its causes named without secrets. */
+function sdkError(error: unknown, hideSecrets: (text: string) => string): AgentError {
   return new AgentError(`Agent run failed: ${hideSecrets(errorChainText(error))}`, {
     cause: error,
   });
