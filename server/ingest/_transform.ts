@@ -12,6 +12,13 @@ import { type NewEvent, storableText } from "../../lib/state/mod.ts";
 import { promptFrom, runTransform, TransformError } from "../../lib/transforms/mod.ts";
 import { log } from "./_answers.ts";
 
+/**
+ * The longest a transform may hold a request, in seconds: senders wait about 10 s for an answer
+ * (GitHub), then give up and count a failed delivery. A transform given longer is cut here
+ * and left to the worker, which runs it with its whole time limit.
+ */
+export const MAX_INGEST_TRANSFORM_SECONDS = 5;
+
 const SKIPPED = lineTemplate("ignored {subscription}: event {event} skipped by its transform");
 const PENDING = lineTemplate(
   "transform of {subscription} failed on event {event}, accepted for the worker to retry: " +
@@ -32,7 +39,10 @@ export async function transformed(event: NewEvent): Promise<NewEvent | "skip"> {
   const subscription = event.subscription;
   let result;
   try {
-    result = await runTransform(transform, event.payload);
+    result = await runTransform({
+      command: transform.command,
+      timeoutSeconds: Math.min(transform.timeoutSeconds, MAX_INGEST_TRANSFORM_SECONDS),
+    }, event.payload);
   } catch (error) {
     if (!(error instanceof TransformError)) throw error;
     const fields = { subscription, event: event.eventLabel, error: error.message };

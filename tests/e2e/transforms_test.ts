@@ -320,3 +320,27 @@ Deno.test("events whose transform failed at ingest are not folded into one coale
   const prompts = s.llm.requests.map((request) => request.messages.at(-1)?.content).sort();
   assert.deepEqual(prompts, ["Headline FIRST (none)", "Headline SECOND (none)"]);
 });
+
+Deno.test("a transform slower than the sender waits is left to the worker, with its own limit", async () => {
+  await using s = await stack(retryingConfig());
+  await using t = await transformFolder();
+  const slow = join(t.dir, "slow.sh");
+  await Deno.writeTextFile(slow, `sleep 7; echo '{"headline": "SLOW", "note": "late"}'`);
+  await using gateway = await startGatewayProcess(s.env);
+  const secret = await subscribe(s.env, "gh", [
+    "--transform",
+    `sh '${slow}'`,
+    "--transform-timeout",
+    "20",
+  ]);
+  const started = Date.now();
+  const sent = await post(gateway.url, "gh", secret, "whatever");
+  const answeredMs = Date.now() - started;
+  assert.equal(sent.status, 202);
+  assert.ok(answeredMs < 6_500, `answered after ${answeredMs} ms: the sender waited for it all`);
+  await eventually(() => s.telegram.messages.length === 1, {
+    what: "the answer, once the worker's run finished",
+    timeoutMs: 30_000,
+  });
+  assert.equal(s.llm.requests[0].messages.at(-1)?.content, "Headline SLOW (late)");
+});
