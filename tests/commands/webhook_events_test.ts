@@ -120,6 +120,7 @@ Deno.test("webhook events --json gives every public field and the attempts, not 
     next_attempt_at: null,
     target: "telegram",
     last_error: "Telegram failed\n   (HTTP 500):\tdown",
+    coalesced_into: null,
     attempts_detail: [
       {
         series: 1,
