@@ -1,7 +1,7 @@
 /**
  * Transforms (docs/subscriptions.md#transforms): splitting the command as a shell splits words
- * and refusing what needs a shell; running real programs (`sh` scripts) on a payload: the JSON
- * they print, a skip, and each way they fail.
+ * and refusing what needs a shell, in config.yaml's routes too; running real programs (`sh`
+ * scripts) on a payload: the JSON they print, a skip, and each way they fail.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -12,7 +12,8 @@ import {
   transformProblem,
 } from "../../../lib/transforms/mod.ts";
 import { transformArgv } from "../../../lib/transforms/_argv.ts";
-import { processExited } from "../../_helpers.ts";
+import { loadConfig } from "../../../lib/config/mod.ts";
+import { processExited, tempHome } from "../../_helpers.ts";
 
 /** Writes an `sh` script into a temporary folder; returns its path and the folder's. */
 async function script(body: string): Promise<{ path: string; dir: string } & AsyncDisposable> {
@@ -117,4 +118,26 @@ Deno.test("runTransform() stops a program that prints more than 1 MiB", async ()
     runTransform({ command: ["sh", s.path], timeoutSeconds: 5 }, "{}"),
     /printed more than 1048576 bytes/,
   );
+});
+
+Deno.test("config.yaml's routes take transform and transform_timeout, checked as subscribe checks them", async () => {
+  await using h = await tempHome();
+  const write = (route: string) =>
+    Deno.writeTextFile(
+      join(h.home, "config.yaml"),
+      `platforms:\n  webhook:\n    extra:\n      routes:\n        r: ${route}\n`,
+    );
+  await write(`{transform: "jq -c '{t: .title}'", transform_timeout: 2.5}`);
+  const route = (await loadConfig({ AGENT_HOME: h.home })).webhook.routes.get("r");
+  assert.equal(route?.transform, "jq -c '{t: .title}'");
+  assert.equal(route?.transform_timeout, 2.5);
+  const bad: [string, RegExp][] = [
+    [`{transform: "jq . | head"}`, /routes\.r\.transform in .*config\.yaml: the operator \| needs/],
+    [`{transform: 3}`, /transform must be a string/],
+    [`{transform: jq, transform_timeout: 0}`, /transform_timeout must be a number of seconds/],
+  ];
+  for (const [text, message] of bad) {
+    await write(text);
+    await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), message, text);
+  }
 });
