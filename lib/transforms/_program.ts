@@ -73,7 +73,10 @@ export async function runProgram(
   options.signal?.addEventListener("abort", stop, { once: true });
   if (options.signal?.aborted) stop();
   try {
-    const output = await readAll(child, input, () => kill("tooLong"));
+    const output = await readAll(child, input, () => kill("tooLong")).catch((error) => {
+      killProcessGroup(child);
+      throw new TransformError(`Cannot read the transform "${program}": ${errorMessage(error)}`);
+    });
     if (cut.tooLong) {
       throw new TransformError(
         `The transform "${program}" printed more than ${MAX_TRANSFORM_OUTPUT_BYTES} bytes`,
