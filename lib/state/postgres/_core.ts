@@ -7,7 +7,7 @@
  */
 import type postgres from "postgres";
 import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../../errors.ts";
-import type { StoredEvent } from "../mod.ts";
+import type { PartReceipt, StoredEvent } from "../mod.ts";
 import type { Leases } from "./_leases.ts";
 import { type Row, rowToEvent } from "./_schema.ts";
 
@@ -183,4 +183,51 @@ export async function takeKey(
     settings.nowMs + settings.ttlMs,
     event.id,
   ]);
+}
+
+/**
+ * Closes an event's latest attempt with its step and error (null: it succeeded).
+ * @param db the caller's transaction
+ */
+export async function closeLastAttempt(
+  db: Db,
+  eventId: string,
+  attempt: { nowMs: number; step: string; error: string | null },
+): Promise<void> {
+  await query(
+    db,
+    "UPDATE attempts SET finished_at = $1, step = $2, error = $3 " +
+      "WHERE seq = (SELECT max(seq) FROM attempts WHERE event_id = $4)",
+    [attempt.nowMs, attempt.step, attempt.error, eventId],
+  );
+}
+
+/**
+ * Records what the platforms answered for the parts of an event's message.
+ * @param db the caller's transaction
+ * @param eventId the event the parts belong to
+ * @param receipts the parts' receipts, in the order they were sent; none when undefined
+ */
+export async function insertReceipts(
+  db: Db,
+  eventId: string,
+  receipts: readonly PartReceipt[] | undefined,
+): Promise<void> {
+  for (const receipt of receipts ?? []) {
+    await query(
+      db,
+      "INSERT INTO parts (event_id, part, parts, target, chat, message_id, url, sent_at) " +
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+      [
+        eventId,
+        receipt.part,
+        receipt.parts,
+        receipt.target,
+        receipt.chat,
+        receipt.messageId,
+        receipt.url,
+        receipt.sentAtMs,
+      ],
+    );
+  }
 }
