@@ -48,8 +48,8 @@ export interface ProgramOutput {
  * @param options `timeoutSeconds`: the time limit; `signal`: kills it (the gateway stops);
  *   `env`: its environment, less the gateway's secrets (@default {the gateway's own})
  * @returns what it printed, once it exited
- * @throws TransformError when it cannot be started, prints too much, outlives the limit or is
- *   stopped
+ * @throws TransformError when it cannot be started, prints too much, exits with a failure (the
+ *   end of its stderr quoted), outlives the limit, is stopped, or its output cannot be read
  */
 export async function runProgram(
   argv: readonly string[],
