@@ -22,10 +22,15 @@ import postgres from "postgres";
 
 /** A running server, with what tests do to it. */
 export interface ThrowawayPostgres {
-  /** `postgres://agent:<password>@127.0.0.1:<port>/postgres`: the maintenance database. */
+  /**
+   * `postgres://agent:<password>@127.0.0.1:<port>/postgres`: the maintenance database (with
+   * `tls`, reached by adding `?sslmode=require`, or trusting {@link caPem}).
+   */
   readonly url: string;
   /** The loopback port it listens on. */
   readonly port: number;
+  /** With `tls`: the server's self-signed certificate, in PEM, which a client may trust. */
+  readonly caPem?: string;
   /**
    * Creates an empty database on the server.
    * @returns its URL, and `drop()`, which ends its connections and deletes it
@@ -50,36 +55,23 @@ const ROLE = "agent";
 
 /**
  * Starts a throwaway server, installing Debian's `postgresql` first when it is missing.
+ * @param options `tls`: the server takes TLS connections only, with a self-signed certificate
+ *   for 127.0.0.1 ({@link ThrowawayPostgres.caPem})
  * @returns the running server; {@link ThrowawayPostgres.stop} removes it
  * @throws Error with the programs' output when the install, `initdb` or `pg_ctl start` fails
  */
-export async function startPostgres(): Promise<ThrowawayPostgres> {
+export async function startPostgres(options: { tls?: boolean } = {}): Promise<ThrowawayPostgres> {
   const bin = await postgresBin();
   const dir = await Deno.makeTempDir({ prefix: "agent-postgres-" });
   const asOwner = ownerOf(dir);
   await asOwner.chownDir();
   const data = `${dir}/data`;
-  const password = crypto.randomUUID();
-  await Deno.writeTextFile(`${dir}/password`, password);
-  await asOwner.chown(`${dir}/password`);
-  await asOwner.run(`${bin}/initdb`, [
-    "--pgdata",
-    data,
-    "--username",
-    ROLE,
-    "--pwfile",
-    `${dir}/password`,
-    "--auth-host=scram-sha-256",
-    "--auth-local=trust",
-    "--no-sync",
-    "--no-instructions",
-    "--encoding=UTF8",
-    "--locale=C",
-  ]);
+  const password = await initCluster(bin, { dir, data, asOwner });
+  const tls = options.tls ? await requireTls({ dir, data, asOwner }) : undefined;
   const port = freePort();
   // Loopback only, no Unix socket in a shared folder; no fsync, as a test's data is thrown away.
-  const options = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=` +
-    ` -c fsync=off -c full_page_writes=off -c max_connections=200`;
+  const settings = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=` +
+    ` -c fsync=off -c full_page_writes=off -c max_connections=200${tls?.settings ?? ""}`;
   const start = () =>
     asOwner.run(`${bin}/pg_ctl`, [
       "start",
@@ -89,7 +81,7 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
       "--log",
       `${dir}/server.log`,
       "--options",
-      options,
+      settings,
     ], `${dir}/server.log`);
   await start();
   const url = `postgres://${ROLE}:${password}@127.0.0.1:${port}/postgres`;
@@ -108,7 +100,8 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
   return {
     url,
     port,
-    createDatabase: () => createDatabase(url),
+    caPem: tls?.caPem,
+    createDatabase: () => createDatabase(url, tls !== undefined),
     halt: () => halt("immediate"),
     restart: start,
     async stop() {
@@ -121,10 +114,83 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
   };
 }
 
+/** What the folder's owner runs: see {@link ownerOf}. */
+type Owner = ReturnType<typeof ownerOf>;
+
+/**
+ * Creates the cluster with `initdb`: role {@link ROLE} with a random password, which loopback
+ * connections must give (SCRAM).
+ * @returns the password
+ */
+async function initCluster(
+  bin: string,
+  { dir, data, asOwner }: { dir: string; data: string; asOwner: Owner },
+): Promise<string> {
+  const password = crypto.randomUUID();
+  await Deno.writeTextFile(`${dir}/password`, password);
+  await asOwner.chown(`${dir}/password`);
+  await asOwner.run(`${bin}/initdb`, [
+    "--pgdata",
+    data,
+    "--username",
+    ROLE,
+    "--pwfile",
+    `${dir}/password`,
+    "--auth-host=scram-sha-256",
+    "--auth-local=trust",
+    "--no-sync",
+    "--no-instructions",
+    "--encoding=UTF8",
+    "--locale=C",
+  ]);
+  return password;
+}
+
+/**
+ * Makes the server take TLS connections only: a self-signed certificate for 127.0.0.1 (openssl),
+ * and `hostssl` the only loopback line of `pg_hba.conf`.
+ * @returns the certificate in PEM, and the server settings that turn TLS on
+ */
+async function requireTls(
+  { dir, data, asOwner }: { dir: string; data: string; asOwner: Owner },
+): Promise<{ caPem: string; settings: string }> {
+  const [cert, key] = [`${dir}/server.crt`, `${dir}/server.key`];
+  await run("openssl", [
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=127.0.0.1",
+    "-addext",
+    "subjectAltName=IP:127.0.0.1",
+    "-keyout",
+    key,
+    "-out",
+    cert,
+  ]);
+  await Deno.chmod(key, 0o600);
+  for (const file of [cert, key]) await asOwner.chown(file);
+  await Deno.writeTextFile(
+    `${data}/pg_hba.conf`,
+    "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+  );
+  return {
+    caPem: await Deno.readTextFile(cert),
+    settings: ` -c ssl=on -c ssl_cert_file=${cert} -c ssl_key_file=${key}`,
+  };
+}
+
 /** A fresh database on the server, and how to drop it. */
-async function createDatabase(url: string): Promise<{ url: string; drop(): Promise<void> }> {
+async function createDatabase(
+  url: string,
+  tls: boolean,
+): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `test_${crypto.randomUUID().replaceAll("-", "")}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  const admin = postgres(url, { max: 1, onnotice: () => {}, ssl: tls ? "require" : false });
   try {
     await admin.unsafe(`CREATE DATABASE ${name}`);
   } finally {
@@ -135,7 +201,7 @@ async function createDatabase(url: string): Promise<{ url: string; drop(): Promi
   return {
     url: own.href,
     async drop() {
-      const sql = postgres(url, { max: 1, onnotice: () => {} });
+      const sql = postgres(url, { max: 1, onnotice: () => {}, ssl: tls ? "require" : false });
       try {
         await sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {

@@ -58,6 +58,12 @@ export interface PostgresStoreOptions extends StateStoreOptions {
    * Two gateways running at once must never share one. @default {a random id per open}
    */
   gatewayId?: string;
+  /**
+   * The certificate (PEM) the server's must be, or be signed by: with it, connections use TLS
+   * and check the server's certificate and its name (host name or IP address in the URL)
+   * against it. Without it, the URL's `sslmode` decides (`require`: encrypted, unchecked).
+   */
+  tlsCaPem?: string;
 }
 
 /**
@@ -92,6 +98,7 @@ export async function openPostgresStore(
       connect_timeout: options.connectTimeoutSeconds ?? 5,
       onnotice: () => {},
       connection: { application_name: "agent-gateway" },
+      ...(options.tlsCaPem === undefined ? {} : { ssl: tlsChecked(url, options.tlsCaPem) }),
     });
     await createOrUpgradeSchema(sql);
   } catch (cause) {
@@ -147,6 +154,14 @@ function storeOn(
       await sql.end({ timeout: 5 });
     },
   };
+}
+
+/**
+ * TLS that trusts only `caPem` and checks the server's name: node's check takes it from `host`,
+ * as the client hands the connection over without a server name for an IP address.
+ */
+function tlsChecked(url: string, caPem: string): { ca: string; host: string } {
+  return { ca: caPem, host: new URL(url).hostname.replace(/^\[|\]$/g, "") };
 }
 
 /**
