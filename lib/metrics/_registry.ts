@@ -1,13 +1,17 @@
 /**
- * The gateway's metrics in a `prom-client` registry (https://github.com/siimon/prom-client):
- * the counters and histograms its recorder feeds, the queue's gauges read from the state store
- * at each scrape, and the process metrics of `collectDefaultMetrics`. docs/metrics.md lists
- * them.
+ * The gateway's metrics: the counters and histograms its recorder feeds, the queue's gauges read
+ * from the state store at each scrape, and the process metrics of `prom-client`'s
+ * `collectDefaultMetrics` (https://github.com/siimon/prom-client). docs/metrics.md lists them.
+ *
+ * `prom-client` is loaded at the first scrape, not when the gateway starts: a gateway nobody
+ * scrapes does not hold it in memory. The gateway's own metrics are kept meanwhile in
+ * `_families.ts`.
  *
  * @module
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { StoreUnavailableError } from "../errors.ts";
+import { type Family, HistogramFamily, NumberFamily } from "./_families.ts";
 import type { QueueStats } from "../state/mod.ts";
 import { type MinuteCount, MinuteRing } from "./_minutes.ts";
 import { type EventOutcome, type MetricsRecorder, type TokenUsage, UNKNOWN } from "./_recorder.ts";
@@ -38,10 +42,18 @@ const EMPTY_UNDER_DENO = [
   "nodejs_active_requests_total",
 ];
 
+/** What `GET /metrics` serves: the text of every metric, and its content type. */
+export interface MetricsRegistry {
+  /** The Prometheus text format's content type, version 0.0.4. */
+  readonly contentType: string;
+  /** Every metric in the text format; the first call loads `prom-client` for the process's. */
+  metrics(): Promise<string>;
+}
+
 /** The gateway's recorder, and the registry `GET /metrics` serves. */
 export interface GatewayMetrics extends MetricsRecorder {
   /** The registry: `registry.metrics()` is the text a scrape gets. */
-  readonly registry: Registry;
+  readonly registry: MetricsRegistry;
   /**
    * Requests to `/webhooks/<name>` refused (answered 400 or more) in each minute since
    * `sinceMs`, for the dashboard's overview: kept in memory for the last 24 h only.
@@ -76,19 +88,24 @@ export interface GatewayMetricsOptions {
  * ```
  */
 export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMetrics {
-  const registry = new Registry();
-  const registers = [registry];
-  queueGauges(options, registers);
+  const families: Family[] = queueGauges(options);
   const { requests, events, inFlight, runs, tokens, deliveries, deliveryFailures } = collectors(
-    registers,
+    families,
   );
   const refused = new MinuteRing();
   const now = options.now ?? Date.now;
   let running = 0;
-  if (options.processMetrics ?? true) {
-    collectDefaultMetrics({ register: registry });
-    for (const name of EMPTY_UNDER_DENO) registry.removeSingleMetric(name);
-  }
+  const processMetrics = options.processMetrics ?? true;
+  let processRegistry: Promise<Registry> | undefined;
+  const registry: MetricsRegistry = {
+    contentType: "text/plain; version=0.0.4; charset=utf-8",
+    async metrics() {
+      const own = families.map((family) => family.text()).join("\n");
+      if (!processMetrics) return own;
+      processRegistry ??= loadProcessMetrics();
+      return `${own}\n${await (await processRegistry).metrics()}`;
+    },
+  };
   return {
     registry,
     webhookRequest(subscription: string | null, status: number) {
@@ -106,11 +123,11 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     },
     agentRunEnded(seconds: number) {
       running--;
-      inFlight.dec();
-      runs.observe(seconds);
+      inFlight.inc({}, -1);
+      runs.observe({}, seconds);
     },
     llmTokens(subscription: string, { promptTokens, completionTokens }: TokenUsage) {
-      // prom-client throws on a count that is not a finite number of at least 0.
+      // A count that is not a finite number of at least 0 would make the counter meaningless.
       const count = (kind: string, value: number) => {
         if (Number.isFinite(value) && value >= 0) tokens.inc({ subscription, kind }, value);
       };
@@ -124,12 +141,21 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
   };
 }
 
+/** A registry of `prom-client`'s process metrics, loaded and started now. */
+async function loadProcessMetrics(): Promise<Registry> {
+  const { collectDefaultMetrics, Registry } = await import("prom-client");
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  for (const name of EMPTY_UNDER_DENO) registry.removeSingleMetric(name);
+  return registry;
+}
+
 /**
  * `agent_events_queued` and `agent_event_queue_oldest_age_seconds`, read from the store when a
  * scrape collects them. A store that cannot be read now leaves both NaN for this scrape rather
  * than failing it: the other metrics still tell what is going on.
  */
-function queueGauges(options: GatewayMetricsOptions, registers: Registry[]): void {
+function queueGauges(options: GatewayMetricsOptions): Family[] {
   const { store, now = Date.now } = options;
   const read = (): QueueStats | null => {
     try {
@@ -139,72 +165,70 @@ function queueGauges(options: GatewayMetricsOptions, registers: Registry[]): voi
       throw error;
     }
   };
-  new Gauge({
+  const queued = new NumberFamily({
     name: "agent_events_queued",
     help: "Events waiting in the queue: for their first attempt, a retry, or a replay's run.",
-    registers,
-    collect() {
-      this.set(read()?.queued ?? NaN);
+    type: "gauge",
+    collect(set) {
+      set(read()?.queued ?? NaN);
     },
   });
-  new Gauge({
+  const oldestAge = new NumberFamily({
     name: "agent_event_queue_oldest_age_seconds",
     help: "How long the longest-waiting queued event has waited since it was accepted (or " +
       "replayed); 0 when none waits.",
-    registers,
-    collect() {
+    type: "gauge",
+    collect(set) {
       const stats = read();
       const oldest = stats?.oldestQueuedAtMs;
-      if (stats === null) this.set(NaN);
-      else this.set(oldest === null ? 0 : Math.max(0, (now() - oldest!) / 1000));
+      if (stats === null) set(NaN);
+      else set(oldest === null ? 0 : Math.max(0, (now() - oldest!) / 1000));
     },
   });
+  return [queued, oldestAge];
 }
 
-/** The gateway's metrics, registered in `registers` (the queue's gauges apart). */
-function collectors(registers: Registry[]) {
-  const requests = new Counter({
-    name: "agent_webhook_requests_total",
-    help: "Requests to /webhooks/<name>, by subscription and HTTP status of the answer.",
-    labelNames: ["subscription", "status"] as const,
-    registers,
-  });
-  const events = new Counter({
-    name: "agent_events_total",
-    help: "Events by subscription and what became of them: accepted, duplicate, ignored, " +
+/** The gateway's metrics, added to `families` (the queue's gauges apart). */
+function collectors(families: Family[]) {
+  const counter = (name: string, help: string, labelNames: readonly string[]) =>
+    new NumberFamily({ name, help, type: "counter", labelNames });
+  const requests = counter(
+    "agent_webhook_requests_total",
+    "Requests to /webhooks/<name>, by subscription and HTTP status of the answer.",
+    ["subscription", "status"],
+  );
+  const events = counter(
+    "agent_events_total",
+    "Events by subscription and what became of them: accepted, duplicate, ignored, " +
       "delivered, failed.",
-    labelNames: ["subscription", "status"] as const,
-    registers,
-  });
-  const inFlight = new Gauge({
+    ["subscription", "status"],
+  );
+  const inFlight = new NumberFamily({
     name: "agent_agent_runs_in_flight",
     help: "Agent runs going on now.",
-    registers,
+    type: "gauge",
   });
-  const runs = new Histogram({
+  const runs = new HistogramFamily({
     name: "agent_agent_run_duration_seconds",
     help: "How long agent runs took, answered or failed.",
-    buckets: AGENT_RUN_BUCKETS_SECONDS,
-    registers,
+    bounds: AGENT_RUN_BUCKETS_SECONDS,
   });
-  const tokens = new Counter({
-    name: "agent_llm_tokens_total",
-    help: "LLM tokens of agent runs, by subscription and kind: prompt or completion.",
-    labelNames: ["subscription", "kind"] as const,
-    registers,
-  });
-  const deliveries = new Histogram({
+  const tokens = counter(
+    "agent_llm_tokens_total",
+    "LLM tokens of agent runs, by subscription and kind: prompt or completion.",
+    ["subscription", "kind"],
+  );
+  const deliveries = new HistogramFamily({
     name: "agent_delivery_duration_seconds",
     help: "How long deliveries took, every part of a message, by target.",
-    labelNames: ["target"] as const,
-    buckets: DELIVERY_BUCKETS_SECONDS,
-    registers,
+    labelNames: ["target"],
+    bounds: DELIVERY_BUCKETS_SECONDS,
   });
-  const deliveryFailures = new Counter({
-    name: "agent_delivery_failures_total",
-    help: "Deliveries that failed (each attempt), by target.",
-    labelNames: ["target"] as const,
-    registers,
-  });
+  const deliveryFailures = counter(
+    "agent_delivery_failures_total",
+    "Deliveries that failed (each attempt), by target.",
+    ["target"],
+  );
+  families.push(requests, events, inFlight, runs, tokens, deliveries, deliveryFailures);
   return { requests, events, inFlight, runs, tokens, deliveries, deliveryFailures };
 }

@@ -1,8 +1,8 @@
 /**
  * The gateway's Prometheus metrics (docs/metrics.md): what the ingest pipeline, the worker, the
- * agent runs and the deliveries tell a {@link MetricsRecorder}, kept in a `prom-client`
- * registry and served in the Prometheus text format by the dashboard's `GET /metrics`
- * ({@link metricsHandler}).
+ * agent runs and the deliveries tell a {@link MetricsRecorder}, kept in memory and served in
+ * the Prometheus text format, with `prom-client`'s process metrics, by the dashboard's
+ * `GET /metrics` ({@link metricsHandler}).
  *
  * The parts that know tell the recorder as things happen: the webhook handler each answer, the
  * ingest pipeline and the worker each event's fate, and the wrappers of this module each agent
@@ -18,6 +18,7 @@ export {
   DELIVERY_BUCKETS_SECONDS,
   type GatewayMetrics,
   type GatewayMetricsOptions,
+  type MetricsRegistry,
 } from "./_registry.ts";
 export { type MinuteCount, MINUTES_KEPT } from "./_minutes.ts";
 export {

@@ -216,3 +216,12 @@ Deno.test("timeDeliveries() times each delivery by the target that sent it; a na
     undefined,
   );
 });
+
+Deno.test("a label value with a double quote, a backslash or a line feed is escaped in the scrape", async () => {
+  await using h = await tempStore();
+  const metrics = createGatewayMetrics({ store: h.store, processMetrics: false });
+  const name = 'say "hi"\\\nbye';
+  metrics.llmTokens(name, { promptTokens: 3, completionTokens: 1 });
+  const scraped = await scrape(metrics);
+  assert.equal(scraped.value("agent_llm_tokens_total", { subscription: name, kind: "prompt" }), 3);
+});
