@@ -177,7 +177,8 @@ Deno.test("a failing transform is accepted, retried with its error in events, th
     const [row] = await events(s.env);
     return row?.last_error ? row : undefined;
   }, { what: "the transform's error in events", timeoutMs: 20_000 });
-  assert.equal(failing.status, "queued");
+  // Waiting for its next attempt, or in it: not failed, not delivered.
+  assert.ok(["queued", "running"].includes(failing.status), failing.status);
   assert.match(
     failing.last_error!,
     /transform ".*" exited with 3: not ready: the index is rebuilding/,
@@ -325,7 +326,7 @@ Deno.test("a transform slower than the sender waits is left to the worker, with 
   await using s = await stack(retryingConfig());
   await using t = await transformFolder();
   const slow = join(t.dir, "slow.sh");
-  await Deno.writeTextFile(slow, `sleep 7; echo '{"headline": "SLOW", "note": "late"}'`);
+  await Deno.writeTextFile(slow, `sleep 9; echo '{"headline": "SLOW", "note": "late"}'`);
   await using gateway = await startGatewayProcess(s.env);
   const secret = await subscribe(s.env, "gh", [
     "--transform",
@@ -337,7 +338,7 @@ Deno.test("a transform slower than the sender waits is left to the worker, with 
   const sent = await post(gateway.url, "gh", secret, "whatever");
   const answeredMs = Date.now() - started;
   assert.equal(sent.status, 202);
-  assert.ok(answeredMs < 6_500, `answered after ${answeredMs} ms: the sender waited for it all`);
+  assert.ok(answeredMs < 8_000, `answered after ${answeredMs} ms: the sender waited for it all`);
   await eventually(() => s.telegram.messages.length === 1, {
     what: "the answer, once the worker's run finished",
     timeoutMs: 30_000,
