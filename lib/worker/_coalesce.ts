@@ -30,8 +30,8 @@ export function runPrompt(store: Pick<StateStore, "foldedInto">, event: StoredEv
   if (event.route.coalesce === undefined) return event.prompt;
   const folded = store.foldedInto(event.id);
   if (folded.length === 0) return event.prompt;
-  // The run's own event is the first of its window, unless a crash or a clock step let a later
-  // one be claimed first: the order is the arrival order all the same.
+  // The run's own event is the first of its window as the claim picks it; sorted all the same,
+  // since the order promised is the arrival order.
   const events = [event, ...folded].sort((a, b) =>
     a.receivedAtMs - b.receivedAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
   );
