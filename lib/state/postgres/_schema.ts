@@ -6,8 +6,14 @@
  * @module
  */
 import type postgres from "postgres";
-import type { Attempt, EventSource, EventStatus, PartReceipt, RouteSnapshot } from "../mod.ts";
-import type { StoredEvent } from "../mod.ts";
+import type {
+  Attempt,
+  EventSource,
+  EventStatus,
+  PartReceipt,
+  RouteSnapshot,
+  StoredEvent,
+} from "../mod.ts";
 
 /** Bumped when the tables change; stored in `agent_schema`. */
 export const SCHEMA_VERSION = 1;
@@ -136,24 +142,28 @@ CREATE INDEX IF NOT EXISTS parts_event ON parts (event_id, seq);
 
 /**
  * Creates the tables, or upgrades those an older version created, under an advisory lock so
- * that gateways starting together do it once; refuses a database a newer version wrote.
+ * that gateways starting together do it once; refuses tables a newer version wrote. Tables of
+ * this version are only checked.
  * @param sql the pool
  * @throws Error when the schema is newer than this program's, or the database refuses
  */
 export async function createOrUpgradeSchema(sql: postgres.Sql): Promise<void> {
   await sql.begin(async (tx) => {
     await tx.unsafe(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`);
-    await tx.unsafe(SCHEMA_SQL);
-    const [row] = await tx.unsafe("SELECT max(version) AS version FROM agent_schema");
-    const version = row?.version === null || row?.version === undefined ? 0 : Number(row.version);
+    const [table] = await tx.unsafe("SELECT to_regclass('agent_schema') IS NOT NULL AS found");
+    const [row] = table.found
+      ? await tx.unsafe("SELECT coalesce(max(version), 0) AS version FROM agent_schema")
+      : [{ version: 0 }];
+    const version = Number(row?.version ?? 0);
     if (version > SCHEMA_VERSION) {
       throw new Error(`schema version ${version} is newer than this program's`);
     }
-    // Upgrades from older versions go here, each an ALTER TABLE ... IF NOT EXISTS, before:
-    if (version < SCHEMA_VERSION) {
-      await tx.unsafe("DELETE FROM agent_schema");
-      await tx.unsafe(`INSERT INTO agent_schema (version) VALUES (${SCHEMA_VERSION})`);
-    }
+    if (version === SCHEMA_VERSION) return;
+    // Upgrades of an older version's tables go here (ALTER TABLE ... ADD COLUMN IF NOT EXISTS),
+    // before SCHEMA_SQL creates what is missing, indexes of new columns included.
+    await tx.unsafe(SCHEMA_SQL);
+    await tx.unsafe("DELETE FROM agent_schema");
+    await tx.unsafe(`INSERT INTO agent_schema (version) VALUES (${SCHEMA_VERSION})`);
   });
 }
 
