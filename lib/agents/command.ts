@@ -20,7 +20,7 @@ import { settledWithin } from "../worker/wait.ts";
 import { AgentError, ConfigError, errorMessage } from "../errors.ts";
 import { readUpTo, writeInput } from "./_pipes.ts";
 import { killProcessGroup, spawnInOwnSession } from "./own_session.ts";
-import { type AgentConversation, writeConversationFile } from "./conversation.ts";
+import { writeConversationFile } from "./conversation.ts";
 import type { AgentDeps, AgentRequest, AgentRunner, AgentSettings } from "./mod.ts";
 
 /**
@@ -82,7 +82,7 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
   return async (request) => {
     const { prompt, systemPrompt, eventId, signal } = request;
     const input = systemPrompt ? `${systemPrompt}\n\n${prompt}` : prompt;
-    const session = request.conversation && await conversationFile(request.conversation);
+    const session = request.conversation && await writeConversationFile(request.conversation);
     try {
       const child = startProgram(program, args, {
         ...env,
@@ -104,24 +104,6 @@ export function createCommandRunner(settings: AgentSettings, deps: AgentDeps): A
       await session?.remove();
     }
   };
-}
-
-/**
- * Writes the conversation's file for the program (`AGENT_SESSION_FILE`).
- * @throws AgentError retryable and `unavailable` when it cannot be written (a full disk): that
- *   holds for every run now, as a program that cannot start does
- */
-async function conversationFile(
-  conversation: AgentConversation,
-): Promise<{ path: string; remove: () => Promise<void> }> {
-  try {
-    return await writeConversationFile(conversation);
-  } catch (error) {
-    throw new AgentError(
-      `Cannot write the conversation's file for the agent command: ${errorMessage(error)}`,
-      { unavailable: true, cause: error },
-    );
-  }
 }
 
 /**

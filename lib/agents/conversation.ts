@@ -6,6 +6,7 @@
  * @module
  */
 import { join } from "node:path";
+import { AgentError, errorMessage } from "../errors.ts";
 
 /** One earlier turn: the prompt of a run of the conversation and the answer it gave. */
 export interface ConversationTurn {
@@ -82,9 +83,24 @@ export function fitTurns<T extends Pick<ConversationTurn, "prompt" | "answer">>(
  * @param conversation the run's conversation
  * @returns the file's path, and a function that removes it (and its folder); call it once the
  *   program has exited
- * @throws Deno.errors when the temporary folder cannot be written
+ * @throws AgentError retryable and `unavailable` when it cannot be written (a full disk): that
+ *   holds for every run now, as a program that cannot start does
  */
 export async function writeConversationFile(
+  conversation: AgentConversation,
+): Promise<{ path: string; remove: () => Promise<void> }> {
+  try {
+    return await writeFile(conversation);
+  } catch (error) {
+    throw new AgentError(
+      `Cannot write the conversation's file for the agent command: ${errorMessage(error)}`,
+      { unavailable: true, cause: error },
+    );
+  }
+}
+
+/** See {@link writeConversationFile}. */
+async function writeFile(
   conversation: AgentConversation,
 ): Promise<{ path: string; remove: () => Promise<void> }> {
   const dir = await Deno.makeTempDir({ prefix: "agent-session-" });
