@@ -12,13 +12,14 @@
  *       what any implementation must at least do, as a yardstick for (c) on this machine;
  *
  * in that order ((c) and (d) swapped every other round), each after a `sync`, over `--rounds`
- * rounds (3), so that the machine's drift from minute to minute reaches every case alike. It prints each round, then per case the
- * median req/s, p50 and p99, the non-2xx answers summed, the median CPU time the server's event
- * loop spent per request and the median share of CPU time the hypervisor stole; then the
- * medians of each round's ratios b/a, c/a, c/b, m/a, c/m and of the event-loop costs m/c, and
- * whether the targets are met, d/c with the lowest and highest round's among them. Then it keeps feeding agent mode until `--ids` distinct delivery
- * ids are stored (1,000,000; 0 skips this) and prints the gateway's RSS along the way (ids live
- * in the database, so it must stay flat).
+ * rounds (3), so that the machine's drift from minute to minute reaches every case alike. It
+ * prints each round, then per case the median req/s, p50 and p99, the non-2xx answers summed,
+ * the median CPU time the server's event loop spent per request and the median share of CPU
+ * time the hypervisor stole; then the medians of each round's ratios b/a, c/a, c/b, m/a, c/m
+ * and of the event-loop costs m/c, and whether the targets are met, d/c with the lowest and
+ * highest round's among them and the event-loop costs' d/c. Then it keeps feeding agent mode
+ * until `--ids` distinct delivery ids are stored (1,000,000; 0 skips this) and prints the
+ * gateway's RSS along the way (ids live in the database, so it must stay flat).
  *
  * Usage: deno task bench [--seconds 10] [--warmup 2] [--connections 32] [--rounds 3]
  *   [--ids 1000000]
@@ -251,7 +252,10 @@ async function main() {
       `dashboard client costs ≤ 5% (d/c ≥ 0.95): ${ratio("d", "c") >= 0.95 ? "met" : "NOT met"} ` +
         `(d/c ${ratio("d", "c").toFixed(3)}; rounds ${Math.min(...dc).toFixed(3)} to ${
           Math.max(...dc).toFixed(3)
-        })`,
+        }); event-loop CPU per request, d/c: ${
+          median(rounds.map((round) => round.d.loopUsPerRequest / round.c.loopUsPerRequest))
+            .toFixed(2)
+        }`,
     );
 
     if (IDS > 0) {
