@@ -120,8 +120,9 @@ export interface EventReads {
   attempts(eventId: string): Attempt[];
   /**
    * The whole story of an event, read at one point in time: the event with the headers and
-   * scheme of its request, its attempts with their agent runs and answers, and the message parts
-   * delivered with the platforms' message ids (docs/durability.md#what-is-kept).
+   * scheme of its request, its attempts with their agent runs and answers, the message parts
+   * delivered with the platforms' message ids (docs/durability.md#what-is-kept), the events
+   * folded into its run, and the earlier turns of its conversation (see {@link Lineage}).
    * @param eventId id or unique prefix
    * @returns the lineage, or null when nothing matches
    * @throws NotFoundError when the prefix matches several events

@@ -277,6 +277,20 @@ export interface Lineage {
   attempts: Attempt[];
   /** The message parts delivered, oldest first, of every attempt and series. */
   parts: PartReceipt[];
+  /**
+   * The events folded into its agent run, in the order they arrived, as `foldedInto` reads them
+   * (docs/subscriptions.md#coalescing); none for an event run alone. Absent from a backend that
+   * does not read it with the lineage.
+   */
+  folded?: StoredEvent[];
+  /**
+   * Its conversation, for an event with a {@link NewEvent.sessionKey}
+   * (docs/subscriptions.md#conversations): the turns the store holds that were saved before its
+   * latest run's own turn (all it holds while it has none), oldest first, at most the newest
+   * 200; and whether that own turn is held. Turns are forgotten `session_ttl` after they were
+   * written. Absent for an event of no conversation, and from a backend that does not read it.
+   */
+  conversation?: { earlierTurns: SessionTurn[]; ownTurn: boolean };
 }
 
 /** What `StateStore.accept` did: stored the event, or found its delivery id already seen. */

@@ -4,10 +4,17 @@
  *
  * @module
  */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { listEvents } from "./_maintenance.ts";
-import { rowToAttempt, rowToPart } from "./_schema.ts";
+import { rowToAttempt, rowToEvent, rowToPart } from "./_schema.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
-import type { ActivityMinute, Lineage, StateStore, SubscriptionCounts } from "../mod.ts";
+import type {
+  ActivityMinute,
+  Lineage,
+  StateStore,
+  StoredEvent,
+  SubscriptionCounts,
+} from "../mod.ts";
 
 /** The methods of the store that read events. */
 export type ReadingOps = Pick<
@@ -61,14 +68,68 @@ function lineage(core: StoreCore, eventId: string): Lineage | null {
   try {
     const event = core.findEvent(eventId);
     if (event === null) return null;
+    const routing = lineageStatements(db);
     return {
       event,
       attempts: (s.attempts.all(event.id) as Row[]).map(rowToAttempt),
       parts: (s.parts.all(event.id) as Row[]).map(rowToPart),
+      folded: (routing.folded.all(event.id) as Row[]).map((row) => rowToEvent(row)),
+      ...(event.sessionKey === undefined
+        ? {}
+        : { conversation: conversation(routing, event, event.sessionKey) }),
     };
   } finally {
     if (own && db.isTransaction) db.exec("COMMIT");
   }
+}
+
+const LINEAGE_SQL = {
+  folded: "SELECT * FROM events WHERE coalesced_into = ? ORDER BY rowid",
+  // Through session_turns_key; rowids are in the order the turns were written.
+  ownTurn: "SELECT max(rowid) AS own FROM session_turns " +
+    "WHERE subscription = ? AND session_key = ? AND event_id = ?",
+  earlierTurns: "SELECT event_id, prompt, answer, created_at FROM session_turns " +
+    "WHERE subscription = ? AND session_key = ? AND rowid < ? ORDER BY rowid DESC LIMIT 200",
+} as const;
+
+/** Prepared on a connection's first lineage: the gateway itself never reads one. */
+const prepared = new WeakMap<DatabaseSync, Record<keyof typeof LINEAGE_SQL, StatementSync>>();
+
+/** The lineage's statements on `db`, prepared on first use. */
+function lineageStatements(db: DatabaseSync) {
+  let found = prepared.get(db);
+  if (found === undefined) {
+    found = {
+      folded: db.prepare(LINEAGE_SQL.folded),
+      ownTurn: db.prepare(LINEAGE_SQL.ownTurn),
+      earlierTurns: db.prepare(LINEAGE_SQL.earlierTurns),
+    };
+    prepared.set(db, found);
+  }
+  return found;
+}
+
+/** See {@link Lineage.conversation}: the turns before the event's latest own one. */
+function conversation(
+  routing: ReturnType<typeof lineageStatements>,
+  event: StoredEvent,
+  sessionKey: string,
+): NonNullable<Lineage["conversation"]> {
+  const { subscription } = event;
+  const row = routing.ownTurn.get(subscription, sessionKey, event.id) as Row | undefined;
+  const own = row?.own === null || row?.own === undefined ? null : Number(row.own);
+  const rows = routing.earlierTurns.all(
+    subscription,
+    sessionKey,
+    own ?? Number.MAX_SAFE_INTEGER,
+  ) as Row[];
+  const earlierTurns = rows.reverse().map((turn) => ({
+    eventId: String(turn.event_id),
+    prompt: String(turn.prompt),
+    answer: String(turn.answer),
+    atMs: Number(turn.created_at),
+  }));
+  return { earlierTurns, ownTurn: own !== null };
 }
 
 /** Accepted, delivered and failed events per minute since `sinceMs`, oldest minute first. */
