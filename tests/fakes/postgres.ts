@@ -37,6 +37,13 @@ export interface ThrowawayPostgres {
    */
   createDatabase(): Promise<{ url: string; drop(): Promise<void> }>;
   /**
+   * Creates an empty schema in the maintenance database: a fresh place for tables, much quicker
+   * to make than a database.
+   * @returns a URL whose connections use it (`?search_path=<schema>`), and `drop()`, which
+   *   deletes it with all it holds
+   */
+  createSchema(): Promise<{ url: string; drop(): Promise<void> }>;
+  /**
    * Stops the server as a crash would (`pg_ctl stop -m immediate`): open connections break,
    * new ones are refused, and what was committed survives. {@link restart} brings it back.
    */
@@ -102,6 +109,7 @@ export async function startPostgres(options: { tls?: boolean } = {}): Promise<Th
     port,
     caPem: tls?.caPem,
     createDatabase: () => createDatabase(url, tls !== undefined),
+    createSchema: () => createSchema(url, tls !== undefined),
     halt: () => halt("immediate"),
     restart: start,
     async stop() {
@@ -181,6 +189,34 @@ async function requireTls(
   return {
     caPem: await Deno.readTextFile(cert),
     settings: ` -c ssl=on -c ssl_cert_file=${cert} -c ssl_key_file=${key}`,
+  };
+}
+
+/** A fresh schema in the maintenance database, and how to drop it. */
+async function createSchema(
+  url: string,
+  tls: boolean,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `test_${crypto.randomUUID().replaceAll("-", "")}`;
+  const admin = () => postgres(url, { max: 1, onnotice: () => {}, ssl: tls ? "require" : false });
+  const sql = admin();
+  try {
+    await sql.unsafe(`CREATE SCHEMA ${name}`);
+  } finally {
+    await sql.end();
+  }
+  const own = new URL(url);
+  own.searchParams.set("search_path", name);
+  return {
+    url: own.href,
+    async drop() {
+      const sql = admin();
+      try {
+        await sql.unsafe(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+      } finally {
+        await sql.end();
+      }
+    },
   };
 }
 

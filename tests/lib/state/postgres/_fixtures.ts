@@ -1,6 +1,6 @@
 /**
  * Fixtures for the PostgreSQL store's own tests: one throwaway server per test file, and a fresh
- * database on it for each test, with as many stores (gateways) on it as the test opens.
+ * schema on it for each test, with as many stores (gateways) on it as the test opens.
  *
  * @module
  */
@@ -24,26 +24,27 @@ export function fileServer(): {
 }
 
 /**
- * Runs `body` on a fresh database of `server`, giving it a function that opens a store there (a
- * gateway); closes every store it opened and drops the database after.
+ * Runs `body` on a fresh schema of `server` (tests/fakes/postgres.ts), giving it a function that
+ * opens a store there (a gateway) and the schema's URL; closes every store it opened and drops
+ * the schema after.
  */
-export async function withDatabase(
+export async function withSchema(
   server: ThrowawayPostgres,
   body: (
     open: (options?: PostgresStoreOptions) => Promise<AsyncStateStore>,
     url: string,
   ) => Promise<void>,
 ): Promise<void> {
-  const database = await server.createDatabase();
+  const schema = await server.createSchema();
   const stores: AsyncStateStore[] = [];
   try {
     await body(async (options) => {
-      const store = await openPostgresStore(database.url, { poolSize: 4, ...options });
+      const store = await openPostgresStore(schema.url, { poolSize: 4, ...options });
       stores.push(store);
       return store;
-    }, database.url);
+    }, schema.url);
   } finally {
     for (const store of stores) await store.close();
-    await database.drop();
+    await schema.drop();
   }
 }

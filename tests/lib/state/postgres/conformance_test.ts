@@ -1,6 +1,6 @@
 /**
  * The state store's conformance suite, run against the PostgreSQL backend: one throwaway server
- * for the file (tests/fakes/postgres.ts), a fresh database for each test.
+ * for the file (tests/fakes/postgres.ts), a fresh schema for each test.
  *
  * @module
  */
@@ -13,19 +13,19 @@ let server: Promise<ThrowawayPostgres> | undefined;
 
 testStateStore("postgres", async () => {
   server ??= startPostgres();
-  const database = await (await server).createDatabase();
+  const schema = await (await server).createSchema();
   // Every store opened on one place is the same gateway, started again.
   const gatewayId = crypto.randomUUID();
   return {
     // The suite awaits every call, so the asynchronous store passes where the interface's
     // synchronous methods are typed.
     open: async (options) =>
-      (await openPostgresStore(database.url, {
+      (await openPostgresStore(schema.url, {
         ...options,
         poolSize: 4,
         gatewayId,
       })) as unknown as StateStore,
-    remove: () => database.drop(),
+    remove: () => schema.drop(),
   };
 });
 

@@ -11,12 +11,12 @@ import postgres from "postgres";
 import { StoreUnavailableError } from "../../../../lib/errors.ts";
 import { openPostgresStore, SCHEMA_VERSION } from "../../../../lib/state/postgres/mod.ts";
 import { newEvent } from "../_fixtures.ts";
-import { fileServer, withDatabase } from "./_fixtures.ts";
+import { fileServer, withSchema } from "./_fixtures.ts";
 
 const files = fileServer();
 
 Deno.test("postgres: gateways starting together create the tables once", async () => {
-  await withDatabase(await files.server(), async (open) => {
+  await withSchema(await files.server(), async (open) => {
     const stores = await Promise.all([open(), open(), open()]);
     const { eventId } = await stores[0].accept(newEvent());
     assert.equal((await stores[2].getEvent(eventId!))?.status, "queued");
@@ -24,7 +24,7 @@ Deno.test("postgres: gateways starting together create the tables once", async (
 });
 
 Deno.test("postgres: opening refuses tables a newer version wrote", async () => {
-  await withDatabase(await files.server(), async (open, url) => {
+  await withSchema(await files.server(), async (open, url) => {
     await (await open()).close();
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     await sql`UPDATE agent_schema SET version = ${SCHEMA_VERSION + 1}`;
@@ -53,7 +53,7 @@ Deno.test(
   "postgres: while the server is down every call rejects with StoreUnavailableError; then it works again",
   async () => {
     const server = await files.server();
-    await withDatabase(server, async (open) => {
+    await withSchema(server, async (open) => {
       const store = await open({ connectTimeoutSeconds: 2 });
       const before = (await store.accept(newEvent())).eventId!;
       await server.halt();

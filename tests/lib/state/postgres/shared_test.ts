@@ -9,13 +9,13 @@
 import assert from "node:assert/strict";
 import { ConflictError } from "../../../../lib/errors.ts";
 import { newEvent } from "../_fixtures.ts";
-import { fileServer, withDatabase } from "./_fixtures.ts";
+import { fileServer, withSchema } from "./_fixtures.ts";
 
 const T0 = 1_700_000_000_000;
 const files = fileServer();
 
 Deno.test("postgres: one delivery id sent to two gateways at once makes one event", async () => {
-  await withDatabase(await files.server(), async (open) => {
+  await withSchema(await files.server(), async (open) => {
     const [a, b] = [await open(), await open()];
     const deliveryIds = Array.from({ length: 25 }, (_, i) => `delivery-${i}`);
     const results = await Promise.all(
@@ -35,7 +35,7 @@ Deno.test("postgres: one delivery id sent to two gateways at once makes one even
 });
 
 Deno.test("postgres: two gateways claiming at once never claim one event twice", async () => {
-  await withDatabase(await files.server(), async (open) => {
+  await withSchema(await files.server(), async (open) => {
     const [a, b] = [await open(), await open()];
     for (let i = 0; i < 60; i++) await a.accept(newEvent({ receivedAtMs: T0 + i }));
     const claimedBy = async (store: typeof a) => {
@@ -57,7 +57,7 @@ Deno.test("postgres: two gateways claiming at once never claim one event twice",
 Deno.test(
   "postgres: a dead gateway's event is claimed again when its lease ends; its late outcome records nothing",
   async () => {
-    await withDatabase(await files.server(), async (open) => {
+    await withSchema(await files.server(), async (open) => {
       const [a, b] = [await open({ leaseSeconds: 30 }), await open({ leaseSeconds: 30 })];
       const id = (await a.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
       await a.claimDue(T0, 1); // `a` stops beating: as if killed
@@ -89,7 +89,7 @@ Deno.test(
 );
 
 Deno.test("postgres: the heartbeat moves a running event's lease on while its run goes on", async () => {
-  await withDatabase(await files.server(), async (open) => {
+  await withSchema(await files.server(), async (open) => {
     let nowMs = T0;
     const a = await open({ leaseSeconds: 1, now: () => nowMs });
     const b = await open({ leaseSeconds: 1 });
