@@ -93,13 +93,7 @@ export async function openPostgresStore(
   const where = describe(url);
   let sql: postgres.Sql | undefined;
   try {
-    sql = postgres(url, {
-      max: Math.max(1, Math.floor(options.poolSize ?? 10)),
-      connect_timeout: options.connectTimeoutSeconds ?? 5,
-      onnotice: () => {},
-      connection: { application_name: "agent-gateway" },
-      ...(options.tlsCaPem === undefined ? {} : { ssl: tlsChecked(url, options.tlsCaPem) }),
-    });
+    sql = postgres(url, connectionOptions(url, options));
     await createOrUpgradeSchema(sql);
   } catch (cause) {
     await sql?.end({ timeout: 1 }).catch(() => {});
@@ -107,6 +101,26 @@ export async function openPostgresStore(
     throw new StoreUnavailableError(`Cannot open the state database ${where}: ${text}`, { cause });
   }
   return storeOn(sql, { ...options, where });
+}
+
+/**
+ * The client settings of every pool this program opens on the state database (the store's, and
+ * the subscriptions' in `lib/subscriptions/postgres_source.ts`), so both reach it alike.
+ * @param url the connection URL (for the server's name that TLS checks)
+ * @param options the pool size, connect timeout and CA certificate of {@link PostgresStoreOptions}
+ * @returns the options of npm `postgres`
+ */
+export function connectionOptions(
+  url: string,
+  options: Pick<PostgresStoreOptions, "poolSize" | "connectTimeoutSeconds" | "tlsCaPem">,
+): postgres.Options<Record<string, postgres.PostgresType>> {
+  return {
+    max: Math.max(1, Math.floor(options.poolSize ?? 10)),
+    connect_timeout: options.connectTimeoutSeconds ?? 5,
+    onnotice: () => {},
+    connection: { application_name: "agent-gateway" },
+    ...(options.tlsCaPem === undefined ? {} : { ssl: tlsChecked(url, options.tlsCaPem) }),
+  };
 }
 
 /** The store's methods on an open pool. */
@@ -167,8 +181,9 @@ function tlsChecked(url: string, caPem: string): { ca: string; host: string } {
 /**
  * Where a URL points, without its credentials, for messages: `host:port/name`.
  * @param url the connection URL
+ * @returns `db.example.com:5432/agent`; `(state.url)` when the URL cannot be parsed
  */
-function describe(url: string): string {
+export function describe(url: string): string {
   try {
     const parsed = new URL(url);
     return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname || "/"}`;
