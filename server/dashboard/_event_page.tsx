@@ -11,12 +11,12 @@
  */
 import type { Context } from "hono";
 import { NotFoundError } from "../../lib/errors.ts";
-import type { PartReceipt, StoredEvent } from "../../lib/state/mod.ts";
+import type { Lineage, PartReceipt, StoredEvent } from "../../lib/state/mod.ts";
 import type { DashboardEnv } from "./_auth.ts";
 import { duration, type NumberedAttempt, tookMs, utcTime, withSeries } from "./_format.ts";
-import { JsonTree, MAX_TREE_CHARS, prettyJson } from "./_json_tree.tsx";
 import { Layout, MessagePage, sendPage } from "./_layout.tsx";
 import { Attempts, Decisions, Delivered, Received } from "./_lineage.tsx";
+import { Coalescing, Conversation, JsonView, Transform } from "./_lineage_steps.tsx";
 import { AnswerComparison, answersToCompare } from "./_replay_diff.tsx";
 import { replayWithChangesPath } from "./_replay_page.tsx";
 import type { AppParts } from "./mod.ts";
@@ -28,6 +28,8 @@ export interface EventPageProps {
   attempts: NumberedAttempt[];
   /** The message parts platforms took, oldest first. */
   parts: PartReceipt[];
+  /** The events folded into its run, and its conversation's earlier turns (see `Lineage`). */
+  routing: Pick<Lineage, "folded" | "conversation">;
   /** Whether the event holds its delivery id's idempotency key now. */
   holdsKey: boolean;
   /** The session's CSRF token, for the Replay and log-out forms. */
@@ -77,6 +79,9 @@ export function EventPage(props: EventPageProps) {
       <Received event={event} />
       <Payload text={event.payload} />
       <Decisions event={event} holdsKey={props.holdsKey} />
+      <Transform event={event} />
+      <Coalescing event={event} folded={props.routing.folded ?? []} />
+      <Conversation event={event} conversation={props.routing.conversation} />
       <section class="block" id="prompt">
         <h2>{event.mode === "direct" ? "Message" : "Prompt"}</h2>
         <pre>{event.prompt}</pre>
@@ -108,9 +113,12 @@ export function EventPage(props: EventPageProps) {
  * @param id the whole event id, from the address
  * @returns the event, or null when none has this id
  */
-export function findEvent(parts: Pick<AppParts, "store">, id: string): StoredEvent | null {
+export async function findEvent(
+  parts: Pick<AppParts, "store">,
+  id: string,
+): Promise<StoredEvent | null> {
   try {
-    const event = parts.store.getEvent(id);
+    const event = await parts.store.getEvent(id);
     return event?.id === id ? event : null;
   } catch (error) {
     if (error instanceof NotFoundError) return null;
@@ -119,8 +127,9 @@ export function findEvent(parts: Pick<AppParts, "store">, id: string): StoredEve
 }
 
 /** Whether the event holds its delivery id's idempotency key now. */
-export function holdsKey(parts: AppParts, event: StoredEvent): boolean {
-  return parts.store.keyHolder(event.subscription, event.deliveryId, parts.now()) === event.id;
+export async function holdsKey(parts: AppParts, event: StoredEvent): Promise<boolean> {
+  const holder = await parts.store.keyHolder(event.subscription, event.deliveryId, parts.now());
+  return holder === event.id;
 }
 
 /**
@@ -129,19 +138,20 @@ export function holdsKey(parts: AppParts, event: StoredEvent): boolean {
  * @param parts the dashboard's store and clock
  * @param options `event`: the event found; `notice`: what the last action did
  */
-export function eventPage(
+export async function eventPage(
   c: Context<DashboardEnv>,
   parts: AppParts,
   options: { event: StoredEvent; notice?: { ok: boolean; text: string } },
 ) {
   const { event, notice } = options;
-  const lineage = parts.store.lineage(event.id) ?? { event, attempts: [], parts: [] };
+  const lineage = (await parts.store.lineage(event.id)) ?? { event, attempts: [], parts: [] };
   return (
     <EventPage
       event={lineage.event}
       attempts={withSeries(lineage.attempts)}
       parts={lineage.parts}
-      holdsKey={holdsKey(parts, lineage.event)}
+      routing={lineage}
+      holdsKey={await holdsKey(parts, lineage.event)}
       csrf={c.get("session")!.csrf}
       notice={notice}
     />
@@ -197,26 +207,10 @@ function Facts(props: { event: StoredEvent }) {
 
 /** The payload: a tree when it is JSON of a size to draw, and its text either way. */
 function Payload(props: { text: string }) {
-  let parsed: { value: unknown } | undefined;
-  if (props.text.length <= MAX_TREE_CHARS) {
-    try {
-      parsed = { value: JSON.parse(props.text) };
-    } catch {
-      parsed = undefined;
-    }
-  }
   return (
     <section class="block" id="payload">
       <h2>Payload</h2>
-      {parsed && (
-        <div class="json">
-          <JsonTree value={parsed.value} />
-        </div>
-      )}
-      <details open={!parsed}>
-        <summary>As text ({String(props.text.length)} characters)</summary>
-        <pre>{parsed ? prettyJson(parsed.value) : props.text}</pre>
-      </details>
+      <JsonView text={props.text} />
     </section>
   );
 }

@@ -29,7 +29,7 @@ export function eventRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
     const sinceMs = parts.now() - 1; // a change in this very millisecond may follow the read
     const read = readFilter((name) => c.req.query(name));
     const { filter, beforeId } = "error" in read ? { filter: {}, beforeId: undefined } : read;
-    const found = store.listEvents({ ...filter, beforeId, limit: PAGE_SIZE + 1 });
+    const found = await store.listEvents({ ...filter, beforeId, limit: PAGE_SIZE + 1 });
     const page = (
       <EventsPage
         events={found.slice(0, PAGE_SIZE)}
@@ -45,11 +45,11 @@ export function eventRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
     return sendPage(c, page, "error" in read ? 400 : 200);
   });
   app.get("/events/stream", (c) => eventStream(c, parts));
-  app.get("/events/:id", (c) => {
-    const event = findEvent(parts, c.req.param("id"));
+  app.get("/events/:id", async (c) => {
+    const event = await findEvent(parts, c.req.param("id"));
     if (!event) return notFound(c);
     const notice = replayNotice(c.req.query("replayed"), event);
-    return sendPage(c, eventPage(c, parts, { event, notice }));
+    return sendPage(c, await eventPage(c, parts, { event, notice }));
   });
   replayRoutes(app, parts);
   apiRoutes(app, parts);
@@ -57,10 +57,10 @@ export function eventRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
 
 /** `GET /api/events` and `GET /api/events/:id`: what the pages show, as JSON. */
 function apiRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
-  app.get("/api/events", (c) => {
+  app.get("/api/events", async (c) => {
     const read = readFilter((name) => c.req.query(name));
     if ("error" in read) return c.json({ error: read.error }, 400);
-    const found = parts.store.listEvents({
+    const found = await parts.store.listEvents({
       ...read.filter,
       beforeId: read.beforeId,
       limit: PAGE_SIZE + 1,
@@ -71,15 +71,15 @@ function apiRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
       : null;
     return c.json({ events: events.map(eventSummary), next });
   });
-  app.get("/api/events/:id", (c) => {
-    const lineage = findLineage(parts, c.req.param("id"));
+  app.get("/api/events/:id", async (c) => {
+    const lineage = await findLineage(parts, c.req.param("id"));
     if (!lineage) return c.json({ error: `No event "${c.req.param("id")}"` }, 404);
-    return c.json(lineageJson(lineage, holdsKey(parts, lineage.event)));
+    return c.json(lineageJson(lineage, await holdsKey(parts, lineage.event)));
   });
 }
 
 /** The lineage of the event with exactly this id, as {@link findEvent} finds it. */
-function findLineage(parts: AppParts, id: string): Lineage | null {
-  const event = findEvent(parts, id);
-  return event && parts.store.lineage(event.id);
+async function findLineage(parts: AppParts, id: string): Promise<Lineage | null> {
+  const event = await findEvent(parts, id);
+  return event && await parts.store.lineage(event.id);
 }

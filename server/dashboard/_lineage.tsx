@@ -69,13 +69,6 @@ export function Decisions(props: { event: StoredEvent; holdsKey: boolean }) {
         <li>Accepted: the subscription's filter let {event.eventLabel} through.</li>
         <li>{dedupe}</li>
         <li>{dispatch}</li>
-        {event.coalescedInto && (
-          <li id="coalesced-into">
-            Coalesced: answered by the agent run of{" "}
-            <a href={`/events/${encodeURIComponent(event.coalescedInto)}`}>{event.coalescedInto}</a>
-            , into which it was folded.
-          </li>
-        )}
       </ul>
       <dl class="facts">
         <dt>Target</dt>

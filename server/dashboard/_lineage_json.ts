@@ -5,14 +5,17 @@
  *
  * @module
  */
-import type { Lineage } from "../../lib/state/mod.ts";
+import type { Lineage, StoredEvent } from "../../lib/state/mod.ts";
+import { SKIPPED_JSON } from "../../lib/transforms/mod.ts";
 import { eventSummary, withSeries } from "./_format.ts";
+import { turnsGiven } from "./_lineage_steps.tsx";
 
 /**
  * The JSON of one event's lineage. Headers are as stored: redacted before they were stored.
  * @param lineage the event's lineage (`StateStore.lineage`)
  * @param holdsKey whether the event holds its delivery id's idempotency key now
- * @returns a value for `c.json`; times in ms since the epoch (`*_ms`), tokens as counts
+ * @returns a value for `c.json`; times in ms since the epoch (`*_ms`), tokens as counts;
+ *   `transformed` as text, as the transform printed it
  */
 export function lineageJson(lineage: Lineage, holdsKey: boolean) {
   const { event, attempts, parts } = lineage;
@@ -27,6 +30,16 @@ export function lineageJson(lineage: Lineage, holdsKey: boolean) {
       holds_delivery_id: holdsKey,
       mode: event.mode,
     },
+    transform: transformJson(event),
+    transformed: event.transformed ?? null,
+    coalesced_into: event.coalescedInto ?? null,
+    folded: (lineage.folded ?? []).map((one) => ({
+      id: one.id,
+      event: one.eventLabel,
+      received_at_ms: one.receivedAtMs,
+      status: one.status,
+    })),
+    session: sessionJson(lineage),
     prompt: event.prompt,
     skills: event.route.skills,
     route: event.route,
@@ -58,5 +71,33 @@ export function lineageJson(lineage: Lineage, holdsKey: boolean) {
       url: part.url,
       sent_at_ms: part.sentAtMs,
     })),
+  };
+}
+
+/** The route's transform and what it did: `printed`, `skipped` or `pending`; null for none. */
+function transformJson(event: StoredEvent) {
+  const transform = event.route.transform;
+  if (transform === undefined) return null;
+  const state = event.transformed === undefined
+    ? "pending"
+    : event.transformed === SKIPPED_JSON
+    ? "skipped"
+    : "printed";
+  return { command: transform.command, timeout_seconds: transform.timeoutSeconds, state };
+}
+
+/**
+ * The conversation: its key, whether its latest run's turn is held, and the earlier turns that
+ * run was (or, while it has none, will be) given; null for an event of no conversation.
+ */
+function sessionJson(lineage: Lineage) {
+  const { event, conversation } = lineage;
+  if (event.sessionKey === undefined) return null;
+  const turns = conversation && turnsGiven(event, conversation);
+  return {
+    key: event.sessionKey,
+    own_turn: conversation?.ownTurn ?? null,
+    turns_given: turns?.given ?? null,
+    turns_held_before: turns?.held ?? null,
   };
 }

@@ -34,17 +34,17 @@ type ReplayedHow = "routed" | "kept" | "changed" | "changed-kept";
  */
 export function replayRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
   app.post("/events/:id/replay", async (c) => {
-    const event = findEvent(parts, c.req.param("id"));
+    const event = await findEvent(parts, c.req.param("id"));
     if (!event) return notFound(c);
     const replayed = await replay(parts, event);
     if ("error" in replayed) {
-      const notice = { ok: false, text: `Not replayed: ${replayed.error}` };
-      return sendPage(c, eventPage(c, parts, { event, notice }), 409);
+      const notice = { ok: false, text: replayed.error };
+      return sendPage(c, await eventPage(c, parts, { event, notice }), 409);
     }
     return backToEvent(c, event, replayed.keptBecause === undefined ? "routed" : "kept");
   });
   app.get("/events/:id/replay-with-changes", async (c) => {
-    const event = findEvent(parts, c.req.param("id"));
+    const event = await findEvent(parts, c.req.param("id"));
     if (!event) return notFound(c);
     if (event.mode !== "agent") return directRefusal(c, event);
     const picked = replayRoute(event.subscription, await readReplayRouting(parts.config));
@@ -52,7 +52,7 @@ export function replayRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
     return sendPage(c, await formPage(c, parts, { event, form }));
   });
   app.post("/events/:id/replay-with-changes", async (c) => {
-    const event = findEvent(parts, c.req.param("id"));
+    const event = await findEvent(parts, c.req.param("id"));
     if (!event) return notFound(c);
     if (event.mode !== "agent") return directRefusal(c, event);
     const read = readReplayForm(await c.req.parseBody());
@@ -62,8 +62,8 @@ export function replayRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
     }
     const replayed = await replay(parts, event, read.changes);
     if ("error" in replayed) {
-      const error = `Not replayed: ${replayed.error}`;
-      return sendPage(c, await formPage(c, parts, { event, form: read.form, error }), 409);
+      const options = { event, form: read.form, error: replayed.error };
+      return sendPage(c, await formPage(c, parts, options), 409);
     }
     return backToEvent(c, event, replayed.keptBecause === undefined ? "changed" : "changed-kept");
   });
@@ -72,7 +72,8 @@ export function replayRoutes(app: Hono<DashboardEnv>, parts: AppParts): void {
 /**
  * Queues the event again, routed by its subscription as the file holds it now, and wakes the
  * worker.
- * @returns why it kept its target, when it did; or the store's refusal (running, superseded)
+ * @returns why it kept its target, when it did; or the store's refusal (running, superseded),
+ *   said once as "Not replayed: ..." (the store's own message may begin so already)
  */
 async function replay(
   parts: AppParts,
@@ -90,7 +91,8 @@ async function replay(
     return replayed;
   } catch (error) {
     if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
-    return { error: error.message };
+    const { message } = error;
+    return { error: message.startsWith("Not replayed") ? message : `Not replayed: ${message}` };
   }
 }
 
