@@ -59,11 +59,18 @@ export async function coalesceAccepted(tx: Db, event: NewEvent): Promise<void> {
   const dueMs = Math.round(
     Math.min(receivedAtMs + coalesce.windowSeconds * 1000, first + coalesce.maxSeconds * 1000),
   );
-  await query(tx, `UPDATE events SET next_attempt_at = $3 WHERE ${OPEN_WINDOW}`, [
-    subscription,
-    coalesce.key,
-    dueMs,
-  ]);
+  // An event of the window that a claim holds now is skipped, not waited for (the claim would
+  // wait in turn for this accept's rows as it folds them): its run has begun without this one.
+  await query(
+    tx,
+    "UPDATE events SET next_attempt_at = $3 WHERE id IN (SELECT id FROM events " +
+      `WHERE ${OPEN_WINDOW} FOR UPDATE SKIP LOCKED)`,
+    [
+      subscription,
+      coalesce.key,
+      dueMs,
+    ],
+  );
 }
 
 /**

@@ -36,11 +36,13 @@ export async function recoverInterrupted(
     ? [nowMs, own]
     : [nowMs, own, core.ownerId];
   const uncount = eventId === undefined ? "" : "uncounted_attempts = uncounted_attempts + 1, ";
+  // Events another gateway is recovering (or claiming) now are skipped, not waited for: two
+  // gateways recovering together neither wait on each other nor requeue one event twice.
   const requeued = await query(
     tx,
     `UPDATE events SET status = 'queued', next_attempt_at = $1, ${uncount}updated_at = $1, ` +
-      "lease_token = NULL, lease_expires_at = NULL, lease_owner = NULL " +
-      `WHERE status = 'running' AND ${which} ` +
+      "lease_token = NULL, lease_expires_at = NULL, lease_owner = NULL WHERE id IN " +
+      `(SELECT id FROM events WHERE status = 'running' AND ${which} FOR UPDATE SKIP LOCKED) ` +
       "RETURNING id",
     params,
   );

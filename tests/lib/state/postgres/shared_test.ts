@@ -105,6 +105,42 @@ Deno.test("postgres: the heartbeat moves a running event's lease on while its ru
   });
 });
 
+Deno.test("postgres: a burst accepted through two gateways is folded into one run", async () => {
+  await withSchema(await files.server(), async (open) => {
+    const [a, b] = [await open(), await open()];
+    const coalesce = { key: "octo/repo#1", windowSeconds: 10, maxSeconds: 60 };
+    const burst = Array.from(
+      { length: 10 },
+      (_, i) => newEvent({ receivedAtMs: T0 + i, route: { deliver: "log", skills: [], coalesce } }),
+    );
+    await Promise.all(burst.map((event, i) => (i % 2 === 0 ? a : b).accept(event)));
+    // Each accept slides the window to its event's arrival + 10 s, in the order they commit.
+    const due = (await a.nextDueAtMs())!;
+    assert.ok(due >= T0 + 10_000 && due <= T0 + 9 + 10_000, "one window for all ten");
+    assert.equal(await b.nextDueAtMs(), due);
+    const claims = await Promise.all([a.claimDue(due, 8), b.claimDue(due, 8)]);
+    const runs = claims.flat();
+    assert.equal(runs.length, 1, "one run between the two gateways");
+    assert.equal((await a.foldedInto(runs[0].id)).length, 9, "the other nine folded into it");
+  });
+});
+
+Deno.test("postgres: two gateways run one event of a conversation at a time", async () => {
+  await withSchema(await files.server(), async (open) => {
+    const [a, b] = [await open(), await open()];
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const event = newEvent({ receivedAtMs: T0 + i, sessionKey: "octo/repo#7" });
+      ids.push((await (i % 2 === 0 ? a : b).accept(event)).eventId!);
+    }
+    const [byA, byB] = await Promise.all([a.claimDue(T0 + 10, 8), b.claimDue(T0 + 10, 8)]);
+    assert.deepEqual([...byA, ...byB].map((event) => event.id), [ids[0]], "the earliest only");
+    await (byA.length > 0 ? a : b).markDelivered(ids[0], T0 + 20);
+    const next = (await Promise.all([b.claimDue(T0 + 30, 8), a.claimDue(T0 + 30, 8)])).flat();
+    assert.deepEqual(next.map((event) => event.id), [ids[1]], "then the next, on either");
+  });
+});
+
 Deno.test("postgres: the throwaway server of shared_test stops", async () => {
   await files.stop();
 });
