@@ -20,17 +20,19 @@ import {
   withSeries,
 } from "./_event_listing.ts";
 import { coalesceSection, foldedJson } from "./_coalesce_view.ts";
+import { conversationJson, conversationSection } from "./_conversation_view.ts";
 import { SKIPPED_JSON } from "../lib/transforms/mod.ts";
 
 /**
  * An event's lineage as `--json` prints it: the fields of `webhook events --json`, the scheme
- * and headers, the payload (parsed when it is JSON), the prompt, the answer, each attempt with
- * its agent run and answer, and each part delivered.
- * @param lineage the event's lineage
- * @param folded the events folded into its agent run (docs/subscriptions.md#coalescing)
+ * and headers, the payload (parsed when it is JSON), the transform and what it printed, the
+ * events folded into its run, its conversation, the prompt, the answer, each attempt with its
+ * agent run and answer, and each part delivered.
+ * @param lineage the event's lineage, with the events folded into its run
+ *   (docs/subscriptions.md#coalescing) and its conversation's earlier turns
  * @returns a value for `JSON.stringify`
  */
-export function lineageJson(lineage: Lineage, folded: StoredEvent[] = []) {
+export function lineageJson(lineage: Lineage) {
   const { event, attempts, parts } = lineage;
   return {
     ...publicFields(event),
@@ -39,10 +41,12 @@ export function lineageJson(lineage: Lineage, folded: StoredEvent[] = []) {
     scheme: event.scheme ?? null,
     headers: event.headers ?? null,
     payload: parsedPayload(event.payload),
+    transform: transformJson(event),
     transformed: event.transformed ?? null,
+    folded: foldedJson(lineage.folded ?? []),
+    session: conversationJson(lineage),
     prompt: event.prompt,
     answer: event.response,
-    folded: foldedJson(folded),
     attempts_detail: withSeries(attempts).map((attempt) => ({
       ...publicAttempt(attempt),
       answer: attempt.answer,
@@ -61,22 +65,20 @@ export function lineageJson(lineage: Lineage, folded: StoredEvent[] = []) {
 
 /**
  * An event's lineage as people read it, one section after another.
- * @param lineage the event's lineage
- * @param options `holdsKey`: whether the event holds its delivery id's idempotency key now;
- *   `folded`: the events folded into its agent run (docs/subscriptions.md#coalescing)
+ * @param lineage the event's lineage, with the events folded into its run
+ *   (docs/subscriptions.md#coalescing) and its conversation's earlier turns
+ * @param options `holdsKey`: whether the event holds its delivery id's idempotency key now
  * @returns the text, without a final newline
  */
-export function lineageText(
-  lineage: Lineage,
-  options: { holdsKey: boolean; folded?: StoredEvent[] },
-): string {
+export function lineageText(lineage: Lineage, options: { holdsKey: boolean }): string {
   const { event, attempts, parts } = lineage;
   return [
     summary(event),
     received(event),
     decisions(event, options.holdsKey),
-    ...coalesceSection(event, options.folded ?? []),
     ...transformedSection(event),
+    ...coalesceSection(event, lineage.folded ?? []),
+    ...conversationSection(lineage),
     section("Prompt", quoted(event.prompt)),
     section("Attempts", attemptLines(attempts)),
     section("Answer", event.response === null ? ["  none yet"] : quoted(event.response)),
@@ -86,20 +88,39 @@ export function lineageText(
 }
 
 /**
- * What the route's transform printed (docs/subscriptions.md#transforms), or that it is still to
- * run; nothing for an event whose route has none.
+ * What the route's transform printed (docs/subscriptions.md#transforms), that it skipped the
+ * event, or that it is still to run and why it failed last; nothing for a route with none.
  */
 function transformedSection(event: StoredEvent): string[] {
   if (event.route.transform === undefined) return [];
   const command = event.route.transform.command.join(" ");
+  const pending = [
+    "  not yet: the transform runs again with the next attempt",
+    ...(event.lastError === null ? [] : [`  last error: ${cut(errorLine(event.lastError), 400)}`]),
+  ];
+  const skipped = [`  | ${SKIPPED_JSON}`, "  it skipped the event: no agent ran, nothing was sent"];
   return [
     section(
       `Transformed by ${line(command)}`,
       event.transformed === undefined
-        ? ["  not yet: the transform runs again with the next attempt"]
+        ? pending
+        : event.transformed === SKIPPED_JSON
+        ? skipped
         : quoted(event.transformed),
     ),
   ];
+}
+
+/** The route's transform and what it did: `printed`, `skipped` or `pending`; null for none. */
+function transformJson(event: StoredEvent) {
+  const transform = event.route.transform;
+  if (transform === undefined) return null;
+  const state = event.transformed === undefined
+    ? "pending"
+    : event.transformed === SKIPPED_JSON
+    ? "skipped"
+    : "printed";
+  return { command: transform.command, timeout_seconds: transform.timeoutSeconds, state };
 }
 
 /**

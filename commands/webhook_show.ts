@@ -14,9 +14,11 @@ import { lineageJson, lineageText } from "./_lineage_view.ts";
 const usage = `Usage: agent webhook show <event-id> [--json]
 
 Prints the whole story of one event: the request as it arrived (its headers, with signatures and
-tokens redacted, and the scheme that verified it), what the gateway decided, the prompt, each
-attempt with its agent run (provider, model, tokens, duration), the answer, and each message
-part delivered (target, chat, the platform's message id or link, time). The id comes from
+tokens redacted, and the scheme that verified it), what the gateway decided, what its transform
+printed, the events folded into its agent run (or the run that answered it), its conversation's
+key and the earlier turns its run was given, the prompt, each attempt with its agent run
+(provider, model, tokens, duration), the answer, and each message part delivered (target, chat,
+the platform's message id or link, time). The id comes from
 agent webhook events; a unique prefix is enough.
   --json   machine-readable output, with the payload`;
 
@@ -34,7 +36,7 @@ export const webhookShow: Command = {
     if (!config) return 1;
     const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
     try {
-      const lineage = store.lineage(positionals[0]);
+      const lineage = await store.lineage(positionals[0]);
       if (lineage === null) {
         throw new NotFoundError(
           `No event "${positionals[0]}" (agent webhook events lists them; finished events are ` +
@@ -42,13 +44,11 @@ export const webhookShow: Command = {
         );
       }
       const { event } = lineage;
-      const folded = store.foldedInto(event.id);
       if (values.json) {
-        ctx.stdout(JSON.stringify(lineageJson(lineage, folded), null, 2));
+        ctx.stdout(JSON.stringify(lineageJson(lineage), null, 2));
       } else {
-        const holdsKey = store.keyHolder(event.subscription, event.deliveryId, ctx.now()) ===
-          event.id;
-        ctx.stdout(lineageText(lineage, { holdsKey, folded }));
+        const holder = await store.keyHolder(event.subscription, event.deliveryId, ctx.now());
+        ctx.stdout(lineageText(lineage, { holdsKey: holder === event.id }));
       }
       return 0;
     } finally {

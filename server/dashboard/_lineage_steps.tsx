@@ -193,7 +193,10 @@ export function Conversation(
 function turnsText(event: StoredEvent, conversation: NonNullable<Lineage["conversation"]>) {
   const { given, held } = turnsGiven(event, conversation);
   const budget = event.route.sessionBudget ?? DEFAULT_SESSION_BUDGET_TOKENS;
-  const cut = given < held ? ` (of ${held} held before it: the rest did not fit)` : "";
+  const cut = given < held ? ` (of ${held} held before it: the older did not fit)` : "";
+  if (event.coalescedInto !== undefined) {
+    return `its turn is that of the run it was folded into, ${event.coalescedInto}`;
+  }
   if (conversation.ownTurn) {
     return `its run was given ${given} earlier ${plural(given)}${cut}, within ${budget} tokens`;
   }
