@@ -1,6 +1,7 @@
 /**
  * In-process tests of `agent webhook show`, over a state database filled through the store in
- * a temporary home: the text sections, `--json`, id prefixes, and text from outside made safe.
+ * a temporary home: the text sections, `--json`, id prefixes, text from outside made safe, and
+ * the routing steps (a transform's outcome, a conversation's turns).
  *
  * @module
  */
@@ -8,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { webhookShow } from "../../commands/webhook_show.ts";
 import { NotFoundError, UsageError } from "../../lib/errors.ts";
-import { openStateStore } from "../../lib/state/sqlite/mod.ts";
+import { openStateStore, type SqliteStateStore } from "../../lib/state/sqlite/mod.ts";
 import { enabledConfig, tempHome } from "../_helpers.ts";
 import { homeWithEvents, newEvent, rejectsWith, run, T0 } from "./_event_history.ts";
 
@@ -35,23 +36,23 @@ async function homeWithLineage() {
       route: { deliver: "telegram", chatId: "42", skills: ["triage"] },
     });
     const id = (await store.accept(event) as { eventId: string }).eventId;
-    store.claimDue(T0, 1);
+    await store.claimDue(T0, 1);
     const run = {
       provider: "openai",
       model: "gpt-4o-mini",
       promptTokens: 812,
       completionTokens: 96,
     };
-    store.saveResponse(id, "Likely a duplicate.\nSee #3.", { ...run, durationMs: 2100 });
+    await store.saveResponse(id, "Likely a duplicate.\nSee #3.", { ...run, durationMs: 2100 });
     for (const part of [1, 2]) {
       const receipt = { part, parts: 2, target: "telegram", chat: "42", url: null };
-      store.savePartsSent(id, part, {
+      await store.savePartsSent(id, part, {
         sentBefore: 0,
         parts: 2,
         receipts: [{ ...receipt, messageId: String(500 + part), sentAtMs: T0 + 2200 + part }],
       });
     }
-    store.markDelivered(id, T0 + 2300);
+    await store.markDelivered(id, T0 + 2300);
   } finally {
     await store.close();
   }
@@ -148,12 +149,116 @@ Deno.test("webhook show prints escape sequences from headers, prompt and answer 
   const id = (await store.accept(
     newEvent({ headers: { "user-agent": evil }, prompt: `hello ${evil}` }),
   ) as { eventId: string }).eventId;
-  store.claimDue(T0, 1);
-  store.saveResponse(id, `answer ${evil}`);
+  await store.claimDue(T0, 1);
+  await store.saveResponse(id, `answer ${evil}`);
   await store.close();
   const { out } = await run(webhookShow, h.home, [id]);
   assert.ok(!out.includes("\x1b") && !out.includes("\x07"), "no escape reaches the terminal");
   assert.match(out, /user-agent: \\u001b\]0;owned\\u0007/);
   assert.match(out, /\| hello \\u001b/);
   assert.match(out, /\| answer \\u001b/);
+});
+
+/** A home whose store `fill` writes to, events numbered `evt_stp001`, `evt_stp002`, ... */
+async function homeWith(fill: (store: SqliteStateStore) => Promise<void>) {
+  const h = await tempHome({ config: enabledConfig() });
+  let next = 0;
+  const store = openStateStore(join(h.home, "state", "gateway.db"), {
+    backgroundCheckpoints: false,
+    newId: () => `evt_stp${String(++next).padStart(3, "0")}`,
+  });
+  try {
+    await fill(store);
+  } finally {
+    await store.close();
+  }
+  return h;
+}
+
+const TRANSFORM = { command: ["node", "headline.js"], timeoutSeconds: 5 };
+
+Deno.test("webhook show says what the transform printed, that it skipped, or why it is pending", async () => {
+  const route = { deliver: "log", skills: [], transform: TRANSFORM };
+  await using h = await homeWith(async (store) => {
+    await store.accept(newEvent({ route, transformed: '{"headline":"DISK IS FULL"}' }));
+    await store.accept(newEvent({ route, transformed: '{"skip":true}' }));
+    await store.accept(newEvent({ route }));
+    await store.claimDue(T0, 3);
+    await store.markRetry("evt_stp003", {
+      error: "transform node exited with status 1:\nTypeError: no title",
+      step: "agent",
+      nextAttemptAtMs: T0 + 30_000,
+      nowMs: T0,
+    });
+  });
+  const section = async (id: string) =>
+    (await run(webhookShow, h.home, [id])).out.split("\n\n")
+      .find((one) => one.startsWith("Transformed by"));
+  assert.equal(
+    await section("evt_stp001"),
+    'Transformed by node headline.js\n  | {"headline":"DISK IS FULL"}',
+  );
+  assert.equal(
+    await section("evt_stp002"),
+    'Transformed by node headline.js\n  | {"skip":true}\n' +
+      "  it skipped the event: no agent ran, nothing was sent",
+  );
+  assert.equal(
+    await section("evt_stp003"),
+    "Transformed by node headline.js\n" +
+      "  not yet: the transform runs again with the next attempt\n" +
+      "  last error: transform node exited with status 1: TypeError: no title",
+  );
+  const json = async (id: string) =>
+    JSON.parse((await run(webhookShow, h.home, [id, "--json"])).out);
+  assert.deepEqual((await json("evt_stp001")).transform, {
+    command: ["node", "headline.js"],
+    timeout_seconds: 5,
+    state: "printed",
+  });
+  assert.equal((await json("evt_stp002")).transform.state, "skipped");
+  assert.equal((await json("evt_stp003")).transform.state, "pending");
+});
+
+Deno.test("webhook show prints the session key and the earlier turns the run was given", async () => {
+  // About 26 tokens a turn: a budget of 60 holds the newest two.
+  const conversation = {
+    route: { deliver: "log", skills: [], sessionBudget: 60 },
+    sessionKey: "octo/repo#12",
+  };
+  await using h = await homeWith(async (store) => {
+    for (let turn = 1; turn <= 3; turn++) {
+      const accepted = await store.accept(
+        newEvent({ ...conversation, prompt: `Turn ${turn} `.repeat(8) }),
+      );
+      const id = (accepted as { eventId: string }).eventId;
+      await store.claimDue(T0 + turn * 1000, 1);
+      await store.saveResponse(id, `Answer ${turn} `.repeat(5));
+      await store.markDelivered(id, T0 + turn * 1000);
+    }
+    await store.accept(newEvent(conversation));
+    await store.accept(newEvent({}));
+  });
+  const section = async (id: string) =>
+    (await run(webhookShow, h.home, [id])).out.split("\n\n")
+      .find((one) => one.startsWith("Conversation"));
+  assert.equal(
+    await section("evt_stp002"),
+    'Conversation\n  session key "octo/repo#12"\n' +
+      "  its run was given 1 earlier turn, within 60 tokens",
+  );
+  assert.equal(
+    await section("evt_stp004"),
+    'Conversation\n  session key "octo/repo#12"\n' +
+      "  its run will be given the turns held then: 2 earlier turns now (of 3 held before " +
+      "it: the older did not fit)",
+  );
+  assert.equal(await section("evt_stp005"), undefined, "an event of no conversation");
+  const shown = JSON.parse((await run(webhookShow, h.home, ["evt_stp003", "--json"])).out);
+  assert.deepEqual(shown.session, {
+    key: "octo/repo#12",
+    own_turn: true,
+    turns_given: 2,
+    turns_held_before: 2,
+  });
 });
