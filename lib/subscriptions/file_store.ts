@@ -94,15 +94,32 @@ export function parseSubscriptions(text: string, path: string): SubscriptionReco
       file: path,
     });
   }
+  return checkedRecords(Object.entries(data), path);
+}
+
+/**
+ * Checks records read from where they live (the file, or the database's `subscriptions` table):
+ * a record whose fields have the wrong type is kept as it was read, unchecked, for
+ * {@link unusableSubscriptions} to report.
+ * @param entries the records' names and parsed JSON, in order
+ * @param where the file or table, for the messages
+ * @returns the records by name
+ * @throws ConfigError naming `where` when a record is not a JSON object
+ */
+export function checkedRecords(
+  entries: Iterable<[string, unknown]>,
+  where: string,
+): SubscriptionRecords {
   const records: SubscriptionRecords = {};
-  for (const [name, record] of Object.entries(data)) {
+  for (const [name, record] of entries) {
     if (record === null || typeof record !== "object" || Array.isArray(record)) {
-      throw new ConfigError(`${path} is corrupt: subscription "${name}" is not an object`, {
-        file: path,
+      throw new ConfigError(`${where} is corrupt: subscription "${name}" is not an object`, {
+        file: where,
       });
     }
     try {
-      records[name] = checkRecord(record, `subscription "${name}" in ${path}`, path);
+      const fields = record as Record<string, unknown>;
+      records[name] = checkRecord(fields, `subscription "${name}" in ${where}`, where);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       wrongTypes.set(record, error.message);
