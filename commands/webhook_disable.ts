@@ -7,7 +7,7 @@
  */
 import { NotFoundError, UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
-import { updateSubscriptions } from "../lib/subscriptions/file_store.ts";
+import { updateSubscriptionsOf } from "../lib/subscriptions/source.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
@@ -61,7 +61,7 @@ async function setDisabled(
   const config = await loadEnabledConfig(ctx);
   if (!config) return 1;
   refuseStatic(config, name, action);
-  const changed = await updateSubscriptions(config.paths.subscriptions, (records) => {
+  const changed = await updateSubscriptionsOf(config, (records) => {
     if (!Object.hasOwn(records, name)) {
       throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
     }

@@ -10,7 +10,7 @@ import { ConfigError, UsageError } from "../lib/errors.ts";
 import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { EventStatus } from "../lib/state/mod.ts";
 import { openStateStore } from "../lib/state/sqlite/mod.ts";
-import { readSubscriptionsOrError } from "../lib/subscriptions/file_store.ts";
+import { readSubscriptionsOrErrorOf } from "../lib/subscriptions/source.ts";
 import type { Command } from "./_command.ts";
 import { eventJson, eventTable } from "./_event_listing.ts";
 import { followEvents } from "./_follow.ts";
@@ -106,7 +106,7 @@ async function noEventsMessage(
  * file cannot be read, so a corrupt file never makes a real name look unknown.
  */
 async function isRouteName(config: Config, name: string): Promise<boolean> {
-  const records = await readSubscriptionsOrError(config.paths.subscriptions);
+  const records = await readSubscriptionsOrErrorOf(config);
   return records instanceof ConfigError ||
     findRoute(name, records, config.webhook.routes) !== undefined;
 }

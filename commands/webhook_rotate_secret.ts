@@ -8,7 +8,8 @@
 import { type Config, webhookUrl } from "../lib/config/mod.ts";
 import { ConfigError, NotFoundError, UsageError } from "../lib/errors.ts";
 import { generateSecret, type Subscription } from "../lib/subscriptions/mod.ts";
-import { updateSubscriptions, wrongFieldType } from "../lib/subscriptions/file_store.ts";
+import { wrongFieldType } from "../lib/subscriptions/file_store.ts";
+import { updateSubscriptionsOf } from "../lib/subscriptions/source.ts";
 import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
 import type { Command } from "./_command.ts";
 import { checkSecretForScheme } from "../lib/subscriptions/subscribe_checks.ts";
@@ -100,7 +101,7 @@ function rotateStored(
   options: { secret: string | undefined; nowMs: number; graceMs: number },
 ): Promise<{ record: Subscription; retired?: PreviousSecret; warnings: string[] }> {
   const { nowMs, graceMs } = options;
-  return updateSubscriptions(config.paths.subscriptions, (records) => {
+  return updateSubscriptionsOf(config, (records) => {
     if (!Object.hasOwn(records, name)) {
       throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
     }

@@ -8,7 +8,7 @@ import { webhookUrl } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
 import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
 import { AUTH_NAMES, NAME_PATTERN, type Subscription } from "../lib/subscriptions/mod.ts";
-import { updateSubscriptions } from "../lib/subscriptions/file_store.ts";
+import { updateSubscriptionsOf } from "../lib/subscriptions/source.ts";
 import { homeChannelOf } from "../lib/targets/mod.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
@@ -118,8 +118,8 @@ export const webhookSubscribe: Command = {
     }
 
     const nowIso = new Date(ctx.now()).toISOString();
-    const { record, updated, warnings } = await updateSubscriptions(
-      config.paths.subscriptions,
+    const { record, updated, warnings } = await updateSubscriptionsOf(
+      config,
       (records) => {
         const existing = Object.hasOwn(records, name) ? records[name] : undefined;
         const merged = mergeSubscription(existing, { name, changes, nowIso, config });

@@ -12,8 +12,8 @@ import type { MetricsRecorder } from "../lib/metrics/mod.ts";
 import { createMemoryRateLimiter } from "../lib/subscriptions/rate_limit.ts";
 import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { StateStore } from "../lib/state/mod.ts";
-import { SubscriptionFileCache } from "../lib/subscriptions/file_cache.ts";
 import { secretWarnings, unusableSubscriptions } from "../lib/subscriptions/file_store.ts";
+import { openSubscriptionSource } from "../lib/subscriptions/source.ts";
 import type { IngestDeps, RefusalLog } from "./ingest/mod.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
 import { createSignatureVerifier } from "../lib/signatures/mod.ts";
@@ -21,19 +21,26 @@ import { createSignatureVerifier } from "../lib/signatures/mod.ts";
 const subscriptionLog = getLogger(["agent", "subscriptions"]);
 
 /**
- * Finds routes by name: static routes first, then the subscription file's records. The file is
- * read now, so a corrupt one is reported at start.
- * @param config the merged configuration: the file's path and the static routes
- * @returns `IngestDeps.findRoute`; a record that cannot be served is not found (404)
+ * Finds routes by name: static routes first, then the subscriptions' records, from the file or
+ * the database (`state.backend`), watched for changes. They are read now, so a corrupt file is
+ * reported at start.
+ * @param config the merged configuration: where the subscriptions are, and the static routes
+ * @returns `IngestDeps.findRoute`, a record that cannot be served not found (404), with `stop()`,
+ *   which stops watching
+ * @throws StoreUnavailableError when the subscriptions' database cannot be reached
  */
-export function routeFinder(config: Config): IngestDeps["findRoute"] {
-  const { paths, webhook } = config;
+export async function routeFinder(
+  config: Config,
+): Promise<IngestDeps["findRoute"] & { stop(): Promise<void> }> {
+  const { webhook } = config;
+  const source = await openSubscriptionSource(config);
+  const where = source.where;
   // Records edited by hand that cannot be served: their requests are refused (404), said in the
   // log each time the file is read, so a bad record never costs an agent run it cannot deliver.
   let unusable = new Map<string, string>();
   // Said once in the log (and on the console) when the file becomes unreadable and when it is
   // readable again, so serving the last good copy (or none, at start) is never silent.
-  const subscriptions = new SubscriptionFileCache(paths.subscriptions, {
+  const subscriptions = await source.watch({
     onErrorChange: (error, records) => {
       if (!error) return subscriptionLog.info("subscription file readable again");
       const count = Object.keys(records).length;
@@ -43,22 +50,22 @@ export function routeFinder(config: Config): IngestDeps["findRoute"] {
       );
     },
     onReload: (records) => {
-      unusable = unusableSubscriptions(records, paths.subscriptions, webhook.routes);
+      unusable = unusableSubscriptions(records, where, webhook.routes);
       for (const reason of unusable.values()) {
         subscriptionLog.error(
           literalMessage(`${reason}; its requests are refused until it is fixed`),
         );
       }
-      for (const reason of secretWarnings(records, paths.subscriptions, webhook.routes)) {
+      for (const reason of secretWarnings(records, where, webhook.routes)) {
         subscriptionLog.warn(literalMessage(reason));
       }
     },
   });
-  subscriptions.current(); // reads the file now, so a corrupt one is reported at start
-  return (name, options) => {
+  const find: IngestDeps["findRoute"] = (name, options) => {
     const records = subscriptions.current(options); // may read the file anew: first
     return unusable.has(name) ? undefined : findRoute(name, records, webhook.routes);
   };
+  return Object.assign(find, { stop: () => source.close() });
 }
 
 /**

@@ -132,7 +132,7 @@ export async function startGateway(
   });
   const { refusals, refusalWindows } = startRefusalLog(options.refusalLog);
   const { bodyTimeoutMs, bodyBudgetBytes } = options;
-  const findRoute = routeFinder(config);
+  const findRoute = await routeFinder(config);
   const parts = { findRoute, refusals, store, now, setup, metrics, bodyTimeoutMs, bodyBudgetBytes };
   const app = createApp(ingestDeps(config, parts));
   const pruning = startPruning(store, { retentionDays: webhook.retentionDays, now });
@@ -141,6 +141,7 @@ export async function startGateway(
     pruning.stop();
     clearInterval(refusalWindows);
     await state.watch.stop();
+    await findRoute.stop();
     await store.close();
     state.lock.close();
   });
@@ -162,6 +163,7 @@ export async function startGateway(
     stop: async ({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) => {
       await dashboard?.stop(); // first: it reads the store that the stop closes
       await stopGateway(running, { deadlineMs, hurry });
+      await findRoute.stop(); // the subscriptions' database connections, if any
     },
   };
 }

@@ -181,6 +181,7 @@ async function startWatch(
 ): Promise<SubscriptionWatch> {
   let records = await guarded(options.where, () => readAll(sql, options.where));
   let text = JSON.stringify(records);
+  options.onReload?.(records); // as the file's watch does at its first read
   let error: Error | undefined;
   let running: Promise<void> | undefined;
   let again = false;

@@ -12,11 +12,8 @@ import type { Config } from "../config/mod.ts";
 import { ConfigError } from "../errors.ts";
 import type { EventDispatch, StoredEvent } from "../state/mod.ts";
 import type { Route } from "./mod.ts";
-import {
-  readSubscriptionsOrError,
-  type SubscriptionRecords,
-  unusableSubscriptions,
-} from "./file_store.ts";
+import { type SubscriptionRecords, unusableSubscriptions } from "./file_store.ts";
+import { readSubscriptionsOrErrorOf, subscriptionsWhere } from "./source.ts";
 import { dispatchFor, findRoute } from "./routes.ts";
 import type { TemplateContext } from "./templates.ts";
 
@@ -42,11 +39,11 @@ export interface ReplayRouting {
 export async function readReplayRouting(
   config: Pick<Config, "paths" | "webhook">,
 ): Promise<ReplayRouting> {
-  const { paths, webhook } = config;
-  const read = await readSubscriptionsOrError(paths.subscriptions);
+  const { webhook } = config;
+  const read = await readSubscriptionsOrErrorOf(config);
   const subscriptions = read instanceof ConfigError ? undefined : read;
   const unusable = subscriptions
-    ? unusableSubscriptions(subscriptions, paths.subscriptions, webhook.routes)
+    ? unusableSubscriptions(subscriptions, await subscriptionsWhere(config), webhook.routes)
     : new Map<string, string>();
   return {
     subscriptions,

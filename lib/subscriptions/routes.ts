@@ -14,12 +14,8 @@ import {
   storableText,
 } from "../state/mod.ts";
 import { DEFAULT_COALESCE_MAX_SECONDS, NAME_PATTERN, type Route } from "./mod.ts";
-import {
-  readSubscriptions,
-  type SubscriptionRecords,
-  unusableSubscriptions,
-  wrongFieldType,
-} from "./file_store.ts";
+import { type SubscriptionRecords, unusableSubscriptions, wrongFieldType } from "./file_store.ts";
+import { readSubscriptionsOf, subscriptionsWhere } from "./source.ts";
 import { defaultPrompt, renderTemplate, type TemplateContext } from "./templates.ts";
 import { keepExactNumber } from "./payload.ts";
 import { chatWithThread } from "../targets/mod.ts";
@@ -174,7 +170,10 @@ export function findRoute(
 export async function routesAndHidden(
   config: Pick<Config, "paths" | "webhook">,
 ): Promise<{ routes: Route[]; hidden: string[]; unusable: Map<string, string> }> {
-  const records = await readSubscriptions(config.paths.subscriptions);
+  const [records, where] = await Promise.all([
+    readSubscriptionsOf(config),
+    subscriptionsWhere(config),
+  ]);
   const names = Object.keys(records).sort();
   // A record with a field of the wrong type cannot be described: it is only in `unusable`.
   const dynamic = names
@@ -183,7 +182,7 @@ export async function routesAndHidden(
   return {
     routes: [...config.webhook.routes.values(), ...dynamic],
     hidden: names.filter((name) => config.webhook.routes.has(name)),
-    unusable: unusableSubscriptions(records, config.paths.subscriptions, config.webhook.routes),
+    unusable: unusableSubscriptions(records, where, config.webhook.routes),
   };
 }
 

@@ -9,7 +9,7 @@
 import type { Config } from "../../lib/config/mod.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import type { StateStore, StoredEvent } from "../../lib/state/mod.ts";
-import { readSubscriptionsOrError } from "../../lib/subscriptions/file_store.ts";
+import { readSubscriptionsOrErrorOf } from "../../lib/subscriptions/source.ts";
 import { defaultPrompt, renderTemplate } from "../../lib/subscriptions/templates.ts";
 
 /** Longest template the playground renders, in characters: it travels in a URL's query. */
@@ -63,7 +63,7 @@ export function estimateTokens(text: string): number {
 export async function subscriptionPrompts(
   config: Pick<Config, "paths" | "webhook">,
 ): Promise<Map<string, string>> {
-  const records = await readSubscriptionsOrError(config.paths.subscriptions);
+  const records = await readSubscriptionsOrErrorOf(config);
   const prompts = new Map<string, string>();
   if (!(records instanceof Error)) {
     for (const [name, record] of Object.entries(records)) prompts.set(name, record.prompt ?? "");

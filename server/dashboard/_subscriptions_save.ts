@@ -11,7 +11,8 @@ import type { Config } from "../../lib/config/mod.ts";
 import { ConfigError, ConflictError, NotFoundError } from "../../lib/errors.ts";
 import { gatewayRunning } from "../../lib/state/gateway_lock.ts";
 import { SUBSCRIPTION_RECHECK_MS } from "../../lib/subscriptions/file_cache.ts";
-import { updateSubscriptions, wrongFieldType } from "../../lib/subscriptions/file_store.ts";
+import { wrongFieldType } from "../../lib/subscriptions/file_store.ts";
+import { updateSubscriptionsOf } from "../../lib/subscriptions/source.ts";
 import type { Subscription } from "../../lib/subscriptions/mod.ts";
 import { checkName, refuseStatic } from "../../lib/subscriptions/routes.ts";
 import {
@@ -142,7 +143,7 @@ export async function saveSubscription(
       warn: (line) => warnings.push(line.replace(/^Warning: /, "")),
     });
   }
-  const saved = await updateSubscriptions(config.paths.subscriptions, (records) => {
+  const saved = await updateSubscriptionsOf(config, (records) => {
     const existing = Object.hasOwn(records, name) ? records[name] : undefined;
     if (creating && existing) {
       throw new ConflictError(`A subscription named "${name}" exists already: edit it instead`);
@@ -194,7 +195,7 @@ function keptFields(existing: Subscription): Subscription {
 export async function removeSubscription(name: string, config: FormConfig): Promise<void> {
   checkName(name, "remove");
   refuseStatic(config, name, "remove");
-  await updateSubscriptions(config.paths.subscriptions, (records) => {
+  await updateSubscriptionsOf(config, (records) => {
     if (!Object.hasOwn(records, name)) {
       throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
     }
@@ -219,7 +220,7 @@ export async function setDisabled(
   const action = disabled ? "disable" : "enable";
   checkName(name, action);
   refuseStatic(config, name, action);
-  const changed = await updateSubscriptions(config.paths.subscriptions, (records) => {
+  const changed = await updateSubscriptionsOf(config, (records) => {
     if (!Object.hasOwn(records, name)) {
       throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
     }

@@ -18,7 +18,7 @@ import type { Config } from "../../lib/config/mod.ts";
 import { type GatewayMetrics, metricsHandler } from "../../lib/metrics/mod.ts";
 import { StoreUnavailableError } from "../../lib/errors.ts";
 import type { StateStore } from "../../lib/state/mod.ts";
-import { readSubscriptionsOrError } from "../../lib/subscriptions/file_store.ts";
+import { readSubscriptionsOrErrorOf } from "../../lib/subscriptions/source.ts";
 import { LIVE_SCRIPT, STYLE_SHEET } from "./_assets.ts";
 import {
   type AuthDeps,
@@ -180,7 +180,7 @@ function failure(c: Context, error: Error): Response | Promise<Response> {
 
 /** The names of the static routes and the subscriptions, sorted, for the filters. */
 async function subscriptionNames(config: Pick<Config, "paths" | "webhook">): Promise<string[]> {
-  const records = await readSubscriptionsOrError(config.paths.subscriptions);
+  const records = await readSubscriptionsOrErrorOf(config);
   const dynamic = records instanceof Error ? [] : Object.keys(records);
   return [...new Set([...config.webhook.routes.keys(), ...dynamic])].sort();
 }
