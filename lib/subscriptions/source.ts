@@ -80,6 +80,12 @@ export interface SubscriptionWatch {
   stop(): Promise<void>;
 }
 
+/**
+ * What choosing the place takes from a loaded configuration: the home's files, and the merged
+ * environment (`DATABASE_URL`) when the caller has it.
+ */
+export type SourceConfig = Pick<Config, "paths"> & Partial<Pick<Config, "env">>;
+
 /** Where the subscriptions of a configuration live. */
 export type SubscriptionPlace =
   | { kind: "file"; path: string }
@@ -93,7 +99,7 @@ export type SubscriptionPlace =
  * @returns the file's path, or the database's URL
  * @throws ConfigError when `state.backend` is neither, or `postgres` has no URL
  */
-export async function subscriptionPlace(config: Config): Promise<SubscriptionPlace> {
+export async function subscriptionPlace(config: SourceConfig): Promise<SubscriptionPlace> {
   const file = config.paths.config;
   const { data } = await readYamlFile(file);
   const state = objectAt(data, ["state"], file);
@@ -105,7 +111,7 @@ export async function subscriptionPlace(config: Config): Promise<SubscriptionPla
       { file },
     );
   }
-  const url = config.env.DATABASE_URL || (typeof state.url === "string" ? state.url : "");
+  const url = config.env?.DATABASE_URL || (typeof state.url === "string" ? state.url : "");
   if (url === "") {
     throw new ConfigError(
       `state.backend in ${file} is postgres, but neither DATABASE_URL nor state.url names the ` +
@@ -135,7 +141,7 @@ export async function subscriptionPlace(config: Config): Promise<SubscriptionPla
  * ```
  */
 export async function openSubscriptionSource(
-  config: Config,
+  config: SourceConfig,
   options: { pollMs?: number } = {},
 ): Promise<SubscriptionSource> {
   const place = await subscriptionPlace(config);
@@ -155,7 +161,7 @@ export async function openSubscriptionSource(
  * @throws as {@link openSubscriptionSource}; whatever `use` throws
  */
 export async function withSubscriptions<T>(
-  config: Config,
+  config: SourceConfig,
   use: (source: SubscriptionSource) => Promise<T>,
 ): Promise<T> {
   const source = await openSubscriptionSource(config);
@@ -174,14 +180,14 @@ export async function withSubscriptions<T>(
  * ```
  */
 export function updateSubscriptionsOf<T>(
-  config: Config,
+  config: SourceConfig,
   change: (records: SubscriptionRecords) => T | Promise<T>,
 ): Promise<T> {
   return withSubscriptions(config, (source) => source.update(change));
 }
 
 /** {@link SubscriptionSource.read} on the configuration's source. */
-export function readSubscriptionsOf(config: Config): Promise<SubscriptionRecords> {
+export function readSubscriptionsOf(config: SourceConfig): Promise<SubscriptionRecords> {
   return withSubscriptions(config, (source) => source.read());
 }
 
@@ -192,7 +198,7 @@ export function readSubscriptionsOf(config: Config): Promise<SubscriptionRecords
  * @returns the records, or the ConfigError naming where they are
  */
 export async function readSubscriptionsOrErrorOf(
-  config: Config,
+  config: SourceConfig,
 ): Promise<SubscriptionRecords | ConfigError> {
   try {
     return await readSubscriptionsOf(config);
@@ -210,7 +216,7 @@ export async function readSubscriptionsOrErrorOf(
  * path, or `PostgreSQL host:5432/name (table subscriptions)`.
  * @throws ConfigError as {@link subscriptionPlace}
  */
-export async function subscriptionsWhere(config: Config): Promise<string> {
+export async function subscriptionsWhere(config: SourceConfig): Promise<string> {
   const place = await subscriptionPlace(config);
   if (place.kind === "file") return place.path;
   const { postgresWhere } = await import("./postgres_source.ts");
