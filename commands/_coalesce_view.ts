@@ -26,7 +26,11 @@ export function coalesceSection(event: StoredEvent, folded: StoredEvent[]): stri
   const key = event.route.coalesce?.key;
   if (key === undefined) return [];
   if (folded.length === 0) {
-    return [`Coalesced\n  key ${oneTerminalLine(JSON.stringify(key))}: alone in its window`];
+    const open = event.status === "queued" && event.attempts === 0 && event.replayedAtMs === null;
+    const state = open
+      ? "its window is open: the first event of the window runs for all of them"
+      : "alone in its window";
+    return [`Coalesced\n  key ${oneTerminalLine(JSON.stringify(key))}: ${state}`];
   }
   const others = folded.map((one) =>
     `  ${one.id}  ${oneTerminalLine(one.eventLabel)}  ${

@@ -122,11 +122,18 @@ export function Coalescing(props: { event: StoredEvent; folded: StoredEvent[] })
             <EventLink id={event.coalescedInto} />, which answered it with the others of its window.
           </p>
         )
+        : folded.length === 0 && windowOpen(event)
+        ? <p>Its window is open: the first event of the window runs for all of them.</p>
         : folded.length === 0
         ? <p>Alone in its window: its run answered it only.</p>
         : <FoldedList folded={folded} />}
     </section>
   );
+}
+
+/** Whether the event waits in an open coalescing window, its run not begun. */
+function windowOpen(event: StoredEvent): boolean {
+  return event.status === "queued" && event.attempts === 0 && event.replayedAtMs === null;
 }
 
 /** The events a run answered too, in the order they arrived, each linking to its page. */

@@ -262,3 +262,26 @@ Deno.test("webhook show prints the session key and the earlier turns the run was
     turns_held_before: 2,
   });
 });
+
+Deno.test("webhook show says a coalescing event waits in its open window, or ran alone", async () => {
+  const route = {
+    deliver: "log",
+    skills: [],
+    coalesce: { key: "octo/repo#7", windowSeconds: 10, maxSeconds: 300 },
+  };
+  await using h = await homeWith(async (store) => {
+    await store.accept(newEvent({ route }));
+    await store.accept(
+      newEvent({ route: { ...route, coalesce: { ...route.coalesce, key: "b" } } }),
+    );
+    await store.claimDue(T0 + 11_000, 1);
+  });
+  const section = async (id: string) =>
+    (await run(webhookShow, h.home, [id])).out.split("\n\n")
+      .find((one) => one.startsWith("Coalesced"));
+  assert.equal(await section("evt_stp001"), 'Coalesced\n  key "octo/repo#7": alone in its window');
+  assert.equal(
+    await section("evt_stp002"),
+    'Coalesced\n  key "b": its window is open: the first event of the window runs for all of them',
+  );
+});

@@ -92,9 +92,11 @@ Deno.test("event page of a coalesced run lists the events folded into it, in ord
   for (const [i, label] of ["issues.opened", "issue_comment.created", "issues.labeled"].entries()) {
     ids.push(await accept(world, issueEvent({ route, eventLabel: label, receivedAtMs: t + i })));
   }
+  const session = await logIn(world);
+  const waiting = await get(world, session, `/events/${ids[0]}`);
+  assert.match(waiting.body, /Its window is open: the first event of the window runs for all/);
   const [claimed] = await world.store.claimDue(t + 11_000, 1);
   assert.equal(claimed.id, ids[0], "the first of the window runs for all");
-  const session = await logIn(world);
   const lead = await get(world, session, `/events/${ids[0]}`);
   const section = lead.body.match(/<section class="block" id="coalescing">.*?<\/section>/s)![0];
   assert.match(section, /Key <span class="mono">octo\/repo#7<\/span>/);
