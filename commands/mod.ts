@@ -14,6 +14,7 @@ import { gatewayRun } from "./gateway_run.ts";
 import { gatewayInstall } from "./gateway_install.ts";
 import { gatewayUninstall } from "./gateway_uninstall.ts";
 import { gatewaySetup } from "./gateway_setup.ts";
+import { stateMigrate } from "./state_migrate.ts";
 import { webhookEvents } from "./webhook_events.ts";
 import { webhookList } from "./webhook_list.ts";
 import { webhookDisable, webhookEnable } from "./webhook_disable.ts";
@@ -50,6 +51,7 @@ export const COMMANDS: readonly Command[] = [
   gatewayUninstall,
   doctor,
   dashboard,
+  stateMigrate,
 ];
 
 /**

@@ -100,10 +100,7 @@ export type SubscriptionPlace =
  * @throws ConfigError when `state.backend` is neither, or `postgres` has no URL
  */
 export async function subscriptionPlace(config: SourceConfig): Promise<SubscriptionPlace> {
-  const file = config.paths.config;
-  const { data } = await readYamlFile(file);
-  const state = objectAt(data, ["state"], file);
-  const backend = state.backend ?? "sqlite";
+  const { backend, url, file } = await stateSection(config);
   if (backend === "sqlite") return { kind: "file", path: config.paths.subscriptions };
   if (backend !== "postgres") {
     throw new ConfigError(
@@ -111,8 +108,7 @@ export async function subscriptionPlace(config: SourceConfig): Promise<Subscript
       { file },
     );
   }
-  const url = config.env?.DATABASE_URL || (typeof state.url === "string" ? state.url : "");
-  if (url === "") {
+  if (url === undefined) {
     throw new ConfigError(
       `state.backend in ${file} is postgres, but neither DATABASE_URL nor state.url names the ` +
         "database",
@@ -120,6 +116,28 @@ export async function subscriptionPlace(config: SourceConfig): Promise<Subscript
     );
   }
   return { kind: "postgres", url };
+}
+
+/**
+ * The PostgreSQL database a configuration names, whatever its `state.backend`: `DATABASE_URL`
+ * (process env or `.env`), else `state.url` in `config.yaml`.
+ * @param config the loaded configuration
+ * @returns the connection URL; undefined when neither is set
+ * @throws ConfigError when `config.yaml` cannot be read or its `state` is not a mapping
+ */
+export async function stateDatabaseUrl(config: SourceConfig): Promise<string | undefined> {
+  return (await stateSection(config)).url;
+}
+
+/** `state.backend` and the database's URL, read from `config.yaml` and the environment. */
+async function stateSection(
+  config: SourceConfig,
+): Promise<{ backend: unknown; url: string | undefined; file: string }> {
+  const file = config.paths.config;
+  const { data } = await readYamlFile(file);
+  const state = objectAt(data, ["state"], file);
+  const url = config.env?.DATABASE_URL || (typeof state.url === "string" ? state.url : "");
+  return { backend: state.backend ?? "sqlite", url: url === "" ? undefined : url, file };
 }
 
 /**
