@@ -2,7 +2,9 @@
  * The dynamic subscription file `webhook_subscriptions.json` (docs/subscriptions.md): an object
  * keyed by subscription name, written atomically (temp file + rename) with mode 0600, under an
  * exclusive lock so that concurrent `subscribe` runs all persist. The gateway reads it through
- * `SubscriptionFileCache` (file_cache.ts).
+ * `SubscriptionFileCache` (file_cache.ts). It is where the records live with the SQLite backend
+ * (file_source.ts); with `state.backend: postgres` they live in the database (postgres_source.ts),
+ * and callers reach either through source.ts.
  *
  * @module
  */
