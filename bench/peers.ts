@@ -13,7 +13,8 @@
  * with `--connections` connections, the order reversed every other round. Then a fixed rate, half
  * of (c)'s median saturation rate, paced as wrk2 paces (see `pacing` in `_peers.ts`), for (c),
  * (w) and (a), again in `--rounds` interleaved rounds: p50 and p99 and the RSS under that load.
- * Idle RSS of (a) and (c) is read once they listen, before any request. It prints each round,
+ * Idle RSS of (a) and (c) is read once they listen, before any request, and again 5 s after the
+ * last load (everything a request needs then loaded). It prints each round,
  * the medians, the ratios c/w and c/m (medians of each round's), and each target of issue 25 met
  * or not.
  *
@@ -202,7 +203,14 @@ async function main() {
     const saturation = await saturationRounds(home, pin, servers, script);
     const rate = Math.round(median(saturation.map((round) => round.c.rps)) / 2);
     const paced = await pacedRounds(home, servers, body, rate);
+    // At rest again, with everything a request needs loaded: what a gateway between bursts holds.
+    const rested = { a: await idleRss(ceiling.child.pid, 5000), c: rssMiB(gateway.child.pid) };
     report(saturation, paced, rate, idle);
+    console.log(
+      `RSS at rest 5 s after the load: (a) ${format(rested.a, 1)} MiB, (c) ${
+        format(rested.c, 1)
+      } MiB, c/a ${format(rested.c / rested.a, 2)}`,
+    );
   } finally {
     await cleanUp(children, home);
   }
