@@ -183,11 +183,13 @@ async function startWatch(
   let text = JSON.stringify(records);
   options.onReload?.(records); // as the file's watch does at its first read
   let error: Error | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = false;
   let freshAtMs = -Infinity;
-  const reloadOnce = async () => {
+  const setError = (next: Error | undefined) => {
+    const changed = next?.message !== error?.message;
+    error = next;
+    if (changed) options.onErrorChange?.(next, records);
+  };
+  const reloads = serialized(async () => {
     try {
       const read = await guarded(options.where, () => readAll(sql, options.where));
       const readText = JSON.stringify(read);
@@ -199,25 +201,8 @@ async function startWatch(
     } catch (failure) {
       setError(failure as Error);
     }
-  };
-  const setError = (next: Error | undefined) => {
-    const changed = next?.message !== error?.message;
-    error = next;
-    if (changed) options.onErrorChange?.(next, records);
-  };
-  const reload = () => {
-    if (stopped) return;
-    if (running) {
-      again = true; // what changed during this read may have been read before it
-      return;
-    }
-    running = reloadOnce().finally(() => {
-      running = undefined;
-      if (!again) return;
-      again = false;
-      reload();
-    });
-  };
+  });
+  const reload = () => reloads.run();
   const listening = await guarded(
     options.where,
     () => sql.listen(SUBSCRIPTIONS_CHANNEL, reload, reload),
@@ -228,7 +213,7 @@ async function startWatch(
       const nowMs = performance.now();
       if (currentOptions.fresh && nowMs - freshAtMs >= SUBSCRIPTION_RECHECK_MS) {
         freshAtMs = nowMs;
-        reload();
+        reloads.run();
       }
       return records;
     },
@@ -236,10 +221,40 @@ async function startWatch(
       return error;
     },
     async stop() {
-      if (stopped) return;
-      stopped = true;
       clearInterval(poll);
       await listening.unlisten().catch(() => {});
+      await reloads.stop();
+    },
+  };
+}
+
+/**
+ * Runs `task` when asked, never twice at once: asked during a run, it runs once more after it,
+ * since what changed during a read may have been read before the change.
+ * @returns `run()`, which asks, and `stop()`, after which asking does nothing, resolving once
+ *   the run under way has ended
+ */
+function serialized(task: () => Promise<void>): { run(): void; stop(): Promise<void> } {
+  let running: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
+  const run = () => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = task().finally(() => {
+      running = undefined;
+      if (!again) return;
+      again = false;
+      run();
+    });
+  };
+  return {
+    run,
+    async stop() {
+      stopped = true;
       await running;
     },
   };

@@ -194,6 +194,30 @@ for (const [kind, make] of Object.entries(places)) {
   });
 }
 
+Deno.test("postgres source: a watch keeps the last good copy while the server is down", async () => {
+  await onPlace(places.postgres, async (open) => {
+    const errors: (string | undefined)[] = [];
+    const gateway = await open({ pollMs: 100 });
+    await gateway.update((records) => void (records.gh = { secret: "s-1" }));
+    const watch = await gateway.watch({ onErrorChange: (error) => errors.push(error?.message) });
+    const halted = await server!;
+    await halted.halt();
+    try {
+      await msUntil(() => watch.lastError !== undefined);
+      assert.match(watch.lastError!.message, /Cannot reach the subscriptions in PostgreSQL/);
+      assert.deepEqual(Object.keys(watch.current()), ["gh"], "the last good copy is served");
+    } finally {
+      await halted.restart();
+    }
+    const command = await open();
+    await command.update((records) => void (records.new = { secret: "s-2" }));
+    await msUntil(() => Object.hasOwn(watch.current(), "new"));
+    assert.equal(watch.lastError, undefined);
+    assert.equal(errors.at(-1), undefined, "said once it reads again");
+    await watch.stop();
+  });
+});
+
 Deno.test("postgres source: the throwaway server stops", async () => {
   await (await server)?.stop();
 });
