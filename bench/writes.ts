@@ -74,14 +74,14 @@ async function life(size: number): Promise<StepCost[]> {
         );
       }
     });
-    const worker = await measure(() => {
+    const worker = await measure(async () => {
       let done = 0;
       while (done < EVENTS) {
-        const claimed = store.claimDue(Date.now(), CLAIM);
+        const claimed = await store.claimDue(Date.now(), CLAIM);
         if (claimed.length === 0) throw new Error(`only ${done} of ${EVENTS} events were due`);
         for (const event of claimed) {
-          store.saveResponse(event.id, answer);
-          store.markDelivered(event.id, Date.now());
+          await store.saveResponse(event.id, answer);
+          await store.markDelivered(event.id, Date.now());
           done += 1;
         }
       }

@@ -59,20 +59,19 @@ export async function followEvents(
     if (event.status === "delivered" || event.status === "failed") watched.delete(event.id);
     else watched.set(event.id, seen);
   };
-  let recent = store.listEvents({ subscription, limit: WINDOW });
+  let recent = await store.listEvents({ subscription, limit: WINDOW });
   // Those not printed are watched all the same: a queued event may fail while followed.
   for (const event of recent.toReversed()) show(event, false);
-  for (const event of store.listEvents({ subscription, status, limit: options.limit }).reverse()) {
-    options.print(followLine(event));
-  }
+  const latest = await store.listEvents({ subscription, status, limit: options.limit });
+  for (const event of latest.reverse()) options.print(followLine(event));
   let newestId = recent[0]?.id ?? "";
   while (!signal.aborted) {
     await options.sleep(FOLLOW_POLL_MS, signal);
     if (signal.aborted) return;
-    recent = store.listEvents({ subscription, limit: WINDOW });
+    recent = await store.listEvents({ subscription, limit: WINDOW });
     const byId = new Map(recent.map((event) => [event.id, event]));
     for (const [id] of watched) {
-      const event = byId.get(id) ?? store.getEvent(id);
+      const event = byId.get(id) ?? await store.getEvent(id);
       if (event === null) watched.delete(id); // pruned meanwhile
       else if (event.id <= newestId) show(event);
     }

@@ -43,7 +43,7 @@ export async function waitForOutcome(
   const show = `Its whole story: agent webhook show ${eventId}`;
   let failuresSaid = 0;
   for (;;) {
-    const lineage = store.lineage(eventId);
+    const lineage = await store.lineage(eventId);
     if (lineage === null) {
       wait.print(
         `The gateway named event ${eventId}, which is not in this home's state database: is ` +

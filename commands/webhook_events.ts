@@ -67,9 +67,10 @@ export const webhookEvents: Command = {
         await followEvents(store, { ...following, print: ctx.stdout, sleep: abortableSleep });
         return 0;
       }
-      const events = store.listEvents({ subscription: positionals[0], status, limit });
+      const events = await store.listEvents({ subscription: positionals[0], status, limit });
       if (values.json) {
-        const rows = events.map((event) => eventJson(event, store.attempts(event.id)));
+        const rows = [];
+        for (const event of events) rows.push(eventJson(event, await store.attempts(event.id)));
         ctx.stdout(JSON.stringify(rows, null, 2));
       } else if (events.length === 0) {
         ctx.stdout(await noEventsMessage(config, { name: positionals[0], status }));

@@ -68,7 +68,7 @@ export interface GatewayMetrics extends MetricsRecorder {
 /** What {@link createGatewayMetrics} reads. */
 export interface GatewayMetricsOptions {
   /** Where the queue's gauges are read at each scrape. */
-  store: { queueStats(): QueueStats };
+  store: { queueStats(): Promise<QueueStats> };
   /** The clock the queue's oldest age is counted against, in ms since the epoch. @default Date.now */
   now?: () => number;
   /** Whether to register the process metrics (`process_*`, `nodejs_*`). @default {true} */
@@ -88,7 +88,8 @@ export interface GatewayMetricsOptions {
  * ```
  */
 export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMetrics {
-  const families: Family[] = queueGauges(options);
+  const queue = queueGauges(options);
+  const families: Family[] = queue.families;
   const { requests, events, inFlight, runs, tokens, deliveries, deliveryFailures } = collectors(
     families,
   );
@@ -100,6 +101,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
   const registry: MetricsRegistry = {
     contentType: "text/plain; version=0.0.4; charset=utf-8",
     async metrics() {
+      await queue.read();
       const own = families.map((family) => family.text()).join("\n");
       if (!processMetrics) return own;
       processRegistry ??= loadProcessMetrics();
@@ -151,18 +153,21 @@ async function loadProcessMetrics(): Promise<Registry> {
 }
 
 /**
- * `agent_events_queued` and `agent_event_queue_oldest_age_seconds`, read from the store when a
- * scrape collects them. A store that cannot be read now leaves both NaN for this scrape rather
- * than failing it: the other metrics still tell what is going on.
+ * `agent_events_queued` and `agent_event_queue_oldest_age_seconds`, read from the store once
+ * per scrape (`read`, before the families' text). A store that cannot be read now leaves both
+ * NaN for this scrape rather than failing it: the other metrics still tell what is going on.
  */
-function queueGauges(options: GatewayMetricsOptions): Family[] {
+function queueGauges(
+  options: GatewayMetricsOptions,
+): { families: Family[]; read: () => Promise<void> } {
   const { store, now = Date.now } = options;
-  const read = (): QueueStats | null => {
+  let stats: QueueStats | null = null;
+  const read = async (): Promise<void> => {
     try {
-      return store.queueStats();
+      stats = await store.queueStats();
     } catch (error) {
-      if (error instanceof StoreUnavailableError) return null;
-      throw error;
+      stats = null;
+      if (!(error instanceof StoreUnavailableError)) throw error;
     }
   };
   const queued = new NumberFamily({
@@ -170,7 +175,7 @@ function queueGauges(options: GatewayMetricsOptions): Family[] {
     help: "Events waiting in the queue: for their first attempt, a retry, or a replay's run.",
     type: "gauge",
     collect(set) {
-      set(read()?.queued ?? NaN);
+      set(stats?.queued ?? NaN);
     },
   });
   const oldestAge = new NumberFamily({
@@ -179,13 +184,12 @@ function queueGauges(options: GatewayMetricsOptions): Family[] {
       "replayed); 0 when none waits.",
     type: "gauge",
     collect(set) {
-      const stats = read();
       const oldest = stats?.oldestQueuedAtMs;
       if (stats === null) set(NaN);
       else set(oldest === null ? 0 : Math.max(0, (now() - oldest!) / 1000));
     },
   });
-  return [queued, oldestAge];
+  return { families: [queued, oldestAge], read };
 }
 
 /** The gateway's metrics, added to `families` (the queue's gauges apart). */

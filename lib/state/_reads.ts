@@ -76,7 +76,7 @@ export interface EventReads {
    * @returns the count and the oldest's queued time (see {@link QueueStats})
    * @throws StoreUnavailableError when the database cannot be read
    */
-  queueStats(): QueueStats;
+  queueStats(): Promise<QueueStats>;
   /**
    * Events per minute since `sinceMs`, for the dashboard's overview (docs/dashboard.md): how
    * many were accepted in each minute, and how many of them ended delivered or failed in each
@@ -85,7 +85,7 @@ export interface EventReads {
    * @returns the minutes that had any, oldest first (see {@link ActivityMinute})
    * @throws StoreUnavailableError when the database cannot be read
    */
-  activity(sinceMs: number): ActivityMinute[];
+  activity(sinceMs: number): Promise<ActivityMinute[]>;
   /**
    * Events per subscription since `sinceMs`, for the dashboard's subscriptions page
    * (docs/dashboard.md): counted as {@link activity} counts them, by subscription rather than
@@ -94,7 +94,7 @@ export interface EventReads {
    * @returns the subscriptions that had any, by name (see {@link SubscriptionCounts})
    * @throws StoreUnavailableError when the database cannot be read
    */
-  subscriptionCounts(sinceMs: number): SubscriptionCounts[];
+  subscriptionCounts(sinceMs: number): Promise<SubscriptionCounts[]>;
   /**
    * Lists events, newest accepted first, a page at a time: the next page is the events before
    * the last one of this page (`beforeId`).
@@ -102,14 +102,14 @@ export interface EventReads {
    * @returns the events
    * @throws StoreUnavailableError when the database cannot be read
    */
-  listEvents(filter: EventFilter): StoredEvent[];
+  listEvents(filter: EventFilter): Promise<StoredEvent[]>;
   /**
    * Finds an event by id or by a prefix of its id.
    * @returns the event, or null when nothing matches (the empty prefix matches nothing)
    * @throws NotFoundError when the prefix matches several events (the message lists some)
    * @throws StoreUnavailableError when the database cannot be read
    */
-  getEvent(eventId: string): StoredEvent | null;
+  getEvent(eventId: string): Promise<StoredEvent | null>;
   /**
    * Attempts of an event, oldest first (every series, replays included).
    * @param eventId id or unique prefix
@@ -117,7 +117,7 @@ export interface EventReads {
    * @throws NotFoundError when the prefix matches several events
    * @throws StoreUnavailableError when the database cannot be read
    */
-  attempts(eventId: string): Attempt[];
+  attempts(eventId: string): Promise<Attempt[]>;
   /**
    * The whole story of an event, read at one point in time: the event with the headers and
    * scheme of its request, its attempts with their agent runs and answers, the message parts
@@ -129,9 +129,9 @@ export interface EventReads {
    * @throws StoreUnavailableError when the database cannot be read
    * @example
    * ```ts
-   * const story = store.lineage("evt_0mh2k3");
+   * const story = await store.lineage("evt_0mh2k3");
    * for (const part of story?.parts ?? []) console.log(part.target, part.chat, part.messageId);
    * ```
    */
-  lineage(eventId: string): Lineage | null;
+  lineage(eventId: string): Promise<Lineage | null>;
 }

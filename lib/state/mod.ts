@@ -10,15 +10,14 @@
  * Idempotency keys are kept per subscription and delivery id, for `idempotencyTtlSeconds` or
  * until their event is pruned, whichever comes first.
  *
- * Writes that wait for a durable commit return promises. The other calls are synchronous, as the
- * SQLite backend answers them in-process: the worker and the direct path rely on no other
- * request running between a check and the write that follows it. A backend over the network
- * needs them asynchronous ({@link AsyncStateStore}, as PostgreSQL's in `lib/state/postgres/`),
- * and their callers then await each one.
+ * Every method answers with a promise, whatever the backend: SQLite's answers in-process
+ * (`async` methods around synchronous work), PostgreSQL's over the network. A caller awaits each
+ * call, and does not count on nothing else running between a check and the write that follows
+ * it: what must not interleave is decided by the store in one call (a claim, a key's holder).
  *
- * Every method throws `StoreUnavailableError` (`lib/errors.ts`; a promise rejects with it) once
- * the store is closed, or when the database refuses the call: a full disk, a lock held too long,
- * a file deleted or corrupt.
+ * Every method rejects with `StoreUnavailableError` (`lib/errors.ts`) once the store is closed,
+ * or when the database refuses the call: a full disk, a lock held too long, a file deleted or
+ * corrupt, a server that cannot be reached.
  *
  * @example An agent-mode event's life
  * ```ts
@@ -26,9 +25,9 @@
  *
  * const store = openStateStore("state/gateway.db", { idempotencyTtlSeconds: 86_400 });
  * const result = await store.accept(event); // answer 202 once this resolves
- * for (const claimed of store.claimDue(Date.now(), 8)) { // now running, attempt 1 open
- *   store.saveResponse(claimed.id, answer); // a delivery retry does not run the agent again
- *   store.markDelivered(claimed.id, Date.now());
+ * for (const claimed of await store.claimDue(Date.now(), 8)) { // now running, attempt 1 open
+ *   await store.saveResponse(claimed.id, answer); // a delivery retry does not run the agent again
+ *   await store.markDelivered(claimed.id, Date.now());
  * }
  * await store.close();
  * ```
@@ -115,7 +114,7 @@ export interface StateStore extends EventReads {
    * @returns its id, or null when no event holds a key
    * @throws StoreUnavailableError when the database cannot be read
    */
-  keyHolder(subscription: string, deliveryId: string, nowMs?: number): string | null;
+  keyHolder(subscription: string, deliveryId: string, nowMs?: number): Promise<string | null>;
   /**
    * The events folded into an event's agent run (docs/subscriptions.md#coalescing): those of
    * its coalescing window that its first claim took with it. The claim folds them (they stay
@@ -128,12 +127,12 @@ export interface StateStore extends EventReads {
    * @returns the folded events in the order they arrived; none for an event run alone
    * @throws StoreUnavailableError when the database cannot be read
    */
-  foldedInto(eventId: string): StoredEvent[];
+  foldedInto(eventId: string): Promise<StoredEvent[]>;
   /**
    * Whether an attempt at the event ever ended delivered (a replay may be under way now).
    * @throws StoreUnavailableError when the database cannot be read
    */
-  wasDelivered(eventId: string): boolean;
+  wasDelivered(eventId: string): Promise<boolean>;
   /**
    * How many parts of a direct-mode message earlier failed attempts already delivered, so the
    * sender's retry resumes after them instead of sending them again. Only attempts of the same
@@ -144,7 +143,7 @@ export interface StateStore extends EventReads {
    * @returns the most parts any such attempt delivered; 0 when none did
    * @throws StoreUnavailableError when the database cannot be read
    */
-  partsSentByFailedAttempts(event: NewEvent): number;
+  partsSentByFailedAttempts(event: NewEvent): Promise<number>;
   /**
    * The part a replayed direct message resumes after: its own count, or the most parts any
    * failed attempt at the same message got out (see {@link partsSentByFailedAttempts}), since
@@ -154,7 +153,7 @@ export interface StateStore extends EventReads {
    * @returns a count of parts
    * @throws StoreUnavailableError when the database cannot be read
    */
-  resumeAfter(event: StoredEvent): number;
+  resumeAfter(event: StoredEvent): Promise<number>;
   /**
    * Stores a direct-mode event after its delivery, as `delivered` or `failed`, with one attempt.
    * A delivered event with `dedupe` claims its idempotency key (from any earlier holder); a
@@ -189,7 +188,11 @@ export interface StateStore extends EventReads {
    * @returns the claimed events as they are now, earliest due first
    * @throws StoreUnavailableError when the database refuses the claim
    */
-  claimDue(nowMs: number, limit: number, options?: { deliveryOnly?: boolean }): StoredEvent[];
+  claimDue(
+    nowMs: number,
+    limit: number,
+    options?: { deliveryOnly?: boolean },
+  ): Promise<StoredEvent[]>;
   /**
    * Persists the agent's answer, so a delivery retry does not run the agent again; the open
    * attempt moves on to the step `delivery`, and keeps the answer and the run (provider, model,
@@ -205,7 +208,7 @@ export interface StateStore extends EventReads {
    * @throws NotFoundError when no event has this id
    * @throws StoreUnavailableError when the database refuses the write
    */
-  saveResponse(eventId: string, response: string, run?: AgentRun, prompt?: string): void;
+  saveResponse(eventId: string, response: string, run?: AgentRun, prompt?: string): Promise<void>;
   /**
    * Persists what the event's transform printed and the prompt rendered from it
    * (docs/subscriptions.md#transforms), once the worker ran a transform that failed at ingest
@@ -216,7 +219,7 @@ export interface StateStore extends EventReads {
    * @throws NotFoundError when no event has this id
    * @throws StoreUnavailableError when the database refuses the write
    */
-  saveTransformed(eventId: string, transformed: string, prompt: string): void;
+  saveTransformed(eventId: string, transformed: string, prompt: string): Promise<void>;
   /**
    * The turns of a conversation remembered at `nowMs` (written less than `sessionTtlSeconds`
    * before it), oldest first: what the next run of the conversation is given
@@ -227,7 +230,7 @@ export interface StateStore extends EventReads {
    * @returns the turns, in the order their answers were saved
    * @throws StoreUnavailableError when the database cannot be read
    */
-  sessionTurns(subscription: string, sessionKey: string, nowMs: number): SessionTurn[];
+  sessionTurns(subscription: string, sessionKey: string, nowMs: number): Promise<SessionTurn[]>;
   /**
    * Persists how many message parts were delivered, so none is sent twice after a crash. An
    * attempt that got a part out with more parts to go moved the delivery on: it does not count
@@ -245,7 +248,7 @@ export interface StateStore extends EventReads {
     eventId: string,
     partsSent: number,
     attempt: { sentBefore: number; parts: number; receipts?: PartReceipt[] },
-  ): void;
+  ): Promise<void>;
   /**
    * Marks a running event delivered and closes its attempt. An event with a delivery id that
    * holds no idempotency key (a direct message recorded failed, then replayed) takes the key,
@@ -254,7 +257,7 @@ export interface StateStore extends EventReads {
    * @throws NotFoundError when no event has this id
    * @throws StoreUnavailableError when the database refuses the write
    */
-  markDelivered(eventId: string, nowMs: number): void;
+  markDelivered(eventId: string, nowMs: number): Promise<void>;
   /**
    * Closes the attempt with its error and queues the event again, due at `nextAttemptAtMs`.
    * @param eventId the running event
@@ -266,7 +269,7 @@ export interface StateStore extends EventReads {
   markRetry(
     eventId: string,
     retry: { error: string; step: "agent" | "delivery"; nextAttemptAtMs: number; nowMs: number },
-  ): void;
+  ): Promise<void>;
   /**
    * Closes the attempt with its error and marks the event `failed` (dead letter). A direct
    * message never delivered gives up its delivery id's key, so the sender's retry goes through.
@@ -279,7 +282,7 @@ export interface StateStore extends EventReads {
   markFailed(
     eventId: string,
     failure: { error: string; step: "agent" | "delivery"; nowMs: number },
-  ): void;
+  ): Promise<void>;
   /**
    * Puts events left `running` by a crash or restart back in the queue, due now, their open
    * attempt closed as interrupted. After a crash (at start) it still counts, unless it had
@@ -290,13 +293,13 @@ export interface StateStore extends EventReads {
    * @returns how many were requeued
    * @throws StoreUnavailableError when the database refuses the write
    */
-  recoverInterrupted(nowMs: number, eventId?: string): number;
+  recoverInterrupted(nowMs: number, eventId?: string): Promise<number>;
   /**
    * When the earliest queued event is due.
    * @returns ms since the epoch, or null when none is queued
    * @throws StoreUnavailableError when the database cannot be read
    */
-  nextDueAtMs(): number | null;
+  nextDueAtMs(): Promise<number | null>;
   /**
    * Moves when every queued event is due by `byMs`: the worker does when the system clock was
    * set back, so events queued before are not held until the clock catches up.
@@ -304,7 +307,7 @@ export interface StateStore extends EventReads {
    * @returns how many events were moved
    * @throws StoreUnavailableError when the database refuses the write
    */
-  moveQueued(byMs: number): number;
+  moveQueued(byMs: number): Promise<number>;
   /**
    * Starts a new attempt series: `queued`, due now, attempts 0, no response, no part sent;
    * except that a direct message not delivered whole, sent again with the same text and route,
@@ -325,7 +328,7 @@ export interface StateStore extends EventReads {
     eventId: string,
     nowMs: number,
     redispatch?: (event: StoredEvent) => EventDispatch | undefined,
-  ): StoredEvent;
+  ): Promise<StoredEvent>;
   /**
    * Deletes delivered and failed events received (and, if replayed, replayed) more than
    * `retentionDays` ago, with their attempts and idempotency keys, oldest first, at most

@@ -16,7 +16,7 @@ const CLOCK_STEP_MS = 1000;
  * @param deps `now`: the wall clock, in ms since the epoch; `monotonicNow`: a clock that is
  *   never set, in ms (without it, no step is ever seen); `store`: whose queued events move;
  *   `log`: one line per step
- * @returns a function that, when the system clock was set back (by NTP, or by hand) by more than
+ * @returns an async function that, when the system clock was set back (by NTP, or by hand) by more than
  *   a second since the last look, moves every queued event by as much: an event due before the
  *   step is due as soon after it, instead of waiting until the clock catches up (an hour's step
  *   held the backlog an hour while events accepted after it ran first)
@@ -25,13 +25,13 @@ export function createClockFollower(
   deps: Pick<WorkerDeps, "now" | "monotonicNow" | "log"> & {
     store: Pick<StateStore, "moveQueued">;
   },
-): () => void {
+): () => Promise<void> {
   const { store, log } = deps;
   const monotonicNow = deps.monotonicNow ?? deps.now;
   /** The wall clock and the steady one when {@link followClockSteps} last looked. */
   let clockSeen = { wallMs: deps.now(), steadyMs: monotonicNow() };
 
-  return function followClockSteps(): void {
+  return async function followClockSteps(): Promise<void> {
     const wallMs = deps.now();
     const steadyMs = monotonicNow();
     const stepMs = wallMs - clockSeen.wallMs - (steadyMs - clockSeen.steadyMs);
@@ -40,7 +40,7 @@ export function createClockFollower(
       return;
     }
     try {
-      const moved = store.moveQueued(stepMs);
+      const moved = await store.moveQueued(stepMs);
       clockSeen = { wallMs, steadyMs };
       log("warn", "the clock was set back; queued events moved with it", {
         seconds: Math.round(-stepMs / 1000),

@@ -26,9 +26,12 @@ import type { StateStore, StoredEvent } from "../state/mod.ts";
  * @returns the prompt
  * @throws StoreUnavailableError when the store cannot be read
  */
-export function runPrompt(store: Pick<StateStore, "foldedInto">, event: StoredEvent): string {
+export async function runPrompt(
+  store: Pick<StateStore, "foldedInto">,
+  event: StoredEvent,
+): Promise<string> {
   if (event.route.coalesce === undefined) return event.prompt;
-  const folded = store.foldedInto(event.id);
+  const folded = await store.foldedInto(event.id);
   if (folded.length === 0) return event.prompt;
   // The run's own event is the first of its window as the claim picks it; sorted all the same,
   // since the order promised is the arrival order.

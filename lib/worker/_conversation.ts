@@ -19,13 +19,13 @@ import type { WorkerCore } from "./_core.ts";
  *   conversation
  * @throws StoreUnavailableError when the store cannot be read: the attempt fails, and is retried
  */
-export function conversationFor(
+export async function conversationFor(
   worker: WorkerCore,
   event: StoredEvent,
-): AgentConversation | undefined {
+): Promise<AgentConversation | undefined> {
   if (event.sessionKey === undefined) return undefined;
   const { store, now } = worker.deps;
-  const turns = store.sessionTurns(event.subscription, event.sessionKey, now());
+  const turns = await store.sessionTurns(event.subscription, event.sessionKey, now());
   const budget = event.route.sessionBudget ?? DEFAULT_SESSION_BUDGET_TOKENS;
   return { key: event.sessionKey, turns: fitTurns(turns, budget) };
 }

@@ -43,13 +43,17 @@ export interface WorkerCore {
   /** Numbers the held records of direct messages without a delivery id of their own. */
   heldSequence: number;
   /** Moves the queued events when the system clock was set back. */
-  readonly followClockSteps: () => void;
+  readonly followClockSteps: () => Promise<void>;
   /** Whether `start()` was called. */
   started: boolean;
   /** Whether `stop()` was called since. */
   stopping: boolean;
   /** Whether a pass of the loop is queued as a microtask by `notify()`. */
   pumpQueued: boolean;
+  /** The passes of the loop under way, if any: one at a time. */
+  passing: Promise<void> | undefined;
+  /** Whether a pass was asked for while one ran: it makes one more. */
+  passAgain: boolean;
   /** Whether the events left `running` by a gateway that died are queued again. */
   interruptedResumed: boolean;
   /** Cancels the timer of the next pass of the loop, if one is set. */
@@ -75,8 +79,8 @@ export interface AttemptInProgress {
    * those sent since the last write.
    */
   partsNotRecorded: { sent: number; parts: number; receipts: PartReceipt[] } | undefined;
-  /** Writes both, if any, and forgets them once written. */
-  readonly writeRefused: () => void;
+  /** Writes both, if any, in that order, and forgets each once written. */
+  readonly writeRefused: () => Promise<void>;
 }
 
 /**

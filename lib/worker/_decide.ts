@@ -16,12 +16,13 @@ import { type AttemptInProgress, describe, type WorkerCore } from "./_core.ts";
  * @param worker the worker the attempt is of
  * @param failure `attempt`: the attempt that failed, at the step it failed; `error`: what it
  *   threw; `progressed`: whether it delivered parts before failing
- * @throws whatever the store throws but `StoreUnavailableError` (the outcome is then held)
+ * @throws whatever the store throws but `StoreUnavailableError` (the outcome is then held) and
+ *   `ConflictError` (the lease was lost: the outcome is dropped)
  */
-export function decide(
+export async function decide(
   worker: WorkerCore,
   failure: { attempt: AttemptInProgress; error: unknown; progressed: boolean },
-): void {
+): Promise<void> {
   const { deps: { store, log }, retry } = worker;
   const { attempt: { event, context, step, writeRefused }, error, progressed } = failure;
   const message = describe(error);
@@ -32,10 +33,12 @@ export function decide(
     worker.pause.agentFailed(event.id, error.retryAfterSeconds);
   }
   if (permanent || (counted >= retry.maxAttempts && !progressed)) {
-    worker.outcomes.record(event.id, () => {
-      writeRefused();
-      store.markFailed(event.id, { error: message, step, nowMs });
+    const written = await worker.outcomes.record(event.id, async () => {
+      await writeRefused();
+      await store.markFailed(event.id, { error: message, step, nowMs });
     });
+    // Lost to another gateway, which runs the event again: not this run's failure to count.
+    if (written === "dropped") return;
     const reason = permanent ? "permanent error" : `${counted} attempts`;
     log("error", "failed", { ...context, step, reason, error: message });
     worker.deps.metrics?.event(event.subscription, "failed");
@@ -49,10 +52,16 @@ export function decide(
     random: worker.deps.random,
     retryAfterSeconds,
   });
-  worker.outcomes.record(event.id, () => {
-    writeRefused();
-    store.markRetry(event.id, { error: message, step, nextAttemptAtMs: nowMs + delayMs, nowMs });
+  const written = await worker.outcomes.record(event.id, async () => {
+    await writeRefused();
+    await store.markRetry(event.id, {
+      error: message,
+      step,
+      nextAttemptAtMs: nowMs + delayMs,
+      nowMs,
+    });
   });
+  if (written === "dropped") return;
   log("warn", "retry scheduled", {
     ...context,
     step,

@@ -52,8 +52,11 @@ export async function deliverDirect(
 ): Promise<DirectResult> {
   const key = deliveryKey(event.subscription, event.deliveryId);
   if (event.dedupe) {
-    const earlier = earlierDelivery(worker, event, key);
+    const earlier = await earlierDelivery(worker, event, key);
     if (earlier !== null) return earlier;
+    // Checked after the store's answers, with nothing awaited before the message is marked as
+    // being sent: two requests of one delivery id read the store at once, one of them sends.
+    if (worker.directInFlight.has(key)) return busy("this delivery is already being sent");
   }
   worker.directInFlight.add(key);
   try {
@@ -67,27 +70,30 @@ export async function deliverDirect(
  * What a delivery id that may have been seen before answers: a duplicate, busy, or null to
  * send the message.
  */
-function earlierDelivery(worker: WorkerCore, event: NewEvent, key: string): DirectResult | null {
+async function earlierDelivery(
+  worker: WorkerCore,
+  event: NewEvent,
+  key: string,
+): Promise<DirectResult | null> {
   const { store } = worker.deps;
   const ttlMs = worker.idempotencyTtlMs;
   // Delivered while the database refused to record it: a duplicate all the same.
   if (worker.outcomes.delivered(key, event.receivedAtMs, ttlMs)) return { status: "duplicate" };
   // Any holder, its key expired or not: a replay that waited longer than the key's life is
   // still this message.
-  const holder = store.keyHolder(event.subscription, event.deliveryId);
-  const held = holder === null ? null : store.getEvent(holder);
+  const holder = await store.keyHolder(event.subscription, event.deliveryId);
+  const held = holder === null ? null : await store.getEvent(holder);
   const live = held !== null &&
-    store.keyHolder(event.subscription, event.deliveryId, event.receivedAtMs) !== null;
+    await store.keyHolder(event.subscription, event.deliveryId, event.receivedAtMs) !== null;
   if (
     held?.mode === "direct" && (held.status === "queued" || held.status === "running") &&
-    (!live || !store.wasDelivered(held.id))
+    (!live || !(await store.wasDelivered(held.id)))
   ) {
     // A replay of this message may still fail (or, its key expired, would be sent twice): the
     // sender keeps its retry and comes back once that is settled.
     return busy("this delivery is being sent again by a replay");
   }
   if (live) return { status: "duplicate" };
-  if (worker.directInFlight.has(key)) return busy("this delivery is already being sent");
   return null;
 }
 
@@ -100,7 +106,9 @@ async function send(
   worker: WorkerCore,
   { event, payload, key }: { event: NewEvent; payload: unknown; key: string },
 ): Promise<DirectResult> {
-  const partsAlreadySent = event.dedupe ? worker.deps.store.partsSentByFailedAttempts(event) : 0;
+  const partsAlreadySent = event.dedupe
+    ? await worker.deps.store.partsSentByFailedAttempts(event)
+    : 0;
   const progress = { partsSent: partsAlreadySent, id: undefined as string | undefined };
   // What the platform answered for each part, recorded with the outcome.
   const receipts: PartReceipt[] = [];

@@ -13,29 +13,44 @@ import { STORE_REFUSED_RETRY_MS } from "./_outcomes.ts";
 import { runEvent } from "./_run.ts";
 
 /**
- * One pass of the loop; does nothing before `start()`, after `stop()` or while the store rests.
+ * Makes a pass of the loop; does nothing before `start()`, after `stop()` or while the store
+ * rests. One pass at a time: a call during a pass makes one more pass after it, so an event
+ * accepted or a run ended meanwhile is not missed.
  * @param worker the worker
+ * @returns once the passes asked for so far are made
  * @throws whatever the store throws but {@link StoreUnavailableError} when requeueing the
- *   interrupted events
+ *   interrupted events (a rejection)
  */
-export function pump(worker: WorkerCore): void {
+export function pump(worker: WorkerCore): Promise<void> {
+  if (worker.passing !== undefined) {
+    worker.passAgain = true;
+    return worker.passing;
+  }
+  const passes = async () => {
+    do {
+      worker.passAgain = false;
+      await pass(worker);
+    } while (worker.passAgain);
+  };
+  const passing = passes().finally(() => worker.passing = undefined);
+  worker.passing = passing;
+  return passing;
+}
+
+/** One pass: held writes, clock steps, claims, then the timer of the next pass. */
+async function pass(worker: WorkerCore): Promise<void> {
   const { deps: { store, log }, running } = worker;
   if (!worker.started || worker.stopping || worker.outcomes.resting) return;
-  if (!worker.interruptedResumed && !resumeInterrupted(worker)) return restStore(worker);
-  const held = worker.outcomes.recordHeld();
-  if (held instanceof Promise) {
-    // A direct record is written asynchronously: the pass goes on once it is.
-    void held.then((written) => written ? pump(worker) : restStore(worker));
-    return;
-  }
-  if (!held) return restStore(worker);
-  worker.followClockSteps();
+  if (!worker.interruptedResumed && !(await resumeInterrupted(worker))) return restStore(worker);
+  if (!(await worker.outcomes.recordHeld())) return restStore(worker);
+  await worker.followClockSteps();
   const free = worker.maxConcurrency - running.size;
-  if (free > 0) {
+  if (free > 0 && !worker.stopping) {
     try {
       // While the agent fails every run, only events that do not need it start.
       const deliveryOnly = worker.pause.leftMs() > 0;
-      for (const event of store.claimDue(worker.deps.now(), free, { deliveryOnly })) {
+      // Claimed events are launched even if a stop began meanwhile: it waits for this pass.
+      for (const event of await store.claimDue(worker.deps.now(), free, { deliveryOnly })) {
         launch(worker, event);
       }
     } catch (error) {
@@ -43,7 +58,7 @@ export function pump(worker: WorkerCore): void {
       return restStore(worker);
     }
   }
-  wakeLater(worker);
+  await wakeLater(worker);
 }
 
 /**
@@ -53,10 +68,10 @@ export function pump(worker: WorkerCore): void {
  * 503 until the store takes writes again.
  * @returns false when the store refused
  */
-function resumeInterrupted(worker: WorkerCore): boolean {
+async function resumeInterrupted(worker: WorkerCore): Promise<boolean> {
   const { store, log } = worker.deps;
   try {
-    const count = store.recoverInterrupted(worker.deps.now());
+    const count = await store.recoverInterrupted(worker.deps.now());
     worker.interruptedResumed = true;
     if (count > 0) log("info", "resumed interrupted events", { count });
     return true;
@@ -86,28 +101,30 @@ export function restStore(worker: WorkerCore): void {
   worker.cancelTimer?.();
   worker.cancelTimer = setTimer(() => {
     worker.outcomes.resting = false;
-    pump(worker);
+    void pump(worker);
   }, STORE_REFUSED_RETRY_MS);
 }
 
 /** Sets the timer for the next due event, and never later than the poll interval. */
-function wakeLater(worker: WorkerCore): void {
+async function wakeLater(worker: WorkerCore): Promise<void> {
   const { pollIntervalMs, setTimer } = worker;
-  worker.cancelTimer?.();
   let delayMs = pollIntervalMs;
   const pausedMs = worker.pause.leftMs();
   if (pausedMs > 0) {
     delayMs = Math.min(pollIntervalMs, pausedMs);
   } else if (worker.running.size < worker.maxConcurrency) {
     try {
-      const due = worker.deps.store.nextDueAtMs();
+      const due = await worker.deps.store.nextDueAtMs();
       if (due !== null) delayMs = Math.min(pollIntervalMs, Math.max(1, due - worker.deps.now()));
     } catch (error) {
       // A busy database: poll again at the interval rather than end the process.
       worker.deps.log("warn", "cannot read the next due time", { error: describe(error) });
     }
   }
-  worker.cancelTimer = setTimer(() => pump(worker), delayMs);
+  // A stop, or a rest, that began during the read sets no timer of ours to outlive it.
+  if (worker.stopping || worker.outcomes.resting) return;
+  worker.cancelTimer?.();
+  worker.cancelTimer = setTimer(() => void pump(worker), delayMs);
 }
 
 /** Runs an event in progress; when it ends, the loop makes another pass. */
@@ -118,7 +135,7 @@ function launch(worker: WorkerCore, event: StoredEvent): void {
     })
     .finally(() => {
       worker.running.delete(event.id);
-      pump(worker);
+      void pump(worker);
     });
   worker.running.set(event.id, task);
 }

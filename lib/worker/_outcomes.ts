@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { StoreUnavailableError } from "../errors.ts";
+import { ConflictError, StoreUnavailableError } from "../errors.ts";
 import { describe } from "./_core.ts";
 import type { WorkerDeps } from "./mod.ts";
 
@@ -18,8 +18,8 @@ export const STORE_REFUSED_RETRY_MS = 5000;
 /** The most writes held at once; past it the oldest is dropped (a direct record keeps its payload). */
 export const MAX_HELD_WRITES = 1000;
 
-/** A write to the state store: synchronous (the worker's), or a promise (a direct record). */
-export type StoreWrite = () => unknown;
+/** A write to the state store: the worker's outcome, or a direct record. */
+export type StoreWrite = () => Promise<unknown>;
 
 /** What a held write is about, besides its key. */
 export interface HeldWriteInfo {
@@ -39,15 +39,17 @@ export interface HeldOutcomes {
   resting: boolean;
   /**
    * Writes an outcome; when the store rests or refuses, holds it for the next pass of the loop
-   * instead of leaving the event `running` until a restart.
+   * instead of leaving the event `running` until a restart. A write refused with ConflictError
+   * (the claim's lease ended and another gateway runs the event: docs/scaling.md) is dropped
+   * with a log line, never held.
    * @param key what the write is for: an event id, or a direct delivery's key; a later write
    *   held under the same key replaces the earlier one
    * @param write the write
    * @param info what else the held write says (a delivered direct message)
-   * @returns a promise when `write` returns one (it never rejects for a refused write)
+   * @returns `written`, `held` or `dropped` (lease lost); never rejects for a refused write
    * @throws whatever else `write` throws
    */
-  record(key: string, write: StoreWrite, info?: HeldWriteInfo): void | Promise<void>;
+  record(key: string, write: StoreWrite, info?: HeldWriteInfo): Promise<WriteResult>;
   /**
    * Like {@link record}, but tries the write even while the store rests, and holds it whatever
    * the failure: for the record of a direct message whose sender already has its answer.
@@ -57,18 +59,19 @@ export interface HeldOutcomes {
   /**
    * Writes what an attempt has to write before its outcome, unless the store rests; when it
    * refuses, the store rests and the caller keeps the write for the outcome's.
-   * @returns false when the write was not made (resting, or refused)
-   * @throws whatever `write` throws but {@link StoreUnavailableError}
+   * @returns undefined when the write was not made (resting, or refused)
+   * @throws whatever `write` throws but {@link StoreUnavailableError} (ConflictError: the lease
+   *   was lost, and the attempt must end)
    */
-  writeNow<T>(write: () => T): T | undefined;
+  writeNow<T>(write: () => Promise<T>): Promise<T | undefined>;
   /**
    * Tries the held writes in order. The first one the store still refuses ends the pass (each
    * refusal may have waited the busy timeout) and goes to the back of the line, so a write that
    * keeps failing does not hold up the others. One pass at a time: a call during a pass gets
-   * that pass's result.
-   * @returns false when the store refused one; a promise when a held write is asynchronous
+   * that pass's result, and writes held while it runs are written by it.
+   * @returns false when the store refused one
    */
-  recordHeld(): boolean | Promise<boolean>;
+  recordHeld(): Promise<boolean>;
   /**
    * Whether a delivered direct message with this delivery key waits to be recorded, delivered
    * less than `ttlMs` before `nowMs`.
@@ -77,6 +80,9 @@ export interface HeldOutcomes {
   /** @returns the keys of the held writes, oldest first */
   heldKeys(): string[];
 }
+
+/** What became of an outcome's write. */
+export type WriteResult = "written" | "held" | "dropped";
 
 interface Held extends HeldWriteInfo {
   write: StoreWrite;
@@ -102,21 +108,23 @@ class HeldWrites implements HeldOutcomes {
 
   constructor(readonly log: WorkerDeps["log"], readonly rest: () => void) {}
 
-  record(key: string, write: StoreWrite, info: HeldWriteInfo = {}): void | Promise<void> {
+  async record(key: string, write: StoreWrite, info: HeldWriteInfo = {}): Promise<WriteResult> {
     const entry = { write, ...info };
     if (this.resting) {
       this.#hold(key, entry);
       this.log("warn", "outcome held while the state database refuses writes", keyField(key));
-      return;
+      return "held";
     }
-    let result: unknown;
     try {
-      result = write();
+      await write();
+      return "written";
     } catch (error) {
-      return this.#refused(key, entry, error);
-    }
-    if (result instanceof Promise) {
-      return result.then(() => {}, (error) => this.#refused(key, entry, error));
+      if (error instanceof ConflictError) {
+        leaseLost(this.log, key, error);
+        return "dropped";
+      }
+      this.#refused(key, entry, error);
+      return "held";
     }
   }
 
@@ -135,10 +143,10 @@ class HeldWrites implements HeldOutcomes {
     }
   }
 
-  writeNow<T>(write: () => T): T | undefined {
+  async writeNow<T>(write: () => Promise<T>): Promise<T | undefined> {
     if (this.resting) return undefined;
     try {
-      return write();
+      return await write();
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       this.rest();
@@ -146,16 +154,15 @@ class HeldWrites implements HeldOutcomes {
     }
   }
 
-  recordHeld(): boolean | Promise<boolean> {
+  recordHeld(): Promise<boolean> {
     if (this.#pass !== undefined) return this.#pass;
-    const result = writeHeld(this.#held, this.log);
-    if (!(result instanceof Promise)) return result;
-    // Writes held while an asynchronous pass ran are written by the same pass.
-    const untilEmpty = async (written: boolean): Promise<boolean> => {
+    // Writes held while a pass ran are written by the same pass.
+    const untilEmpty = async (): Promise<boolean> => {
+      let written = true;
       while (written && this.#held.size > 0) written = await writeHeld(this.#held, this.log);
       return written;
     };
-    this.#pass = result.then(untilEmpty).finally(() => this.#pass = undefined);
+    this.#pass = untilEmpty().finally(() => this.#pass = undefined);
     return this.#pass;
   }
 
@@ -189,49 +196,43 @@ class HeldWrites implements HeldOutcomes {
 }
 
 /**
- * One pass over the held writes, in order; synchronous until a write returns a promise.
+ * One pass over the held writes, in order, one at a time: a later write of an event never
+ * overtakes an earlier one.
  * @returns false when the store refused one
  */
-function writeHeld(
-  held: Map<string, Held>,
-  log: WorkerDeps["log"],
-): boolean | Promise<boolean> {
-  const entries = [...held];
-  const settle = (key: string, entry: Held, error?: unknown): boolean => {
+async function writeHeld(held: Map<string, Held>, log: WorkerDeps["log"]): Promise<boolean> {
+  for (const [key, entry] of [...held]) {
+    let error: unknown;
+    try {
+      await entry.write();
+    } catch (thrown) {
+      error = thrown ?? new Error("the write failed");
+    }
     // Only this entry: a newer one held under the same key meanwhile stays.
     if (held.get(key) === entry) held.delete(key);
     if (error === undefined) {
       log("info", "outcome recorded", keyField(key));
-      return true;
-    }
-    if (error instanceof StoreUnavailableError || entry.keepOnAnyError) {
+    } else if (error instanceof ConflictError && !entry.keepOnAnyError) {
+      leaseLost(log, key, error);
+    } else if (error instanceof StoreUnavailableError || entry.keepOnAnyError) {
       if (!held.has(key)) held.set(key, entry);
       return false;
+    } else {
+      log("error", "cannot record the outcome", { ...keyField(key), error: describe(error) });
     }
-    log("error", "cannot record the outcome", { ...keyField(key), error: describe(error) });
-    return true;
-  };
-  const next = (index: number): boolean | Promise<boolean> => {
-    for (let i = index; i < entries.length; i++) {
-      const [key, entry] = entries[i];
-      let result: unknown;
-      try {
-        result = entry.write();
-      } catch (error) {
-        if (!settle(key, entry, error)) return false;
-        continue;
-      }
-      if (result instanceof Promise) {
-        return result.then(
-          () => settle(key, entry) && next(i + 1),
-          (error) => settle(key, entry, error) && next(i + 1),
-        );
-      }
-      settle(key, entry);
-    }
-    return true;
-  };
-  return next(0);
+  }
+  return true;
+}
+
+/**
+ * An outcome the store refused because the claim's lease ended: another gateway claimed the
+ * event and runs it again, so this run's outcome is dropped rather than retried.
+ */
+function leaseLost(log: WorkerDeps["log"], key: string, error: ConflictError): void {
+  log("warn", "outcome dropped: the lease on the event was lost to another gateway", {
+    ...keyField(key),
+    error: describe(error),
+  });
 }
 
 /** The log field naming a held write: `event_id` for an event, the delivery for a direct record. */

@@ -60,14 +60,16 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
       return requeueStopped(worker, attempt);
     }
     const progressed = attempt.partsDelivered > event.partsSent;
-    decide(worker, { attempt, error, progressed });
+    await decide(worker, { attempt, error, progressed });
     return;
   }
   const nowMs = worker.deps.now();
-  worker.outcomes.record(event.id, () => {
-    attempt.writeRefused();
-    store.markDelivered(event.id, nowMs);
+  const written = await worker.outcomes.record(event.id, async () => {
+    await attempt.writeRefused();
+    await store.markDelivered(event.id, nowMs);
   });
+  // Another gateway claimed the event when this one's lease ended: its run is the one on record.
+  if (written === "dropped") return;
   if (skipped) log("info", "delivered nothing: the transform skipped it", attempt.context);
   else if (silent) log("info", "delivered nothing: the agent chose silence", attempt.context);
   else log("info", "delivered", { ...attempt.context, target: event.route.deliver });
@@ -83,16 +85,18 @@ function createAttempt(store: StateStore, event: StoredEvent): AttemptInProgress
     partsDelivered: event.partsSent,
     responseNotRecorded: undefined,
     partsNotRecorded: undefined,
-    writeRefused() {
-      if (attempt.responseNotRecorded !== undefined) {
-        const { text, run, prompt } = attempt.responseNotRecorded;
-        store.saveResponse(event.id, text, run, prompt);
-        attempt.responseNotRecorded = undefined;
+    async writeRefused() {
+      const response = attempt.responseNotRecorded;
+      if (response !== undefined) {
+        await store.saveResponse(event.id, response.text, response.run, response.prompt);
+        // Only what was written: a newer value set meanwhile is written by the next call.
+        if (attempt.responseNotRecorded === response) attempt.responseNotRecorded = undefined;
       }
-      if (attempt.partsNotRecorded !== undefined) {
-        const { sent, parts, receipts } = attempt.partsNotRecorded;
-        store.savePartsSent(event.id, sent, { sentBefore: event.partsSent, parts, receipts });
-        attempt.partsNotRecorded = undefined;
+      const sentParts = attempt.partsNotRecorded;
+      if (sentParts !== undefined) {
+        const { sent, parts, receipts } = sentParts;
+        await store.savePartsSent(event.id, sent, { sentBefore: event.partsSent, parts, receipts });
+        if (attempt.partsNotRecorded === sentParts) attempt.partsNotRecorded = undefined;
       }
     },
   };
@@ -102,7 +106,7 @@ function createAttempt(store: StateStore, event: StoredEvent): AttemptInProgress
 /**
  * An event whose attempts are used up, the last one interrupted: a dead letter.
  */
-function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
+async function failUsedUp(worker: WorkerCore, event: StoredEvent): Promise<void> {
   const { store, log } = worker.deps;
   // Attempts interrupted by crashes count too: an event that takes the process down every
   // time it runs ends as a dead letter instead of crashing it for ever.
@@ -111,10 +115,11 @@ function failUsedUp(worker: WorkerCore, event: StoredEvent): void {
     event.attempts - event.uncountedAttempts - 1
   } attempts are used up, the last one interrupted (a crash, or a stop it outlived)`;
   const nowMs = worker.deps.now();
-  worker.outcomes.record(
+  const written = await worker.outcomes.record(
     event.id,
     () => store.markFailed(event.id, { error, step: "agent", nowMs }),
   );
+  if (written === "dropped") return;
   log("error", "failed", { event_id: event.id, subscription: event.subscription, error });
   worker.deps.metrics?.event(event.subscription, "failed");
 }
@@ -144,11 +149,11 @@ async function answerFor(
   const { systemPrompt: routeSystemPrompt, ...sampling } = event.route.agent ?? {};
   if (worker.stopRuns.signal.aborted) {
     // Stopped before the run began: the next start runs it.
-    requeueStopped(worker, attempt);
+    await requeueStopped(worker, attempt);
     return null;
   }
-  const conversation = conversationFor(worker, event);
-  const prompt = runPrompt(deps.store, event);
+  const conversation = await conversationFor(worker, event);
+  const prompt = await runPrompt(deps.store, event);
   const runStartedAt = deps.now();
   const answer = await deps.runAgent({
     prompt,
@@ -167,7 +172,7 @@ async function answerFor(
   attempt.responseNotRecorded = { text: answer.text, run, prompt };
   // Kept for the outcome's write while the store rests, or if it refuses now. A silent answer
   // is written only with the outcome: saved alone, a retry would deliver it as text.
-  if (!answer.silent) worker.outcomes.writeNow(attempt.writeRefused);
+  if (!answer.silent) await worker.outcomes.writeNow(attempt.writeRefused);
   // The agent answers again.
   worker.pause.agentAnswered();
   deps.log("info", "agent run ok", {
@@ -205,18 +210,19 @@ async function deliverAnswer(
   const { event } = attempt;
   let job = jobFor(event, text);
   if (event.mode === "direct" && event.dedupe) {
-    refuseIfSentMeanwhile(worker, event);
+    await refuseIfSentMeanwhile(worker, event);
     // The sender's own retries may have got more parts out since the replay was queued.
-    job = { ...job, partsAlreadySent: worker.deps.store.resumeAfter(event) };
+    job = { ...job, partsAlreadySent: await worker.deps.store.resumeAfter(event) };
   }
-  await worker.deps.deliver(job, (partsSent, parts, sent) => {
+  await worker.deps.deliver(job, async (partsSent, parts, sent) => {
     // The part went out: a failing store must not turn that into a failed delivery.
     attempt.partsDelivered = partsSent;
     const receipt = partReceipt(sent, { part: partsSent, parts, sentAtMs: worker.deps.now() });
     // Receipts the store refused before are written with this one.
     const receipts = [...(attempt.partsNotRecorded?.receipts ?? []), receipt];
     attempt.partsNotRecorded = { sent: partsSent, parts, receipts };
-    worker.outcomes.writeNow(attempt.writeRefused);
+    // Awaited before the next part goes out; a lost lease (ConflictError) ends the delivery.
+    await worker.outcomes.writeNow(attempt.writeRefused);
   });
 }
 
@@ -227,7 +233,7 @@ async function deliverAnswer(
  * @throws TargetError retryable while the retry is being sent, else permanent, naming the
  *   event that delivered it
  */
-function refuseIfSentMeanwhile(worker: WorkerCore, event: StoredEvent): void {
+async function refuseIfSentMeanwhile(worker: WorkerCore, event: StoredEvent): Promise<void> {
   const { deps } = worker;
   // Being sent, or delivered with its record held: a replay waits for the record, then finds
   // that the message went out.
@@ -241,7 +247,7 @@ function refuseIfSentMeanwhile(worker: WorkerCore, event: StoredEvent): void {
       { retryAfterSeconds: 5 },
     );
   }
-  const holder = deps.store.keyHolder(event.subscription, event.deliveryId, deps.now());
+  const holder = await deps.store.keyHolder(event.subscription, event.deliveryId, deps.now());
   if (holder === null || holder === event.id) return;
   throw new TargetError(
     `not sent: a request with delivery id ${event.deliveryId} (the original or the sender's ` +
@@ -259,10 +265,16 @@ function refuseIfSentMeanwhile(worker: WorkerCore, event: StoredEvent): void {
  * like an outcome and tried once more before the stop ends; if that fails too, the event
  * stays `running` and the next start resumes it all the same.
  */
-function requeueStopped(worker: WorkerCore, { event, context }: AttemptInProgress): void {
+async function requeueStopped(
+  worker: WorkerCore,
+  { event, context }: AttemptInProgress,
+): Promise<void> {
   const { deps } = worker;
   deps.log("warn", "agent run stopped by shutdown", context);
-  worker.outcomes.record(event.id, () => deps.store.recoverInterrupted(deps.now(), event.id));
+  await worker.outcomes.record(
+    event.id,
+    () => deps.store.recoverInterrupted(deps.now(), event.id),
+  );
 }
 
 /**

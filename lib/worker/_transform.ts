@@ -36,7 +36,7 @@ export async function transformStep(
   if (result.skip) {
     event.transformed = SKIPPED_JSON;
     // Lost if the store refuses it now: the event still ends delivered, with nothing sent.
-    worker.outcomes.writeNow(() =>
+    await worker.outcomes.writeNow(() =>
       deps.store.saveTransformed(event.id, SKIPPED_JSON, event.prompt)
     );
     return true;
@@ -49,7 +49,7 @@ export async function transformStep(
   event.prompt = prompt;
   event.transformed = result.json;
   // Refused now, it runs again on the next attempt, if one is needed.
-  worker.outcomes.writeNow(() => deps.store.saveTransformed(event.id, result.json, prompt));
+  await worker.outcomes.writeNow(() => deps.store.saveTransformed(event.id, result.json, prompt));
   deps.log("info", "transform ok", { ...context, ms: deps.now() - startedAt });
   return false;
 }

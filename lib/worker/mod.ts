@@ -157,7 +157,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       if (worker.started) return;
       worker.started = true;
       worker.stopping = false;
-      pump(worker);
+      void pump(worker);
     },
     notify() {
       if (worker.stopping || worker.pumpQueued) return;
@@ -166,7 +166,7 @@ export function createWorker(deps: WorkerDeps): EventWorker {
       worker.pumpQueued = true;
       queueMicrotask(() => {
         worker.pumpQueued = false;
-        pump(worker);
+        void pump(worker);
       });
     },
     stop: (options) => stop(worker, options),
@@ -203,6 +203,8 @@ function coreFor(deps: WorkerDeps): WorkerCore {
     started: false,
     stopping: false,
     pumpQueued: false,
+    passing: undefined,
+    passAgain: false,
     interruptedResumed: false,
     cancelTimer: undefined,
   };
@@ -218,6 +220,9 @@ async function stop(
   worker.stopping = true;
   worker.cancelTimer?.();
   worker.cancelTimer = undefined;
+  // A pass under way may be claiming: what it launches is waited for below. Its rejection
+  // (a store that cannot requeue at start) is the start's, reported there.
+  if (worker.passing !== undefined) await worker.passing.catch(() => {});
   // The timer that would end a rest is gone: what ends during the stop tries the store again
   // (and a refusal rests it until the stop's last write), rather than nothing being written.
   worker.outcomes.resting = false;
@@ -244,13 +249,18 @@ async function stop(
 async function idle(worker: WorkerCore): Promise<void> {
   const { running, deps } = worker;
   while (true) {
+    // A pass under way (a held write, a claim) is part of what is in progress.
+    if (worker.passing !== undefined) {
+      await worker.passing.catch(() => {});
+      continue;
+    }
     if (running.size > 0) {
       await Promise.allSettled([...running.values()]);
       continue;
     }
-    const due = deps.store.nextDueAtMs();
+    const due = await deps.store.nextDueAtMs();
     if (!worker.started || worker.stopping || due === null || due > deps.now()) return;
-    pump(worker);
+    await pump(worker);
     if (running.size === 0) return;
   }
 }

@@ -38,10 +38,11 @@ export type FeedListener = (changed: StoredEvent[]) => void;
 /** Options of {@link EventFeed}. */
 export interface FeedOptions {
   /**
-   * Runs `tick` every `ms` until the returned function is called.
+   * Runs `tick` every `ms` until the returned function is called; `tick` resolves once its
+   * reads are told (a tick while the one before still reads does nothing).
    * @default {setInterval}
    */
-  every?: (ms: number, tick: () => void) => () => void;
+  every?: (ms: number, tick: () => Promise<void>) => () => void;
   /** A monotonic clock in ms, to time the reads. @default {performance.now} */
   clockMs?: () => number;
   /** Told when a read fails (the store closed, a lock held too long); the feed goes on. */
@@ -56,6 +57,8 @@ interface Followed {
   versions: Map<string, string>;
   /** Whether a read has learned what the view shows: until then nothing is a change. */
   primed: boolean;
+  /** The first read, while it runs: a tick waits for it rather than read the view beside it. */
+  priming?: Promise<unknown>;
   /** Ticks left before the next read, after a slow one. */
   restTicks: number;
 }
@@ -68,6 +71,7 @@ export class EventFeed {
   #onError: (error: unknown) => void;
   #views = new Map<string, Followed>();
   #stopTimer: (() => void) | undefined;
+  #ticking = false;
 
   /**
    * @param store the state store the gateway writes
@@ -96,8 +100,10 @@ export class EventFeed {
     if (followed === undefined) {
       followed = { view, listeners: new Set(), versions: new Map(), primed: false, restTicks: 0 };
       this.#views.set(key, followed);
-      this.#readSafely(followed);
-      followed.restTicks = 0; // a first read runs cold: no measure of the ones to come
+      // A first read runs cold: no measure of the ones to come.
+      const priming = followed;
+      priming.priming = this.#readSafely(priming, { timed: false })
+        .finally(() => priming.priming = undefined);
     }
     const own = followed;
     own.listeners.add(listener);
@@ -123,25 +129,32 @@ export class EventFeed {
   }
 
   /** One tick: each view read (unless resting after a slow read), its changes to its listeners. */
-  #tick(): void {
-    for (const followed of [...this.#views.values()]) {
-      let changed: StoredEvent[] = [];
-      if (followed.restTicks > 0) followed.restTicks -= 1;
-      else changed = this.#readSafely(followed);
-      for (const listener of [...followed.listeners]) listener(changed);
+  async #tick(): Promise<void> {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      for (const followed of [...this.#views.values()]) {
+        let changed: StoredEvent[] = [];
+        await followed.priming;
+        if (followed.restTicks > 0) followed.restTicks -= 1;
+        else changed = await this.#readSafely(followed);
+        for (const listener of [...followed.listeners]) listener(changed);
+      }
+    } finally {
+      this.#ticking = false;
     }
   }
 
   /** {@link EventFeed.#read}, timed, with a failure told and taken as no change. */
-  #readSafely(followed: Followed): StoredEvent[] {
+  async #readSafely(followed: Followed, { timed = true } = {}): Promise<StoredEvent[]> {
     const startMs = this.#clockMs();
     try {
-      return this.#read(followed);
+      return await this.#read(followed);
     } catch (error) {
       this.#onError(error);
       return [];
     } finally {
-      const tookMs = this.#clockMs() - startMs;
+      const tookMs = timed ? this.#clockMs() - startMs : 0;
       followed.restTicks = Math.max(0, Math.ceil(tookMs / READ_SHARE / FEED_INTERVAL_MS) - 1);
     }
   }
@@ -151,11 +164,11 @@ export class EventFeed {
    * @returns the events new or changed since its last read, oldest first; none at the first
    * @throws StoreUnavailableError when the store cannot be read
    */
-  #read(followed: Followed): StoredEvent[] {
+  async #read(followed: Followed): Promise<StoredEvent[]> {
     const { view, versions } = followed;
     const shown = "eventId" in view
-      ? [this.#store.getEvent(view.eventId)].filter((event) => event !== null)
-      : this.#store.listEvents({ ...view.filter, limit: PAGE_SIZE });
+      ? [await this.#store.getEvent(view.eventId)].filter((event) => event !== null)
+      : await this.#store.listEvents({ ...view.filter, limit: PAGE_SIZE });
     const current = new Map<string, string>();
     const changed: StoredEvent[] = [];
     const compare = (event: StoredEvent) => {
@@ -169,7 +182,7 @@ export class EventFeed {
       // once more by id, then no longer followed.
       for (const id of versions.keys()) {
         if (current.has(id)) continue;
-        const event = this.#store.getEvent(id);
+        const event = await this.#store.getEvent(id);
         if (event !== null) compare(event);
       }
     }

@@ -34,7 +34,7 @@ export function overviewRoutes(
   parts: Pick<AppParts, "store" | "now">,
   metrics: OverviewMetrics | undefined,
 ): void {
-  app.get("/overview", (c) => {
+  app.get("/overview", async (c) => {
     const nowMs = parts.now();
     const fromMs = nowMs - DAY_MS;
     const minutes = new Map<number, MinuteCounts>();
@@ -46,9 +46,10 @@ export function overviewRoutes(
       }
       return entry;
     };
-    for (const m of parts.store.activity(fromMs)) Object.assign(minute(m.minuteMs), m);
+    for (const m of await parts.store.activity(fromMs)) Object.assign(minute(m.minuteMs), m);
     for (const m of metrics?.refusedPerMinute(fromMs) ?? []) minute(m.minuteMs).refused = m.count;
-    const stats = parts.store.queueStats();
+    const stats = await parts.store.queueStats();
+    const errors = await parts.store.listEvents({ status: "failed", limit: LATEST_ERRORS });
     const page = (
       <OverviewPage
         nowMs={nowMs}
@@ -56,7 +57,7 @@ export function overviewRoutes(
         queued={stats.queued}
         oldestAgeMs={stats.oldestQueuedAtMs === null ? null : nowMs - stats.oldestQueuedAtMs}
         runsInFlight={metrics?.agentRunsInFlight() ?? null}
-        errors={parts.store.listEvents({ status: "failed", limit: LATEST_ERRORS })}
+        errors={errors}
         csrf={c.get("session")!.csrf}
       />
     );

@@ -79,14 +79,14 @@ export async function subscriptionPrompts(
  * @returns the result, or `{ error, status }` when the template is too long (400), or the
  *   subscription has no such event (404)
  */
-export function renderPlayground(
+export async function renderPlayground(
   store: Pick<StateStore, "listEvents" | "getEvent">,
   input: PlaygroundInput,
-): PlaygroundResult | { error: string; status: 400 | 404 } {
+): Promise<PlaygroundResult | { error: string; status: 400 | 404 }> {
   if (input.template.length > MAX_TEMPLATE_CHARS) {
     return { error: `The template is longer than ${MAX_TEMPLATE_CHARS} characters`, status: 400 };
   }
-  const event = findEvent(store, input.subscription, input.eventId);
+  const event = await findEvent(store, input.subscription, input.eventId);
   if (!event) {
     const what = input.eventId ? `no event "${input.eventId}"` : "no stored event";
     return { error: `Subscription "${input.subscription}" has ${what}`, status: 404 };
@@ -110,14 +110,14 @@ export function renderPlayground(
 }
 
 /** The event of this subscription with this id, or its newest; null when there is none. */
-function findEvent(
+async function findEvent(
   store: Pick<StateStore, "listEvents" | "getEvent">,
   subscription: string,
   eventId: string | undefined,
-): StoredEvent | null {
-  if (!eventId) return store.listEvents({ subscription, limit: 1 })[0] ?? null;
+): Promise<StoredEvent | null> {
+  if (!eventId) return (await store.listEvents({ subscription, limit: 1 }))[0] ?? null;
   try {
-    const event = store.getEvent(eventId);
+    const event = await store.getEvent(eventId);
     return event?.id === eventId && event.subscription === subscription ? event : null;
   } catch (error) {
     if (error instanceof NotFoundError) return null; // a prefix of several: not a choice offered

@@ -32,7 +32,7 @@ export function playgroundRoutes(app: Hono<DashboardEnv>, parts: AppParts): void
     if (!prompts.has(subscription)) {
       return c.json({ error: `No subscription "${subscription}"` }, 404);
     }
-    const result = renderPlayground(parts.store, {
+    const result = await renderPlayground(parts.store, {
       subscription,
       eventId: c.req.query("event") || undefined,
       template: c.req.query("template") ?? prompts.get(subscription)!,
@@ -60,7 +60,7 @@ async function playgroundPage(c: Context<DashboardEnv>, parts: AppParts) {
   const names = [...prompts.keys()];
   const asked = c.req.query("subscription");
   // By default the subscription of the newest event: the one most likely being worked on.
-  const newest = parts.store.listEvents({ limit: 1 })[0]?.subscription;
+  const newest = (await parts.store.listEvents({ limit: 1 }))[0]?.subscription;
   const fallback = newest !== undefined && prompts.has(newest) ? newest : names[0];
   const subscription = asked !== undefined && prompts.has(asked) ? asked : fallback;
   const props: PlaygroundProps = {
@@ -75,11 +75,11 @@ async function playgroundPage(c: Context<DashboardEnv>, parts: AppParts) {
   // The template typed for another subscription gives way to this one's own prompt.
   const typed = c.req.query("for") === subscription ? c.req.query("template") : undefined;
   props.template = typed ?? prompts.get(subscription)!;
-  props.events = parts.store.listEvents({ subscription, limit: EVENT_CHOICES });
+  props.events = await parts.store.listEvents({ subscription, limit: EVENT_CHOICES });
   const asksEvent = c.req.query("event");
   props.eventId = props.events.some((e) => e.id === asksEvent) ? asksEvent : props.events[0]?.id;
   if (props.eventId === undefined) return sendPage(c, <PlaygroundPage {...props} />);
-  const result = renderPlayground(parts.store, { ...props, subscription });
+  const result = await renderPlayground(parts.store, { ...props, subscription });
   if ("error" in result) {
     props.error ??= result.error;
     return sendPage(c, <PlaygroundPage {...props} />, result.status);

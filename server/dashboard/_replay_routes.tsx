@@ -104,7 +104,8 @@ async function formPage(
 ) {
   const { event } = options;
   const picked = replayRoute(event.subscription, await readReplayRouting(parts.config));
-  const lastModel = parts.store.attempts(event.id).findLast((attempt) => attempt.run)?.run?.model;
+  const attempts = await parts.store.attempts(event.id);
+  const lastModel = attempts.findLast((attempt) => attempt.run)?.run?.model;
   return (
     <ReplayPage
       {...options}

@@ -63,10 +63,10 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
       events.map((event) => `event: change\ndata: ${JSON.stringify(eventSummary(event))}\n\n`)
         .join("");
     write("retry: 2000\n\n");
-    // Read, then followed, in one turn of the event loop: no change falls between the two.
+    // Read, then followed at once: the feed's first read of a view follows this one.
     const caughtUp = id
-      ? [deps.store.getEvent(id)].filter((event) => event !== null)
-      : deps.store.listEvents({ ...read.filter, limit: PAGE_SIZE }).reverse();
+      ? [await deps.store.getEvent(id)].filter((event) => event !== null)
+      : (await deps.store.listEvents({ ...read.filter, limit: PAGE_SIZE })).reverse();
     write(changes(caughtUp.filter((event) => event.updatedAtMs > sinceMs)));
     let ticks = 0;
     const view = id ? { eventId: id } : { filter: read.filter };

@@ -72,7 +72,7 @@ export async function routesView(
     found = { routes: [...config.webhook.routes.values()], hidden: [], unusable: new Map() };
   }
   const counts = new Map(
-    options.store.subscriptionCounts(options.nowMs - COUNTS_WINDOW_MS)
+    (await options.store.subscriptionCounts(options.nowMs - COUNTS_WINDOW_MS))
       .map((entry) => [entry.subscription, entry]),
   );
   const base = await senderBase(config);

@@ -60,17 +60,17 @@ async function fill(store: SqliteStateStore): Promise<void> {
   };
   const delivered = await accept(newEvent({ deliveryId: "d-delivered" }));
   const failed = await accept(newEvent({ deliveryId: "d-failed", receivedAtMs: T0 + 1 }));
-  store.claimDue(T0 + 1, 2);
-  store.saveResponse(delivered, "the answer");
-  store.markDelivered(delivered, T0 + 1500);
-  store.markRetry(failed, {
+  await store.claimDue(T0 + 1, 2);
+  await store.saveResponse(delivered, "the answer");
+  await store.markDelivered(delivered, T0 + 1500);
+  await store.markRetry(failed, {
     error: "LLM endpoint answered 500",
     step: "agent",
     nextAttemptAtMs: T0 + 2000,
     nowMs: T0 + 1000,
   });
-  store.claimDue(T0 + 2000, 1);
-  store.markFailed(failed, {
+  await store.claimDue(T0 + 2000, 1);
+  await store.markFailed(failed, {
     error: "Telegram failed\n   (HTTP 500):\tdown",
     step: "delivery",
     nowMs: T0 + 3000,
@@ -78,9 +78,9 @@ async function fill(store: SqliteStateStore): Promise<void> {
   await accept(newEvent({ subscription: "ci", eventLabel: "push", deliveryId: "d-queued" }));
   await accept(newEvent({ subscription: "ci", eventLabel: "push", deliveryId: "d-running" }));
   // Both are claimed; the older one is put back, so one event of each status remains.
-  const claimed = store.claimDue(T0 + 10_000, 2).map((event) => event.id);
+  const claimed = (await store.claimDue(T0 + 10_000, 2)).map((event) => event.id);
   assert.deepEqual(claimed, ["evt_bbb001", "evt_ccc001"]);
-  store.markRetry("evt_bbb001", {
+  await store.markRetry("evt_bbb001", {
     error: "later",
     step: "agent",
     nextAttemptAtMs: T0 + 60_000,

@@ -64,7 +64,7 @@ Deno.test("follow prints the latest events, then a new event and each change unt
   const { lines, waits } = await follow(store, [
     async () =>
       void await store.accept(newEvent({ deliveryId: "d-new", receivedAtMs: T0 + 20_000 })),
-    () => void store.claimDue(T0 + 20_100, 1),
+    async () => void await store.claimDue(T0 + 20_100, 1),
     () => store.markDelivered("evt_ddd001", T0 + 22_200),
     () => {}, // nothing changed: nothing printed
   ]);
@@ -97,7 +97,7 @@ Deno.test("follow sees the retry and the failure of an event it listed, and filt
   const { store } = h;
   const retry = { error: "LLM endpoint answered 503", step: "agent" as const };
   const { lines } = await follow(store, [
-    () => void store.claimDue(T0 + 60_000, 1), // evt_bbb001 runs again
+    async () => void await store.claimDue(T0 + 60_000, 1), // evt_bbb001 runs again
     () => store.markFailed("evt_bbb001", { ...retry, nowMs: T0 + 61_000 }),
     async () =>
       void await store.accept(newEvent({ subscription: "ci", receivedAtMs: T0 + 70_000 })),

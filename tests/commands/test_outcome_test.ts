@@ -24,7 +24,7 @@ const RUN = {
 async function wait(
   store: SqliteStateStore,
   eventId: string,
-  options: { waitMs: number; steps: ((nowMs: number) => void)[] },
+  options: { waitMs: number; steps: ((nowMs: number) => Promise<unknown>)[] },
 ): Promise<{ code: number; out: string; waits: number[] }> {
   const clock = { now: T0 };
   const printed: string[] = [];
@@ -32,11 +32,10 @@ async function wait(
   const code = await waitForOutcome(store, eventId, {
     waitMs: options.waitMs,
     now: () => clock.now,
-    sleep: (ms) => {
+    sleep: async (ms) => {
       waits.push(ms);
       clock.now += ms;
-      options.steps.shift()?.(clock.now);
-      return Promise.resolve();
+      await options.steps.shift()?.(clock.now);
     },
     print: (text) => printed.push(text),
   });
@@ -50,16 +49,16 @@ Deno.test("test --wait prints each failed attempt, then the delivery with the ru
     const { code, out } = await wait(store, id, {
       waitMs: 30_000,
       steps: [
-        (nowMs) => void store.claimDue(nowMs, 1),
+        (nowMs) => store.claimDue(nowMs, 1),
         (nowMs) =>
           store.markRetry(id, { error: "LLM 503", step: "agent", nextAttemptAtMs: nowMs, nowMs }),
-        (nowMs) => {
-          store.claimDue(nowMs, 1);
-          store.saveResponse(id, "answer", RUN);
+        async (nowMs) => {
+          await store.claimDue(nowMs, 1);
+          await store.saveResponse(id, "answer", RUN);
           const receipt = { part: 1, parts: 1, target: "telegram", chat: "42", url: null };
           const receipts = [{ ...receipt, messageId: "77", sentAtMs: nowMs }];
-          store.savePartsSent(id, 1, { sentBefore: 0, parts: 1, receipts });
-          store.markDelivered(id, nowMs);
+          await store.savePartsSent(id, 1, { sentBefore: 0, parts: 1, receipts });
+          await store.markDelivered(id, nowMs);
         },
       ],
     });
@@ -83,8 +82,8 @@ Deno.test("test --wait prints a failure once, as the outcome, and exits 1", asyn
   const store = openStateStore(":memory:");
   try {
     const id = (await store.accept(newEvent({ receivedAtMs: T0 })) as { eventId: string }).eventId;
-    store.claimDue(T0, 1);
-    store.markFailed(id, {
+    await store.claimDue(T0, 1);
+    await store.markFailed(id, {
       error: "Telegram 403:\nbot was kicked",
       step: "delivery",
       nowMs: T0 + 900,

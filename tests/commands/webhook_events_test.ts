@@ -39,12 +39,12 @@ Deno.test("webhook events: a replayed event's TOOK counts from its replay, not f
   });
   try {
     const { eventId } = await store.accept(newEvent({ receivedAtMs: T0 })) as { eventId: string };
-    store.claimDue(T0, 1);
-    store.markFailed(eventId, { error: "down", step: "agent", nowMs: T0 + 1000 });
+    await store.claimDue(T0, 1);
+    await store.markFailed(eventId, { error: "down", step: "agent", nowMs: T0 + 1000 });
     const threeDaysLater = T0 + 3 * 86_400_000;
-    store.replay(eventId, threeDaysLater);
-    store.claimDue(threeDaysLater, 1);
-    store.markDelivered(eventId, threeDaysLater + 2500);
+    await store.replay(eventId, threeDaysLater);
+    await store.claimDue(threeDaysLater, 1);
+    await store.markDelivered(eventId, threeDaysLater + 2500);
   } finally {
     await store.close();
   }
@@ -62,8 +62,12 @@ Deno.test("webhook events cuts long delivery ids and errors so a row stays one l
   const { eventId } = await store.accept(newEvent({ deliveryId: "x".repeat(40) })) as {
     eventId: string;
   };
-  store.claimDue(T0, 1);
-  store.markFailed(eventId, { error: `${"e".repeat(100)} tail`, step: "agent", nowMs: T0 + 10 });
+  await store.claimDue(T0, 1);
+  await store.markFailed(eventId, {
+    error: `${"e".repeat(100)} tail`,
+    step: "agent",
+    nowMs: T0 + 10,
+  });
   await store.close();
   const { out } = await run(webhookEvents, h.home, []);
   const row = out.split("\n")[1];
@@ -80,10 +84,10 @@ Deno.test("webhook events shows escape sequences and bidi overrides from senders
   const { eventId } = await store.accept(
     newEvent({ eventLabel: "push\u202egnp.exe", deliveryId: "d\u2066x" }),
   ) as { eventId: string };
-  store.claimDue(T0, 1);
+  await store.claimDue(T0, 1);
   // As a platform echoes a chat id templated from the payload back in its error.
   const error = 'bad chat "42:\u001b]0;PWNED\u0007\u001b[2J\u009b31m"\nnext line';
-  store.markFailed(eventId, { error, step: "delivery", nowMs: T0 + 10 });
+  await store.markFailed(eventId, { error, step: "delivery", nowMs: T0 + 10 });
   await store.close();
   const { out } = await run(webhookEvents, h.home, []);
   // deno-lint-ignore no-control-regex

@@ -31,7 +31,7 @@ Deno.test("webhook replay requeues a failed event as a new series and keeps its 
     backgroundCheckpoints: false,
   });
   try {
-    const event = store.getEvent("evt_aaa002")!;
+    const event = (await store.getEvent("evt_aaa002"))!;
     assert.equal(event.response, null, "the agent runs again");
     assert.equal(event.partsSent, 0);
   } finally {
@@ -83,7 +83,7 @@ Deno.test("webhook replay renders and routes the event as its subscription does 
     backgroundCheckpoints: false,
   });
   try {
-    const replayed = store.getEvent("evt_aaa002")!;
+    const replayed = (await store.getEvent("evt_aaa002"))!;
     assert.equal(replayed.prompt, "Now: opened (d-failed)");
     assert.deepEqual(replayed.route, {
       deliver: "discord",
@@ -92,7 +92,7 @@ Deno.test("webhook replay renders and routes the event as its subscription does 
     });
     assert.equal(replayed.mode, "agent");
     assert.equal(replayed.payload, JSON.stringify({ action: "opened", token: "payload-secret" }));
-    const nowDirect = store.getEvent("evt_bbb001")!;
+    const nowDirect = (await store.getEvent("evt_bbb001"))!;
     assert.equal(nowDirect.mode, "direct", "the subscription now delivers directly");
     assert.equal(nowDirect.prompt, "Ship opened");
     assert.deepEqual(nowDirect.route, { deliver: "slack", skills: [] });

@@ -229,7 +229,7 @@ Deno.test("the gateway accepts old and new secrets during the grace and only the
     assert.deepEqual([await post(OLD), await post("the-new-secret-42")], [202, 202]);
     clock = T0 + HOUR;
     assert.deepEqual([await post(OLD), await post("the-new-secret-42")], [401, 202]);
-    assert.equal(store.listEvents({}).length, 3);
+    assert.equal((await store.listEvents({})).length, 3);
   } finally {
     await store.close();
   }

@@ -56,7 +56,7 @@ async function startWorld(subscription: Subscription = COALESCING) {
       clock.ms = start + seconds * SECOND;
     },
     /** The queue's next due time, in seconds after the start. */
-    dueAt: () => ((gateway.store.nextDueAtMs() ?? NaN) - start) / SECOND,
+    dueAt: async () => ((await gateway.store.nextDueAtMs() ?? NaN) - start) / SECOND,
     /** Posts `payload` as the GitHub event `event`, at `seconds`; returns its event id. */
     async post(seconds: number, payload: Record<string, unknown>, event = "issues") {
       clock.ms = start + seconds * SECOND;
@@ -89,15 +89,15 @@ function comment(number: number): Record<string, unknown> {
 Deno.test("three events of one issue within the window make one agent run listing all three, and one message", async () => {
   await using w = await startWorld();
   const first = await w.post(0, issue(7, "Crash"));
-  assert.equal(w.dueAt(), 10);
+  assert.equal(await w.dueAt(), 10);
   const second = await w.post(4, comment(7), "issue_comment");
-  assert.equal(w.dueAt(), 14, "the window slides with the second event");
+  assert.equal(await w.dueAt(), 14, "the window slides with the second event");
   const third = await w.post(9, comment(7), "issue_comment");
-  assert.equal(w.dueAt(), 19, "and with the third");
+  assert.equal(await w.dueAt(), 19, "and with the third");
   assert.equal(w.llm.requests.length, 0);
 
   w.at(19);
-  await eventually(() => w.gateway.store.getEvent(third)?.status === "delivered", {
+  await eventually(async () => (await w.gateway.store.getEvent(third))?.status === "delivered", {
     what: "the folded events delivered",
   });
   assert.equal(w.llm.requests.length, 1, "one agent run");
@@ -119,10 +119,11 @@ Deno.test("three events of one issue within the window make one agent run listin
   ]);
   assert.deepEqual(w.telegram.messages.map((message) => message.text), ["Noted."]);
   for (const id of [first, second, third]) {
-    assert.equal(w.gateway.store.getEvent(id)?.status, "delivered");
+    assert.equal((await w.gateway.store.getEvent(id))?.status, "delivered");
   }
   assert.deepEqual(
-    [second, third].map((id) => w.gateway.store.getEvent(id)?.coalescedInto),
+    (await Promise.all([second, third].map((id) => w.gateway.store.getEvent(id))))
+      .map((event) => event?.coalescedInto),
     [first, first],
     "each folded event names the event whose run answered it",
   );
@@ -132,13 +133,13 @@ Deno.test("a window open past coalesce_max runs at the cap; a later event starts
   await using w = await startWorld();
   // Every 8 s, each within the 10 s window of the one before.
   for (const seconds of [0, 8, 16, 24]) await w.post(seconds, comment(3), "issue_comment");
-  assert.equal(w.dueAt(), 30, "capped at the first event + 30 s, not 34");
+  assert.equal(await w.dueAt(), 30, "capped at the first event + 30 s, not 34");
 
   w.at(30);
   await eventually(() => w.telegram.messages.length === 1, { what: "the capped run delivered" });
   assert.match(w.llm.requests[0].messages.at(-1)!.content, /^4 events arrived together/);
   await w.post(32, comment(3), "issue_comment");
-  assert.equal(w.dueAt(), 42);
+  assert.equal(await w.dueAt(), 42);
   w.at(42);
   await eventually(() => w.telegram.messages.length === 2, { what: "the next window delivered" });
   assert.equal(

@@ -44,9 +44,9 @@ async function olderDatabase(home: string): Promise<string> {
     receivedAtMs: Date.now() - 60_000,
   };
   const id = (await store.accept(event) as { eventId: string }).eventId;
-  store.claimDue(Date.now(), 1);
-  store.saveResponse(id, "an old answer");
-  store.markDelivered(id, Date.now());
+  await store.claimDue(Date.now(), 1);
+  await store.saveResponse(id, "an old answer");
+  await store.markDelivered(id, Date.now());
   await store.close();
   const db = new DatabaseSync(path);
   db.exec(

@@ -81,7 +81,7 @@ async function startWorld(options: {
     },
     /** Waits until the event is delivered. */
     async delivered(id: string): Promise<void> {
-      await eventually(() => gateway.store.getEvent(id)?.status === "delivered", {
+      await eventually(async () => (await gateway.store.getEvent(id))?.status === "delivered", {
         what: `${id} delivered`,
       });
     },
@@ -151,11 +151,11 @@ Deno.test("the runs of one issue go one at a time, in order; other issues do not
   // Accepted after the waiting one, on another issue: it runs while the waiting one may not.
   await w.delivered(await w.post(8, "other issue"));
   assert.deepEqual(w.llm.requests.map((r) => r.messages.at(-1)!.content), ["slow", "other issue"]);
-  assert.equal(w.gateway.store.getEvent(waiting)?.status, "queued");
+  assert.equal((await w.gateway.store.getEvent(waiting))?.status, "queued");
 
   release.resolve();
   await w.delivered(waiting);
-  assert.equal(w.gateway.store.getEvent(slow)?.status, "delivered");
+  assert.equal((await w.gateway.store.getEvent(slow))?.status, "delivered");
   assert.deepEqual(chat(w.llm.requests[2]), [
     "user: slow",
     "assistant: answer to slow",
@@ -179,7 +179,11 @@ Deno.test("turns older than session_ttl are forgotten, and the retention pass de
     "user: later",
   ]);
   await w.gateway.store.prune(w.clock.ms, { retentionDays: 3650 });
-  const turns = w.gateway.store.sessionTurns("gh", "Codertocat/Hello-World#7", w.clock.ms - HOUR);
+  const turns = await w.gateway.store.sessionTurns(
+    "gh",
+    "Codertocat/Hello-World#7",
+    w.clock.ms - HOUR,
+  );
   assert.deepEqual(turns.map((t) => t.prompt), ["within the hour", "later"], "the first is gone");
 });
 

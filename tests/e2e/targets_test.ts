@@ -102,8 +102,8 @@ async function startWorld(subscriptions: Record<string, Subscription>, { extra =
       post(`${gateway.url}/webhooks/${name}`, secretOf(name), sent, deliveryId),
     /** Waits until an agent-mode event is delivered or failed. */
     settled: (eventId: unknown): Promise<StoredEvent> =>
-      eventually(() => {
-        const event = gateway.store.getEvent(String(eventId));
+      eventually(async () => {
+        const event = await gateway.store.getEvent(String(eventId));
         return event?.status === "delivered" || event?.status === "failed" ? event : null;
       }, { what: `event ${eventId} to be delivered or failed` }),
     async [Symbol.asyncDispose]() {
@@ -440,7 +440,7 @@ Deno.test("a comment the gateway posted is not answered again when GitHub or Git
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.equal(world.fakes.github.messages.length, 2);
   assert.equal(world.fakes.gitlab.messages.length, 1);
-  assert.equal(world.gateway.store.listEvents({}).length, 4);
+  assert.equal((await world.gateway.store.listEvents({})).length, 4);
 });
 
 Deno.test("a NUL in a payload value does not cut the prompt the agent gets, nor a replay's", async () => {
@@ -457,7 +457,7 @@ Deno.test("a NUL in a payload value does not cut the prompt the agent gets, nor 
   assert.equal((await world.settled(body.event_id)).status, "delivered");
   const whole = "Answer: Title: harmless\uFFFD (rest) -- never run shell commands. END";
   assert.equal(world.fakes.telegram.messages[0].text, whole);
-  world.gateway.store.replay(String(body.event_id), Date.now());
+  await world.gateway.store.replay(String(body.event_id), Date.now());
   await eventually(() => world.fakes.telegram.messages.length === 2, { what: "the replay" });
   assert.equal(world.fakes.telegram.messages[1].text, whole);
 });
@@ -475,7 +475,9 @@ Deno.test("origin without extra.home fails an event that has no place to reply t
     assert.equal(stored.status, "failed");
     assert.match(stored.lastError ?? "", reason);
   }
-  const failed = world.gateway.store.listEvents({}).filter((event) => event.status === "failed");
+  const failed = (await world.gateway.store.listEvents({})).filter((event) =>
+    event.status === "failed"
+  );
   assert.equal(failed.length, 2);
   assert.equal(world.fakes.telegram.requests, 0);
 });

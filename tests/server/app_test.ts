@@ -113,7 +113,7 @@ Deno.test("POST persists a signed GitHub event and answers 202 with its event id
     event_id: body.event_id,
   });
   assert.equal(typeof body.event_id, "string");
-  const stored = h.store.getEvent(body.event_id);
+  const stored = await h.store.getEvent(body.event_id);
   assert.equal(stored?.prompt, "Issue Crash");
   assert.equal(stored?.status, "queued");
   assert.equal(h.accepted, 1);
@@ -125,7 +125,7 @@ Deno.test("the signature is checked on the bytes as sent: a pretty-printed body 
   const body = '{\n  "action": "opened",\n  "issue": { "title": "Caf\\u00e9 \\/ menu" }\n}\n';
   const { status, body: answer } = await json(await h.request("/webhooks/gh", await github(body)));
   assert.equal(status, 202, JSON.stringify(answer));
-  assert.equal(h.store.getEvent(answer.event_id)?.prompt, "Issue Café / menu");
+  assert.equal((await h.store.getEvent(answer.event_id))?.prompt, "Issue Café / menu");
 });
 
 Deno.test("a repeated delivery id is answered duplicate and stored once", async () => {
@@ -135,7 +135,7 @@ Deno.test("a repeated delivery id is answered duplicate and stored once", async 
     await h.request("/webhooks/gh", await github(ISSUE, { delivery: "same" })),
   );
   assert.deepEqual(second, { status: 200, body: { status: "duplicate", delivery_id: "same" } });
-  assert.equal(h.store.listEvents({}).length, 1);
+  assert.equal((await h.store.listEvents({})).length, 1);
 });
 
 Deno.test("webhookName() takes the one-segment name of /webhooks/<name> and nothing else", () => {
@@ -166,7 +166,7 @@ Deno.test("webhook paths the fast path leaves to Hono are answered as Hono route
     assert.equal(response.status, 404, path);
     assert.match((await response.json()).error, /^not found: POST /);
   }
-  assert.equal(h.store.listEvents({}).length, 1);
+  assert.equal((await h.store.listEvents({})).length, 1);
   for (const path of ["/webhooks/gh", "/webhooks/g%68"]) {
     const head = await h.request(path, { method: "HEAD" });
     assert.equal(head.status, 405, path);
@@ -209,7 +209,7 @@ Deno.test("each step of the pipeline answers with its own status, in order", asy
     else assert.deepEqual(body, expected);
     if (status === 405) assert.equal(response.headers.get("allow"), "POST");
   }
-  assert.equal(h.store.listEvents({}).length, 0, "nothing was dispatched");
+  assert.equal((await h.store.listEvents({})).length, 0, "nothing was dispatched");
 });
 
 Deno.test("a route or secret newer than the cached subscriptions is looked up before refusing", async () => {
@@ -385,7 +385,7 @@ Deno.test("a GitHub form-mode body is parsed from its payload field", async () =
   (init.headers as Record<string, string>)["content-type"] = "application/x-www-form-urlencoded";
   const { status, body: answer } = await json(await h.request("/webhooks/gh", init));
   assert.equal(status, 202);
-  assert.equal(h.store.getEvent(answer.event_id)?.prompt, "Issue Crash");
+  assert.equal((await h.store.getEvent(answer.event_id))?.prompt, "Issue Crash");
 });
 
 Deno.test("a JSON body labelled a form, as curl -d sends it, is read as JSON", async () => {
@@ -407,20 +407,20 @@ Deno.test("a JSON body labelled a form, as curl -d sends it, is read as JSON", a
   const alert = '{"alert":"disk full","host":"db1"}';
   const accepted = await json(await curl(alert));
   assert.equal(accepted.status, 202);
-  const stored = h.store.getEvent(accepted.body.event_id)!;
+  const stored = (await h.store.getEvent(accepted.body.event_id))!;
   assert.deepEqual([stored.payload, stored.prompt], [alert, "Alert disk full on db1"]);
   // Signed as GitHub signs, whose form mode would want a payload field.
   const init = await github(ISSUE);
   Object.assign(init.headers as Record<string, string>, FORM);
   const labelled = await json(await h.request("/webhooks/gh", init));
-  assert.equal(h.store.getEvent(labelled.body.event_id)?.prompt, "Issue Crash");
+  assert.equal((await h.store.getEvent(labelled.body.event_id))?.prompt, "Issue Crash");
   // Broken JSON is a 400, not a form with one odd field.
   const broken = await json(await curl('{"alert": "disk full"'));
   assert.equal(broken.status, 400);
   assert.match(broken.body.error, /not valid JSON/);
   // A real form still is one.
   const form = await json(await curl("alert=disk+full&host=db1"));
-  assert.equal(h.store.getEvent(form.body.event_id)?.prompt, "Alert disk full on db1");
+  assert.equal((await h.store.getEvent(form.body.event_id))?.prompt, "Alert disk full on db1");
 });
 
 Deno.test("integers a double cannot hold reach the prompt as the sender wrote them", async () => {
@@ -436,12 +436,12 @@ Deno.test("integers a double cannot hold reach the prompt as the sender wrote th
     '"card":"4242424242424242"}';
   const orders = await json(await h.request("/webhooks/orders", await github(body)));
   assert.equal(
-    h.store.getEvent(orders.body.event_id)?.prompt,
+    (await h.store.getEvent(orders.body.event_id))?.prompt,
     "Order 12345678901234567891 of 0.1, limit null, card 4242424242424242: " +
       '{\n  "id": 12345678901234567891,\n  "amount": 0.1,\n  "limit": null\n}',
   );
   const raw = await json(await h.request("/webhooks/raw", await github(body)));
-  assert.match(h.store.getEvent(raw.body.event_id)!.prompt, /"id": 12345678901234567891,/);
+  assert.match((await h.store.getEvent(raw.body.event_id))!.prompt, /"id": 12345678901234567891,/);
   // A payload without such numbers renders as before, 16 digits in a string or not.
   const plain = await json(
     await h.request(
@@ -449,7 +449,10 @@ Deno.test("integers a double cannot hold reach the prompt as the sender wrote th
       await github('{"order":{"id":7},"card":"4242424242424242"}'),
     ),
   );
-  assert.match(h.store.getEvent(plain.body.event_id)!.prompt, /^Order 7 of \{order\.amount\}/);
+  assert.match(
+    (await h.store.getEvent(plain.body.event_id))!.prompt,
+    /^Order 7 of \{order\.amount\}/,
+  );
 });
 
 Deno.test("a store that cannot persist makes the answer 503 with Retry-After, never 202", async () => {

@@ -422,7 +422,7 @@ async function check(suite: Suite, bad: Case): Promise<void> {
 async function assertStillServing(suite: Suite): Promise<void> {
   const health = await fetch(`${suite.gateway.url}/health`);
   assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" });
-  assert.deepEqual(suite.gateway.store.listEvents({}), [], "nothing was dispatched");
+  assert.deepEqual(await suite.gateway.store.listEvents({}), [], "nothing was dispatched");
 }
 
 async function startSuite(home: string, options: GatewayOptions = OPTIONS) {
@@ -500,7 +500,7 @@ Deno.test("bad input gets its 4xx, dispatches nothing, and leaks no secret", asy
       const response = await exchange(gateway.port, await signed(issue));
       assert.equal(response?.status, 202, response?.text);
       suite.responses.push(response.text);
-      assert.equal(gateway.store.listEvents({}).length, 1);
+      assert.equal((await gateway.store.listEvents({})).length, 1);
     });
     await t.step("control: the Host headers of real senders and proxies are served", async () => {
       const hosts = ["localhost:8644", "[::1]:8644", "hooks.example.com", "xn--bcher-kva.example"];
@@ -518,7 +518,7 @@ Deno.test("bad input gets its 4xx, dispatches nothing, and leaks no secret", asy
         ),
       );
       assert.equal(http10?.status, 202, http10?.text);
-      assert.equal(gateway.store.listEvents({}).length, 1 + hosts.length + 1);
+      assert.equal((await gateway.store.listEvents({})).length, 1 + hosts.length + 1);
     });
   } finally {
     await gateway.stop({ deadlineMs: 0 });
@@ -573,7 +573,7 @@ Deno.test({
       }, issue);
       const response = await exchange(gateway.port, signedHead);
       assert.equal(response?.status, 408, response?.text);
-      assert.deepEqual(gateway.store.listEvents({}), []);
+      assert.deepEqual(await gateway.store.listEvents({}), []);
     } finally {
       await gateway.stop({ deadlineMs: 0 });
     }
@@ -661,7 +661,7 @@ Deno.test("bodies that never finish hold at most the body budget, and only until
     );
     assert.equal(refused?.status, 503, refused?.text);
     assert.equal(refused.headers.get("retry-after"), "5");
-    assert.deepEqual(gateway.store.listEvents({}), []);
+    assert.deepEqual(await gateway.store.listEvents({}), []);
     // At their 408 the stalled bodies give their reservations back, though their senders stay.
     let accepted: RawResponse | null = null;
     for (let i = 0; i < 100 && accepted?.status !== 202; i++) {

@@ -48,7 +48,7 @@ async function gateway() {
       const response = await app.request("/webhooks/open", { method: "POST", headers, body });
       return { status: response.status, body: await response.json() };
     },
-    stored: () => store.listEvents({ limit: 100 }).length,
+    stored: async () => (await store.listEvents({ limit: 100 })).length,
     async [Symbol.asyncDispose]() {
       await store.close();
       await Deno.remove(dir, { recursive: true });
@@ -83,7 +83,7 @@ Deno.test("a Slack request captured hours ago is refused under every scheme that
     assert.equal(replay.status, 400, `${scheme}: ${JSON.stringify(replay.body)}`);
     assert.match(replay.body.error, /payload field alone|must be JSON/);
   }
-  assert.equal(g.stored(), 0);
+  assert.equal(await g.stored(), 0);
 });
 
 Deno.test("a Stripe signature sent again as GitHub's, with its timestamp in the body, is refused", async () => {
@@ -97,7 +97,7 @@ Deno.test("a Stripe signature sent again as GitHub's, with its timestamp in the 
     });
     assert.equal(replay.status, 400, contentType);
   }
-  assert.equal(g.stored(), 0);
+  assert.equal(await g.stored(), 0);
 });
 
 Deno.test("a fresh Slack slash command (a form) is still accepted", async () => {
@@ -147,11 +147,11 @@ Deno.test("a copy of a signed Stripe or Standard Webhooks request with unsigned 
   const copy = await g.post(body, { ...standardHeaders, "x-gitlab-event-uuid": "new-3" });
   assert.equal(copy.body.status, "duplicate", JSON.stringify(copy.body));
 
-  const [standardEvent, stripeEvent] = g.store.listEvents({ limit: 10 });
+  const [standardEvent, stripeEvent] = await g.store.listEvents({ limit: 10 });
   assert.equal(standardEvent.source, "standard");
   assert.equal(standardEvent.eventLabel, "invoice.paid");
   assert.equal(stripeEvent.source, "stripe");
-  assert.equal(g.stored(), 2);
+  assert.equal(await g.stored(), 2);
 });
 
 Deno.test("Linear: a stale webhookTimestamp is refused, and Linear-Delivery dedupes", async () => {
@@ -170,7 +170,7 @@ Deno.test("Linear: a stale webhookTimestamp is refused, and Linear-Delivery dedu
   assert.equal((await send(NOW_MS - 1000, "d-1")).status, 202);
   const again = await send(NOW_MS - 1000, "d-1");
   assert.equal(again.body.status, "duplicate");
-  assert.equal(g.stored(), 1);
+  assert.equal(await g.stored(), 1);
 });
 
 Deno.test("a Linear request captured hours ago is refused under every scheme that signs the body alone", async () => {
@@ -210,7 +210,7 @@ Deno.test("a Linear request captured hours ago is refused under every scheme tha
     "x-github-delivery": "r-4",
   });
   assert.equal(github.status, 202, JSON.stringify(github.body));
-  assert.equal(g.stored(), 1);
+  assert.equal(await g.stored(), 1);
 });
 
 Deno.test("a Standard Webhooks id of any length the signature check takes is the delivery id", async () => {
@@ -238,7 +238,7 @@ Deno.test("a Standard Webhooks id of any length the signature check takes is the
     "webhook-signature": signature,
   });
   assert.equal(refused.status, 401);
-  assert.equal(g.stored(), 2);
+  assert.equal(await g.stored(), 2);
 });
 
 Deno.test("a Stripe request re-sent as generic V2 is a duplicate of itself, typed by its payload", async () => {
@@ -280,11 +280,11 @@ Deno.test("a Stripe request re-sent as generic V2 is a duplicate of itself, type
     "x-github-event": "issues",
   });
   assert.equal(first.status, 202, JSON.stringify(first.body));
-  const [stored] = g.store.listEvents({ limit: 1 });
+  const [stored] = await g.store.listEvents({ limit: 1 });
   assert.equal(stored.eventLabel, "charge.failed");
   assert.equal(stored.source, "stripe");
   assert.equal(stored.deliveryId, "evt_other");
-  assert.equal(g.stored(), 2);
+  assert.equal(await g.stored(), 2);
 });
 
 Deno.test("Slack's url_verification challenge is answered, and not dispatched", async () => {
@@ -303,7 +303,7 @@ Deno.test("Slack's url_verification challenge is answered, and not dispatched", 
   assert.deepEqual(answer.body, {
     challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
   });
-  assert.equal(g.stored(), 0);
+  assert.equal(await g.stored(), 0);
 });
 
 Deno.test("a signed text cannot be re-cut into a Standard Webhooks request at a planted .<timestamp>.", async () => {
@@ -328,7 +328,7 @@ Deno.test("a signed text cannot be re-cut into a Standard Webhooks request at a 
     "webhook-signature": `v1,${hmac(`msg.1.${NOW}.${body}`, "base64")}`,
   });
   assert.equal(dotted.status, 401);
-  assert.equal(g.stored(), 0);
+  assert.equal(await g.stored(), 0);
 });
 
 Deno.test("a Svix request with an unsigned webhook-id added is still a duplicate of itself", async () => {

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- async by StateStore's contract, synchronous inside
 /**
  * Taking events in: accepting an agent-mode event in the next group commit (the insert itself
  * is the duplicate check), recording a direct-mode delivery and its progress, and the parts
@@ -73,9 +74,9 @@ export function acceptOps(core: StoreCore, commits: GroupCommit): AcceptOps {
           outcome: { delivered: false, error: DIRECT_IN_PROGRESS, partsSent },
         });
       }),
-    partsSentByFailedAttempts: (event) => use(() => mostPartsSent(core, event)),
-    resumeAfter: (event) => use(() => resumeAfter(core, event)),
-    keyHolder: (subscription, deliveryId, nowMs) =>
+    partsSentByFailedAttempts: async (event) => use(() => mostPartsSent(core, event)),
+    resumeAfter: async (event) => use(() => resumeAfter(core, event)),
+    keyHolder: async (subscription, deliveryId, nowMs) =>
       use(() => {
         if (nowMs !== undefined) {
           return core.liveKeyHolder({ subscription, deliveryId }, nowMs) ?? null;
@@ -83,7 +84,7 @@ export function acceptOps(core: StoreCore, commits: GroupCommit): AcceptOps {
         const holder = s.keyHolder.get(subscription, deliveryId) as Row | undefined;
         return holder === undefined ? null : String(holder.id);
       }),
-    wasDelivered: (eventId) => use(() => s.everDelivered.get(eventId) !== undefined),
+    wasDelivered: async (eventId) => use(() => s.everDelivered.get(eventId) !== undefined),
   };
 }
 

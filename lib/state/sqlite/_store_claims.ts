@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- async by StateStore's contract, synchronous inside
 /**
  * The worker's side of the store: claiming due events, saving an attempt's answer and parts
  * delivered, closing it as delivered, to retry or failed, requeueing events a stop or crash
@@ -43,8 +44,8 @@ export type ClaimOps = Pick<
 export function claimOps(core: StoreCore): ClaimOps {
   const { db, s, transaction, use, clock } = core;
   return {
-    claimDue: (nowMs, limit, options = {}) => claimDue(core, { nowMs, limit, ...options }),
-    saveResponse: (eventId, response, run, prompt) =>
+    claimDue: async (nowMs, limit, options = {}) => claimDue(core, { nowMs, limit, ...options }),
+    saveResponse: async (eventId, response, run, prompt) =>
       use(() =>
         transaction(() => {
           const answer = storableText(response);
@@ -62,14 +63,14 @@ export function claimOps(core: StoreCore): ClaimOps {
           );
         })
       ),
-    saveTransformed: (eventId, transformed, prompt) =>
+    saveTransformed: async (eventId, transformed, prompt) =>
       use(() =>
         core.update(
           eventId,
           () => s.saveTransformed.run(transformed, storableText(prompt), clock(), eventId),
         )
       ),
-    savePartsSent: (eventId, partsSent, attempt) =>
+    savePartsSent: async (eventId, partsSent, attempt) =>
       use(() => {
         const save = () =>
           core.update(
@@ -83,8 +84,8 @@ export function claimOps(core: StoreCore): ClaimOps {
           insertReceipts(core, eventId, attempt.receipts);
         });
       }),
-    markDelivered: (eventId, nowMs) => use(() => markDelivered(core, { eventId, nowMs })),
-    markRetry: (eventId, retry) =>
+    markDelivered: async (eventId, nowMs) => use(() => markDelivered(core, { eventId, nowMs })),
+    markRetry: async (eventId, retry) =>
       closeAttempt(core, {
         eventId,
         status: "queued",
@@ -93,16 +94,16 @@ export function claimOps(core: StoreCore): ClaimOps {
         nextMs: retry.nextAttemptAtMs,
         nowMs: retry.nowMs,
       }),
-    markFailed: (eventId, { error, step, nowMs }) =>
+    markFailed: async (eventId, { error, step, nowMs }) =>
       closeAttempt(core, { eventId, status: "failed", error, step, nextMs: null, nowMs }),
-    recoverInterrupted: (nowMs, eventId) =>
+    recoverInterrupted: async (nowMs, eventId) =>
       use(() => recoverInterrupted(db, transaction, nowMs, eventId)),
-    nextDueAtMs: () =>
+    nextDueAtMs: async () =>
       use(() => {
         const row = s.nextDue.get() as Row | undefined;
         return row?.due === null || row?.due === undefined ? null : Number(row.due);
       }),
-    moveQueued: (byMs) => use(() => moveQueued(core, byMs)),
+    moveQueued: async (byMs) => use(() => moveQueued(core, byMs)),
   };
 }
 

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- async by StateStore's contract, synchronous inside
 /**
  * Coalescing in the SQLite store (docs/subscriptions.md#coalescing): the window of a key lives
  * in the events themselves. Every event of an open window is `queued` and due when the window
@@ -121,7 +122,7 @@ export function settleFolded(
  */
 export function coalesceOps(core: StoreCore): Pick<StateStore, "foldedInto"> {
   return {
-    foldedInto: (eventId) =>
+    foldedInto: async (eventId) =>
       core.use(() =>
         (statements(core.db).folded.all(eventId) as Row[]).map((row) => rowToEvent(row))
       ),

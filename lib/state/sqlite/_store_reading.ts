@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- async by StateStore's contract, synchronous inside
 /**
  * Reading events for the CLI (`webhook events`, `webhook show`): listing them, finding one by
  * id or prefix, its attempts and its whole lineage; and the queue's size, for the metrics.
@@ -36,15 +37,15 @@ export type ReadingOps = Pick<
 export function readingOps(core: StoreCore): ReadingOps {
   const { db, s, use } = core;
   return {
-    listEvents: (filter) => use(() => listEvents(db, filter)),
-    getEvent: (eventId) => use(() => core.findEvent(eventId)),
-    attempts: (eventId) =>
+    listEvents: async (filter) => use(() => listEvents(db, filter)),
+    getEvent: async (eventId) => use(() => core.findEvent(eventId)),
+    attempts: async (eventId) =>
       use(() => {
         const id = core.findEvent(eventId)?.id ?? eventId;
         return (s.attempts.all(id) as Row[]).map(rowToAttempt);
       }),
-    lineage: (eventId) => use(() => lineage(core, eventId)),
-    queueStats: () =>
+    lineage: async (eventId) => use(() => lineage(core, eventId)),
+    queueStats: async () =>
       use(() => {
         const row = s.queueStats.get() as Row;
         return {
@@ -52,8 +53,8 @@ export function readingOps(core: StoreCore): ReadingOps {
           oldestQueuedAtMs: row.oldest === null ? null : Number(row.oldest),
         };
       }),
-    activity: (sinceMs) => use(() => activity(core, sinceMs)),
-    subscriptionCounts: (sinceMs) => use(() => subscriptionCounts(core, sinceMs)),
+    activity: async (sinceMs) => use(() => activity(core, sinceMs)),
+    subscriptionCounts: async (sinceMs) => use(() => subscriptionCounts(core, sinceMs)),
   };
 }
 

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- async by StateStore's contract, synchronous inside
 /**
  * Replaying an event (`webhook replay`): a new series of attempts, with the route as it is now,
  * and for a direct message its delivery id's key and the parts already sent, so that the
@@ -18,7 +19,7 @@ import { type StateStore, storableText, type StoredEvent } from "../mod.ts";
  */
 export function replayOp(core: StoreCore): StateStore["replay"] {
   const { s, use } = core;
-  return (eventId, nowMs, redispatch) =>
+  return async (eventId, nowMs, redispatch) =>
     use(() => {
       const event = core.mustFind(eventId);
       refuseSuperseded(core, event);

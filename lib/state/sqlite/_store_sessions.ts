@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- async by StateStore's contract, synchronous inside
 /**
  * Conversations in the SQLite store (docs/subscriptions.md#conversations): the turns of each
  * conversation key, written in the transaction that saves a run's answer, read back for the
@@ -52,7 +53,7 @@ function statements(db: DatabaseSync): Record<keyof typeof SQL, StatementSync> {
  */
 export function sessionOps(core: StoreCore, settings: { ttlMs: number }): SessionOps {
   return {
-    sessionTurns: (subscription, sessionKey, nowMs) =>
+    sessionTurns: async (subscription, sessionKey, nowMs) =>
       core.use(() => {
         const rows = statements(core.db).turns.all(
           subscription,

@@ -62,7 +62,7 @@ Deno.test("a direct message delivered while the store refuses its record: the re
   try {
     const first = await worker.deliverNow(direct("d-locked"), {});
     assert.deepEqual(first.status, "delivered", "delivered: the sender must not send it again");
-    assert.equal(store.listEvents({}).length, 0, "not recorded yet");
+    assert.equal((await store.listEvents({})).length, 0, "not recorded yet");
 
     const retry = await worker.deliverNow(direct("d-locked"), {});
     assert.equal(retry.status, "duplicate");
@@ -72,7 +72,7 @@ Deno.test("a direct message delivered while the store refuses its record: the re
     assert.equal(timers.size, 1, "a retry of the write is scheduled");
     [...timers][0]();
     assert.equal(await worker.flushHeld(), 0);
-    const [recorded] = store.listEvents({});
+    const [recorded] = await store.listEvents({});
     assert.equal(recorded?.status, "delivered");
     const later = await worker.deliverNow(direct("d-locked"), {});
     assert.equal(later.status, "duplicate", "now from the store");
@@ -202,7 +202,7 @@ Deno.test("a held direct record whose write fails with an unexpected error stays
     assert.equal(sent.length, 1);
     failure = undefined;
     assert.equal(await worker.flushHeld(), 0);
-    assert.equal(store.listEvents({})[0]?.status, "delivered");
+    assert.equal((await store.listEvents({}))[0]?.status, "delivered");
   } finally {
     await store.close();
   }

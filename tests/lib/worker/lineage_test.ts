@@ -67,7 +67,7 @@ Deno.test("the worker records the agent run, its answer and each part's message 
     const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
     running.start();
     await running.idle();
-    const lineage = store.lineage(id)!;
+    const lineage = (await store.lineage(id))!;
     assert.equal(lineage.event.status, "delivered");
     assert.deepEqual(lineage.attempts[0].run, {
       provider: "openai",
@@ -119,11 +119,15 @@ Deno.test("the run and the receipts the store refused are written with the attem
     const id = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
     running.start();
     await running.idle();
-    assert.equal(store.getEvent(id)?.status, "running", "the outcome is held while it rests");
+    assert.equal(
+      (await store.getEvent(id))?.status,
+      "running",
+      "the outcome is held while it rests",
+    );
     refusing = false;
     timers.splice(0).forEach((timer) => timer()); // the rest is over
     await running.idle();
-    const lineage = store.lineage(id)!;
+    const lineage = (await store.lineage(id))!;
     assert.equal(lineage.event.status, "delivered");
     assert.equal(lineage.attempts[0].run?.completionTokens, 96);
     assert.deepEqual(lineage.parts.map((part) => part.messageId), ["501", "502", "503"]);
@@ -141,7 +145,7 @@ Deno.test("a direct delivery records each part's message id with its outcome", a
     const result = await direct.deliverNow(event, {});
     assert.equal(result.status, "delivered");
     const eventId = result.status === "delivered" ? result.eventId! : "";
-    const parts = store.lineage(eventId)!.parts;
+    const parts = (await store.lineage(eventId))!.parts;
     assert.deepEqual(parts.map((part) => [part.part, part.messageId, part.chat]), [
       [1, "501", "42"],
       [2, "502", "42"],

@@ -83,7 +83,7 @@ function harness(
       worker.start();
       await worker.idle();
       await afterPass?.();
-      for (let due = store.nextDueAtMs(); due !== null; due = store.nextDueAtMs()) {
+      for (let due = await store.nextDueAtMs(); due !== null; due = await store.nextDueAtMs()) {
         clock.now = Math.max(clock.now, due);
         await worker.idle();
         await afterPass?.();
@@ -122,7 +122,7 @@ Deno.test("a replay that fails leaves the sender's later retry deliverable", asy
   const clock = { now: T0 };
   try {
     const failed = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
-    store.replay(failed, T0 + 1);
+    await store.replay(failed, T0 + 1);
     const sent: DeliveryJob[] = [];
     const h = harness(store, clock, {
       worker: () => Promise.reject(new TargetError("Telegram 502")),
@@ -134,7 +134,7 @@ Deno.test("a replay that fails leaves the sender's later retry deliverable", asy
     assert.equal(waiting.retryAfterSeconds, 5);
     // The target is still down: the replay ends as a dead letter.
     await h.run();
-    assert.equal(store.getEvent(failed)!.status, "failed");
+    assert.equal((await store.getEvent(failed))!.status, "failed");
     // The target is back; the sender's next retry is sent.
     const answer = await h.send(direct({ receivedAtMs: clock.now + HOUR }));
     assert.equal(answer.status, "delivered", JSON.stringify(answer));
@@ -154,7 +154,7 @@ Deno.test("replaying an earlier failed attempt resumes after the parts a later f
       delivered: false,
       partsSent: 3,
     });
-    assert.equal(store.replay(a, clock.now).partsSent, 3);
+    assert.equal((await store.replay(a, clock.now)).partsSent, 3);
     const from: number[] = [];
     await runWorker(
       store,
@@ -177,8 +177,8 @@ Deno.test("webhook replay's key lasts idempotency_ttl, not a fixed 24 h", async 
   assert.equal(await webhookReplay.run([failed], ctx), 0);
   store = openStateStore(dbPath, { backgroundCheckpoints: false, idempotencyTtlSeconds: 60 });
   try {
-    assert.equal(store.keyHolder("ci", "d-1", T0 + 2000) !== null, true);
-    assert.equal(store.keyHolder("ci", "d-1", T0 + 1000 + HOUR) !== null, false);
+    assert.equal(await store.keyHolder("ci", "d-1", T0 + 2000) !== null, true);
+    assert.equal(await store.keyHolder("ci", "d-1", T0 + 1000 + HOUR) !== null, false);
   } finally {
     await store.close();
   }
@@ -192,11 +192,11 @@ Deno.test("a failed direct message the sender's retry delivered is not replayed,
       delivered: true,
       partsSent: 4,
     });
-    assert.throws(
+    await assert.rejects(
       () => store.replay(a, T0 + 2 * HOUR),
       (error: Error) => error instanceof ConflictError && error.message.includes(`event ${b}`),
     );
-    assert.equal(store.getEvent(a)!.status, "failed", "left as it was");
+    assert.equal((await store.getEvent(a))!.status, "failed", "left as it was");
   } finally {
     await store.close();
   }
@@ -207,7 +207,7 @@ Deno.test("a replay delivered after a wait longer than the key's life holds its 
   const clock = { now: T0 + 1 };
   try {
     const a = await store.recordDirect(direct(), { delivered: false, partsSent: 0 });
-    store.replay(a, clock.now);
+    await store.replay(a, clock.now);
     let calls = 0;
     await runWorker(
       store,
@@ -217,8 +217,8 @@ Deno.test("a replay delivered after a wait longer than the key's life holds its 
           ? Promise.reject(new TargetError("429", { retryAfterSeconds: 2 * 86_400 }))
           : Promise.resolve(RECEIPT),
     );
-    assert.equal(store.getEvent(a)!.status, "delivered");
-    assert.equal(store.keyHolder("ci", "d-1", clock.now + 1000) !== null, true);
+    assert.equal((await store.getEvent(a))!.status, "delivered");
+    assert.equal(await store.keyHolder("ci", "d-1", clock.now + 1000) !== null, true);
   } finally {
     await store.close();
   }
@@ -241,15 +241,15 @@ Deno.test("a replay waits while the sender's retry of the same message is being 
     const b = h.send(direct({ receivedAtMs: T0 + 5000 }));
     assert.equal((await h.send(direct({ receivedAtMs: T0 + 5001 }))).status, "busy");
     // Meanwhile the operator replays A, and the worker would send it: it must not.
-    store.replay(a, clock.now);
+    await store.replay(a, clock.now);
     // B ends while the replay's first attempt waits for its retry.
     await h.run(async () => {
       release();
       await b;
     });
     assert.equal(sentDirect.length + sentByWorker.length, 1, "sent once");
-    assert.equal(store.getEvent(a)!.status, "failed");
-    assert.match(store.getEvent(a)!.lastError ?? "", /delivered meanwhile/);
+    assert.equal((await store.getEvent(a))!.status, "failed");
+    assert.match((await store.getEvent(a))!.lastError ?? "", /delivered meanwhile/);
   } finally {
     await store.close();
   }
@@ -263,7 +263,7 @@ Deno.test("replaying a failure that sent nothing resumes after the parts a later
       delivered: false,
       partsSent: 2,
     });
-    assert.equal(store.replay(a, T0 + 10_000).partsSent, 2);
+    assert.equal((await store.replay(a, T0 + 10_000)).partsSent, 2);
   } finally {
     await store.close();
   }
@@ -276,11 +276,13 @@ Deno.test("a replay that waited for the sender's retry resumes after the parts t
     const a = await store.recordDirect(direct(), { delivered: false, partsSent: 1 });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    const sending = Promise.withResolvers<void>();
     const from: number[] = [];
     const h = harness(store, clock, {
       direct: async (job, onPart) => {
         // The retry resumes after part 1, sends parts 2 and 3, then the target fails.
         assert.equal(job.partsAlreadySent, 1);
+        sending.resolve();
         await gate;
         await onPart(2, 4, SENT);
         await onPart(3, 4, SENT);
@@ -289,7 +291,8 @@ Deno.test("a replay that waited for the sender's retry resumes after the parts t
       worker: (job) => (from.push(job.partsAlreadySent ?? 0), Promise.resolve(RECEIPT)),
     });
     const b = h.send(direct({ receivedAtMs: T0 + 5000 }));
-    store.replay(a, clock.now);
+    await sending.promise; // the retry is being sent when the replay is queued
+    await store.replay(a, clock.now);
     await h.run(async () => {
       release();
       await b;
@@ -306,7 +309,7 @@ Deno.test("a failed replay of a delivered direct message keeps its delivery id: 
   const clock = { now: T0 + 10_000 };
   try {
     const a = await store.recordDirect(direct(), { delivered: true, partsSent: 1 });
-    store.replay(a, clock.now);
+    await store.replay(a, clock.now);
     const sent: DeliveryJob[] = [];
     const h = harness(store, clock, {
       worker: () => Promise.reject(new TargetError("down", { permanent: true })),
@@ -316,7 +319,7 @@ Deno.test("a failed replay of a delivered direct message keeps its delivery id: 
     const waiting = await h.send(direct({ receivedAtMs: clock.now }));
     assert.equal(waiting.status, "duplicate");
     await h.run();
-    assert.equal(store.getEvent(a)!.status, "failed");
+    assert.equal((await store.getEvent(a))!.status, "failed");
     const answer = await h.send(direct({ receivedAtMs: clock.now + 1000 }));
     assert.equal(answer.status, "duplicate");
     assert.equal(sent.length, 0);
@@ -332,7 +335,7 @@ for (const delivered of [false, true]) {
     const clock = { now: T0 + 1000 };
     try {
       const a = await store.recordDirect(direct(), { delivered, partsSent: delivered ? 1 : 0 });
-      store.replay(a, clock.now);
+      await store.replay(a, clock.now);
       let sends = 0;
       let calls = 0;
       let httpResult: Promise<DirectResult> | undefined;
@@ -367,7 +370,7 @@ Deno.test("replaying a delivered direct message sends it whole, not after an old
       partsSent: 4,
     });
     // The operator sends it again (the chat lost it): the whole message.
-    assert.equal(store.replay(b, clock.now).partsSent, 0);
+    assert.equal((await store.replay(b, clock.now)).partsSent, 0);
     const from: number[] = [];
     await runWorker(
       store,
@@ -389,15 +392,15 @@ Deno.test("a failed resend of a delivered message, replayed again, resumes after
       delivered: true,
       partsSent: 4,
     });
-    store.replay(b, clock.now);
+    await store.replay(b, clock.now);
     // The resend gets part 1 out, then the target refuses for good.
     await runWorker(store, clock, (_job, onPart) => {
       onPart?.(1, 4, SENT);
       return Promise.reject(new TargetError("down", { permanent: true }));
     });
-    assert.equal(store.getEvent(b)!.status, "failed");
-    assert.equal(store.getEvent(b)!.partsSent, 1);
-    const replayed = store.replay(b, clock.now + 1000);
+    assert.equal((await store.getEvent(b))!.status, "failed");
+    assert.equal((await store.getEvent(b))!.partsSent, 1);
+    const replayed = await store.replay(b, clock.now + 1000);
     assert.equal(replayed.partsSent, 1, "after the resend's own part");
   } finally {
     await store.close();
@@ -423,7 +426,7 @@ Deno.test("direct mode tries to record a long message's progress once per rest w
     const result = await worker.deliverNow(direct(), {});
     assert.equal(result.status, "delivered");
     assert.equal(refusals, 2, "at part 1, then once the rest was over, not once per part");
-    const [recorded] = store.listEvents({});
+    const [recorded] = await store.listEvents({});
     assert.deepEqual([recorded.status, recorded.partsSent], ["delivered", 6]);
   } finally {
     await store.close();
@@ -464,8 +467,8 @@ Deno.test("a new message that reuses a delivery id past its key's life can be re
     const worker = directWorker(store, () => Promise.reject(new TargetError("502")));
     const answer = await worker.deliverNow(direct({ receivedAtMs: T0 + HOUR, prompt: "new" }), {});
     assert.equal(answer.status, "failed");
-    const failed = store.listEvents({ status: "failed" })[0];
-    assert.equal(store.replay(failed.id, T0 + HOUR + 1000).status, "queued");
+    const failed = (await store.listEvents({ status: "failed" }))[0];
+    assert.equal((await store.replay(failed.id, T0 + HOUR + 1000)).status, "queued");
   } finally {
     await store.close();
   }

@@ -127,7 +127,7 @@ async function accept(store: StateStore, overrides: Partial<NewEvent> = {}): Pro
 /** Moves the clock to the next due event, lets the worker run it, until nothing is due. */
 async function runUntilSettled(h: Harness): Promise<void> {
   await h.worker.idle();
-  for (let due = h.store.nextDueAtMs(); due !== null; due = h.store.nextDueAtMs()) {
+  for (let due = await h.store.nextDueAtMs(); due !== null; due = await h.store.nextDueAtMs()) {
     h.time.advance(Math.max(0, due - h.time.now()));
     await h.worker.idle();
   }
@@ -137,8 +137,8 @@ async function runUntilSettled(h: Harness): Promise<void> {
  * Gives the event loop up to 100 turns for `condition` to hold: the worker yields between
  * events (setImmediate), so how many timer turns a step takes is not fixed.
  */
-async function turnsUntil(condition: () => boolean): Promise<void> {
-  for (let turn = 0; !condition(); turn++) {
+async function turnsUntil(condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let turn = 0; !(await condition()); turn++) {
     if (turn === 100) throw new Error(`not true after 100 turns: ${condition}`);
     await new Promise((resolve) => setTimeout(resolve, 0));
   }
@@ -148,11 +148,14 @@ async function turnsUntil(condition: () => boolean): Promise<void> {
  * Moves the clock on a store rest at a time ({@link STORE_REFUSED_RETRY_MS}: the worker leaves a
  * store that refused a write alone that long) until `condition` holds, at most 5 rests.
  */
-async function restsUntil(h: Harness, condition: () => boolean): Promise<void> {
-  for (let rest = 0; !condition(); rest++) {
+async function restsUntil(
+  h: Harness,
+  condition: () => boolean | Promise<boolean>,
+): Promise<void> {
+  for (let rest = 0; !(await condition()); rest++) {
     if (rest === 5) throw new Error(`not true after 5 rests: ${condition}`);
     h.time.advance(STORE_REFUSED_RETRY_MS);
-    for (let turn = 0; turn < 10 && !condition(); turn++) {
+    for (let turn = 0; turn < 10 && !(await condition()); turn++) {
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
   }
@@ -176,10 +179,10 @@ Deno.test("worker runs the agent with the skills' system prompt and delivers the
       subscription: "gh",
       eventLabel: "issues",
       eventId: id,
-      deliveryId: h.store.getEvent(id)!.deliveryId,
+      deliveryId: (await h.store.getEvent(id))!.deliveryId,
       partsAlreadySent: 0,
     }]);
-    const stored = h.store.getEvent(id)!;
+    const stored = (await h.store.getEvent(id))!;
     assert.equal(stored.status, "delivered");
     assert.equal(stored.response, "answer to Triage issue 7");
     assert.deepEqual(h.logs.map((l) => l.message), ["agent run ok", "delivered"]);
@@ -198,7 +201,7 @@ Deno.test("worker retries a failed agent run after the backoff, then delivers", 
     const id = await accept(h.store);
     h.worker.start();
     await h.worker.idle();
-    const queued = h.store.getEvent(id)!;
+    const queued = (await h.store.getEvent(id))!;
     assert.equal(queued.status, "queued");
     assert.equal(queued.nextAttemptAtMs, T0 + 7_500, "equal jitter: 5 s + 0.5 * 5 s");
     const retry = h.logs.find((l) => l.message === "retry scheduled")!;
@@ -210,8 +213,8 @@ Deno.test("worker retries a failed agent run after the backoff, then delivers", 
     assert.equal(calls, 1, "not before the delay");
     h.time.advance(1);
     await h.worker.idle();
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
-    assert.deepEqual(h.store.attempts(id).map((a) => a.error), ["503 overloaded", null]);
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
+    assert.deepEqual((await h.store.attempts(id)).map((a) => a.error), ["503 overloaded", null]);
   });
 });
 
@@ -221,7 +224,7 @@ Deno.test("worker waits at least the Retry-After of a 429", async () => {
     const id = await accept(h.store);
     h.worker.start();
     await h.worker.idle();
-    assert.ok(h.store.getEvent(id)!.nextAttemptAtMs! - T0 >= 120_000);
+    assert.ok((await h.store.getEvent(id))!.nextAttemptAtMs! - T0 >= 120_000);
   });
 });
 
@@ -253,7 +256,7 @@ Deno.test("after the LLM endpoint fails two runs in a row, new agent runs wait; 
         error: "502",
         partsSent: 0,
       });
-      h.store.replay(directId, h.time.now());
+      await h.store.replay(directId, h.time.now());
       h.time.advance(1_000);
       await turnsUntil(() => h.jobs.length === 1);
       assert.equal(h.jobs[0].text, "Deploy finished");
@@ -264,7 +267,10 @@ Deno.test("after the LLM endpoint fails two runs in a row, new agent runs wait; 
         2,
         "no agent run starts during the pause (the endpoint's Retry-After, 5 s)",
       );
-      assert.deepEqual(ids.slice(2).map((id) => h.store.getEvent(id)!.attempts), [0, 0, 0]);
+      assert.deepEqual(
+        (await Promise.all(ids.slice(2).map((id) => h.store.getEvent(id)))).map((e) => e!.attempts),
+        [0, 0, 0],
+      );
       h.time.advance(1);
       await turnsUntil(() => calls === 3);
       await h.worker.idle();
@@ -274,10 +280,13 @@ Deno.test("after the LLM endpoint fails two runs in a row, new agent runs wait; 
       await turnsUntil(() => calls >= 4);
       await h.worker.idle();
       assert.equal(calls, 5, "once it answers, the rest run at once");
-      assert.deepEqual(ids.slice(3).map((id) => h.store.getEvent(id)!.status), [
-        "delivered",
-        "delivered",
-      ]);
+      assert.deepEqual(
+        (await Promise.all(ids.slice(3).map((id) => h.store.getEvent(id)))).map((e) => e!.status),
+        [
+          "delivered",
+          "delivered",
+        ],
+      );
     },
   );
 });
@@ -306,7 +315,10 @@ Deno.test("a command agent that exits 1 for two events in a row pauses new runs,
       await eventually(() => h.logs.filter((l) => l.message === "retry scheduled").length >= 2);
       await h.worker.idle();
       assert.equal(calls, 2, "the others wait for the pause (1 s), their attempts unspent");
-      assert.deepEqual(ids.map((id) => h.store.getEvent(id)!.attempts), [1, 1, 0, 0]);
+      assert.deepEqual(
+        (await Promise.all(ids.map((id) => h.store.getEvent(id)))).map((e) => e!.attempts),
+        [1, 1, 0, 0],
+      );
       h.time.advance(1_000);
       await eventually(() => calls === 3);
       await h.worker.idle();
@@ -490,7 +502,7 @@ Deno.test("worker dead-letters a permanent failure at once", async () => {
     const id = await accept(h.store);
     h.worker.start();
     await runUntilSettled(h);
-    const stored = h.store.getEvent(id)!;
+    const stored = (await h.store.getEvent(id))!;
     assert.equal(stored.status, "failed");
     assert.equal(stored.attempts, 1);
     assert.equal(stored.lastError, "chat not found");
@@ -506,7 +518,7 @@ Deno.test("worker dead-letters an event whose skill is no longer installed", asy
     const id = await accept(h.store);
     h.worker.start();
     await h.worker.idle();
-    assert.equal(h.store.getEvent(id)!.status, "failed");
+    assert.equal((await h.store.getEvent(id))!.status, "failed");
     assert.equal(h.prompts.length, 0);
   });
 });
@@ -519,9 +531,9 @@ Deno.test("worker gives up after maxAttempts and keeps every attempt's error", a
     h.worker.start();
     await runUntilSettled(h);
     assert.equal(calls, 5);
-    assert.equal(h.store.getEvent(id)!.status, "failed");
+    assert.equal((await h.store.getEvent(id))!.status, "failed");
     assert.deepEqual(
-      h.store.attempts(id).map((a) => a.error),
+      (await h.store.attempts(id)).map((a) => a.error),
       ["timeout #1", "timeout #2", "timeout #3", "timeout #4", "timeout #5"],
     );
     const delays = h.logs.filter((l) => l.message === "retry scheduled").map((l) =>
@@ -547,8 +559,8 @@ Deno.test("worker does not run the agent again when only the delivery failed", a
     await runUntilSettled(h);
     assert.equal(h.prompts.length, 1);
     assert.deepEqual(texts, ["answer to Triage issue 7", "answer to Triage issue 7"]);
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
-    assert.deepEqual(h.store.attempts(id).map((a) => [a.step, a.error]), [
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
+    assert.deepEqual((await h.store.attempts(id)).map((a) => [a.step, a.error]), [
       ["delivery", "502 from Slack"],
       ["delivery", null],
     ]);
@@ -562,9 +574,9 @@ Deno.test("the agent's answer is stored before its delivery: a gateway that dies
     const id = await accept(h.store);
     h.worker.start();
     await turnsUntil(() => h.prompts.length === 1);
-    await turnsUntil(() => h.store.getEvent(id)!.response !== null);
-    assert.equal(h.store.getEvent(id)!.response, "answer to Triage issue 7");
-    assert.equal(h.store.getEvent(id)!.status, "running");
+    await turnsUntil(async () => (await h.store.getEvent(id))!.response !== null);
+    assert.equal((await h.store.getEvent(id))!.response, "answer to Triage issue 7");
+    assert.equal((await h.store.getEvent(id))!.status, "running");
 
     // The next start, on the same database: it delivers the stored answer.
     let agentRuns = 0;
@@ -584,7 +596,7 @@ Deno.test("the agent's answer is stored before its delivery: a gateway that dies
     await next.stop({ deadlineMs: 0 });
     assert.equal(agentRuns, 0);
     assert.deepEqual(delivered, ["answer to Triage issue 7"]);
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
     hanging.resolve(RECEIPT);
   });
 });
@@ -604,7 +616,7 @@ Deno.test("worker resumes a split message after the parts already sent", async (
     const id = await accept(h.store);
     h.worker.start();
     await h.worker.idle();
-    assert.equal(h.store.getEvent(id)!.partsSent, 2);
+    assert.equal((await h.store.getEvent(id))!.partsSent, 2);
     await runUntilSettled(h);
     assert.deepEqual(seen, [0, 2]);
   });
@@ -628,7 +640,7 @@ Deno.test("attempts that deliver part of a long answer before a rate limit do no
     const id = await accept(h.store);
     h.worker.start();
     await runUntilSettled(h);
-    const stored = h.store.getEvent(id)!;
+    const stored = (await h.store.getEvent(id))!;
     assert.equal(stored.status, "delivered", stored.lastError ?? "");
     assert.deepEqual(seen, [0, 3, 6, 9, 12, 15]);
     assert.equal(stored.attempts, 6);
@@ -649,7 +661,7 @@ Deno.test("attempts that deliver nothing still count, after attempts that made p
     const id = await accept(h.store);
     h.worker.start();
     await runUntilSettled(h);
-    const stored = h.store.getEvent(id)!;
+    const stored = (await h.store.getEvent(id))!;
     assert.equal(stored.status, "failed");
     assert.equal(calls, 4, "the first attempt did not count; three more did");
     assert.equal(stored.uncountedAttempts, 1);
@@ -665,13 +677,13 @@ Deno.test("a replayed direct message that the sender's retry delivered meanwhile
       error: "502",
       partsSent: 0,
     });
-    h.store.replay(failed, T0);
+    await h.store.replay(failed, T0);
     // The sender's retry goes through before the worker picks the replay up.
     const delivered = await h.store.recordDirect(message, { delivered: true, partsSent: 1 });
     h.worker.start();
     await runUntilSettled(h);
     assert.equal(h.jobs.length, 0, "nothing sent by the replay");
-    const replayed = h.store.getEvent(failed)!;
+    const replayed = (await h.store.getEvent(failed))!;
     assert.equal(replayed.status, "failed");
     assert.match(
       replayed.lastError ?? "",
@@ -697,7 +709,7 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
     h.worker.notify();
     await turnsUntil(() => active === 2); // each event starts on a macrotask
     assert.equal(active, 2);
-    assert.equal(h.store.listEvents({ status: "running" }).length, 2);
+    assert.equal((await h.store.listEvents({ status: "running" })).length, 2);
     const done = h.worker.idle();
     while (h.jobs.length < 5) {
       gates.shift()?.();
@@ -705,7 +717,7 @@ Deno.test("worker keeps at most maxConcurrency events in progress", async () => 
     }
     await done;
     assert.equal(peak, 2);
-    assert.equal(h.store.listEvents({ status: "delivered" }).length, 5);
+    assert.equal((await h.store.listEvents({ status: "delivered" })).length, 5);
   });
 });
 
@@ -733,15 +745,22 @@ Deno.test("worker.stop() waits up to the deadline, stops the agent run and leave
     h.time.advance(5_000);
     await stopping;
     assert.equal(aborted, true, "the run still going at the deadline is stopped");
-    assert.equal(h.store.getEvent(first)!.status, "queued", "back in the queue for the next start");
-    assert.equal(h.store.getEvent(first)!.attempts, 1, "the interrupted attempt counts");
-    assert.match(h.store.attempts(first)[0].error ?? "", /interrupted: the gateway stopped/);
-    assert.equal(h.store.getEvent(second)!.status, "queued");
+    assert.equal(
+      (await h.store.getEvent(first))!.status,
+      "queued",
+      "back in the queue for the next start",
+    );
+    assert.equal((await h.store.getEvent(first))!.attempts, 1, "the interrupted attempt counts");
+    assert.match(
+      (await h.store.attempts(first))[0].error ?? "",
+      /interrupted: the gateway stopped/,
+    );
+    assert.equal((await h.store.getEvent(second))!.status, "queued");
     h.worker.notify();
     h.time.advance(60_000);
     await Promise.resolve();
-    assert.equal(h.store.getEvent(first)!.status, "queued", "no claim after stop");
-    assert.equal(h.store.getEvent(second)!.status, "queued", "no claim after stop");
+    assert.equal((await h.store.getEvent(first))!.status, "queued", "no claim after stop");
+    assert.equal((await h.store.getEvent(second))!.status, "queued", "no claim after stop");
     release!(answer("late answer"));
     await new Promise((resolve) => setTimeout(resolve, 0));
   });
@@ -766,8 +785,12 @@ Deno.test("worker.stop() stops the agent run at once when hurried", async () => 
     assert.equal(stopped, false, "waits for the run");
     hurry.abort(); // a second Ctrl-C; the clock does not move
     await stopping;
-    assert.equal(h.store.getEvent(id)!.status, "queued", "back in the queue for the next start");
-    assert.equal(h.store.getEvent(id)!.uncountedAttempts, 1, "the stop's, not the event's");
+    assert.equal(
+      (await h.store.getEvent(id))!.status,
+      "queued",
+      "back in the queue for the next start",
+    );
+    assert.equal((await h.store.getEvent(id))!.uncountedAttempts, 1, "the stop's, not the event's");
     assert.ok(h.logs.some((l) => l.message === "agent run stopped by shutdown"));
   });
 });
@@ -780,13 +803,13 @@ Deno.test("a stop that cannot requeue its stopped run at once tries again before
   await withWorker({ runAgent, maxConcurrency: 1 }, async (h) => {
     const id = await accept(h.store);
     h.worker.start();
-    await turnsUntil(() => h.store.getEvent(id)!.status === "running");
+    await turnsUntil(async () => (await h.store.getEvent(id))!.status === "running");
     failNext(h.store, "recoverInterrupted", 1); // locked at the moment of the stop
     const hurry = new AbortController();
     const stopping = h.worker.stop({ deadlineMs: 60_000, hurry: hurry.signal });
     hurry.abort();
     await stopping;
-    assert.equal(h.store.getEvent(id)!.status, "queued", "the held requeue was written");
+    assert.equal((await h.store.getEvent(id))!.status, "queued", "the held requeue was written");
   });
 });
 
@@ -803,8 +826,12 @@ Deno.test("a missing skill found after a stop began still fails the event, not r
     await new Promise((resolve) => setTimeout(resolve, 0));
     refuse!(new NotFoundError('Unknown skill "triage"'));
     await stopping;
-    assert.equal(h.store.getEvent(id)!.status, "failed", "retrying cannot bring the skill back");
-    assert.match(h.store.getEvent(id)!.lastError ?? "", /Unknown skill "triage"/);
+    assert.equal(
+      (await h.store.getEvent(id))!.status,
+      "failed",
+      "retrying cannot bring the skill back",
+    );
+    assert.match((await h.store.getEvent(id))!.lastError ?? "", /Unknown skill "triage"/);
   });
 });
 
@@ -822,10 +849,10 @@ Deno.test("worker.stop() gives up on an agent run that ignores the stop after a 
     assert.equal(stopped, false, "waits for the aborted run");
     h.time.advance(ABORT_GRACE_MS);
     await stopping;
-    assert.equal(h.store.getEvent(id)!.status, "running");
+    assert.equal((await h.store.getEvent(id))!.status, "running");
     assert.ok(h.logs.some((l) => l.message === "worker stopped with events in progress"));
     release!(answer("late answer")); // lets the run end before the harness closes the store
-    await turnsUntil(() => h.store.getEvent(id)!.status !== "running");
+    await turnsUntil(async () => (await h.store.getEvent(id))!.status !== "running");
   });
 });
 
@@ -854,8 +881,8 @@ Deno.test("worker records a delivery the store could not record at first, withou
     await turnsUntil(() =>
       h.logs.some((l) => l.message === "cannot record the outcome yet; trying again")
     );
-    assert.equal(h.store.getEvent(id)!.status, "running", "not recorded yet");
-    await restsUntil(h, () => h.store.getEvent(id)!.status === "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "running", "not recorded yet");
+    await restsUntil(h, async () => (await h.store.getEvent(id))!.status === "delivered");
     assert.equal(h.jobs.length, 1, "the message was sent once");
     assert.ok(h.logs.some((l) => l.message === "outcome recorded"));
   });
@@ -873,7 +900,7 @@ Deno.test("after the store refused a claim, the worker leaves it alone for a whi
       return claimDue(...args);
     };
     h.worker.start();
-    assert.equal(claims, 1);
+    await turnsUntil(() => claims === 1);
     for (let second = 1; second < STORE_REFUSED_RETRY_MS / 1000; second++) {
       h.worker.notify(); // an event accepted meanwhile
       h.time.advance(1_000);
@@ -884,7 +911,7 @@ Deno.test("after the store refused a claim, the worker leaves it alone for a whi
     h.time.advance(1_000);
     await h.worker.idle();
     assert.ok(claims >= 2, "tried again once the rest is over");
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
   });
 });
 
@@ -900,7 +927,11 @@ Deno.test("a write the store refuses during stop() is written by the stop, and n
     const stopped = h.worker.stop({ deadlineMs: 60_000 });
     release();
     await stopped;
-    assert.equal(h.store.getEvent(id)!.status, "delivered", "written once more by the stop");
+    assert.equal(
+      (await h.store.getEvent(id))!.status,
+      "delivered",
+      "written once more by the stop",
+    );
     assert.equal(h.time.pending(), 0, "no timer left");
   });
 });
@@ -919,8 +950,8 @@ Deno.test("worker does not let an outcome the store keeps refusing hold up the o
     };
     h.worker.start();
     await turnsUntil(() => h.jobs.length === 2);
-    await restsUntil(h, () => h.store.getEvent(other)!.status === "delivered");
-    assert.equal(h.store.getEvent(stuck)!.status, "running");
+    await restsUntil(h, async () => (await h.store.getEvent(other))!.status === "delivered");
+    assert.equal((await h.store.getEvent(stuck))!.status, "running");
 
     await h.worker.stop({ deadlineMs: 0 });
     const atStop = h.logs.find((l) => l.message.startsWith("worker stopped with outcomes"));
@@ -942,12 +973,12 @@ Deno.test("an answer the store refuses is delivered and kept, and the agent does
     failNext(h.store, "saveResponse", 1); // locked while the answer is saved
     h.worker.start();
     await turnsUntil(() => deliveries === 1);
-    await restsUntil(h, () => h.store.getEvent(id)!.status === "queued");
-    const retried = h.store.getEvent(id)!;
+    await restsUntil(h, async () => (await h.store.getEvent(id))!.status === "queued");
+    const retried = (await h.store.getEvent(id))!;
     assert.equal(retried.response, "the answer", "written with the retry");
-    assert.equal(h.store.attempts(id)[0].step, "delivery", "the agent step did not fail");
+    assert.equal((await h.store.attempts(id))[0].step, "delivery", "the agent step did not fail");
     await runUntilSettled(h);
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
     assert.equal(runs, 1, "the LLM was called once");
     assert.equal(deliveries, 2);
   });
@@ -967,21 +998,21 @@ Deno.test("worker keeps the parts already sent when the store fails between part
     failNext(h.store, "markRetry", 1);
     h.worker.start();
     await turnsUntil(() => h.logs.some((l) => l.message.startsWith("outcome held")));
-    await restsUntil(h, () => h.store.getEvent(id)!.status !== "running");
-    assert.match(h.store.attempts(id)[0].error!, /part 2/);
+    await restsUntil(h, async () => (await h.store.getEvent(id))!.status !== "running");
+    assert.match((await h.store.attempts(id))[0].error!, /part 2/);
     await runUntilSettled(h);
     assert.deepEqual(resumedAfter, [0, 1], "the retry resumes after part 1");
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
   });
 });
 
 Deno.test("worker.start() resumes events a previous run left running", async () => {
   await withWorker({}, async (h) => {
     const id = await accept(h.store);
-    h.store.claimDue(T0, 1); // a previous gateway claimed it, then crashed
+    await h.store.claimDue(T0, 1); // a previous gateway claimed it, then crashed
     h.worker.start();
     await h.worker.idle();
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
     assert.equal(h.logs[0].message, "resumed interrupted events");
   });
 });
@@ -992,13 +1023,13 @@ Deno.test("an event interrupted by a crash on every attempt ends failed, not run
   await withWorker({ runAgent, retry: { maxAttempts: 3 } }, async (h) => {
     const id = await accept(h.store);
     for (let crash = 0; crash < 3; crash++) {
-      h.store.claimDue(T0, 1); // a gateway claims it and dies during the run
-      h.store.recoverInterrupted(T0);
+      await h.store.claimDue(T0, 1); // a gateway claims it and dies during the run
+      await h.store.recoverInterrupted(T0);
     }
     h.worker.start();
     await h.worker.idle();
     await new Promise((resolve) => setTimeout(resolve, 0));
-    const stored = h.store.getEvent(id)!;
+    const stored = (await h.store.getEvent(id))!;
     assert.equal(stored.status, "failed");
     assert.match(stored.lastError ?? "", /its 3 attempts are used up, the last one interrupted/);
     assert.equal(runs, 0);
@@ -1012,15 +1043,15 @@ Deno.test("worker delivers a replayed direct-mode event without running the agen
     h.worker.start();
     await h.worker.idle();
     assert.equal(h.jobs.length, 0, "failed direct events stay failed until replayed");
-    h.store.replay(id, h.time.now());
+    await h.store.replay(id, h.time.now());
     h.time.advance(999);
-    assert.equal(h.store.getEvent(id)!.status, "queued");
+    assert.equal((await h.store.getEvent(id))!.status, "queued");
     h.time.advance(1); // the poll picks up a replay made by another process
     await turnsUntil(() => h.jobs.length > 0);
     assert.equal(h.prompts.length, 0);
     assert.equal(h.jobs[0]?.text, "Deploy finished");
     await h.worker.idle();
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
   });
 });
 
@@ -1030,10 +1061,10 @@ Deno.test("worker.notify() starts an event accepted while the worker was idle", 
     await h.worker.idle();
     const id = await accept(h.store, { receivedAtMs: h.time.now() });
     h.worker.notify();
-    await Promise.resolve();
-    assert.equal(h.store.getEvent(id)!.status, "running");
+    // Claimed at once, not at the poll a minute away (the test's clock does not move).
+    await turnsUntil(async () => (await h.store.getEvent(id))!.status !== "queued");
     await h.worker.idle();
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
   });
 });
 
@@ -1043,13 +1074,13 @@ Deno.test("a saved silent answer is still silence: an event whose outcome was lo
   await withWorker({ deliver }, async (h) => {
     const id = await accept(h.store);
     // An earlier attempt saved the agent's silence, then its gateway died before the outcome.
-    h.store.claimDue(h.time.now(), 1);
-    h.store.saveResponse(id, " [SILENT]\n");
-    h.store.recoverInterrupted(h.time.now());
+    await h.store.claimDue(h.time.now(), 1);
+    await h.store.saveResponse(id, " [SILENT]\n");
+    await h.store.recoverInterrupted(h.time.now());
     h.worker.start();
     await runUntilSettled(h);
     assert.equal(h.prompts.length, 0, "the agent is not asked again");
     assert.equal(deliveries, 0, "the marker is not sent as text");
-    assert.equal(h.store.getEvent(id)!.status, "delivered");
+    assert.equal((await h.store.getEvent(id))!.status, "delivered");
   });
 });

@@ -27,7 +27,7 @@ export interface DashboardWorld extends AsyncDisposable {
   /** The feed the app's live streams follow; its timer never fires: call `tick()`. */
   feed: EventFeed;
   /** Runs one poll of the feed, as its timer would. */
-  tick(): void;
+  tick(): Promise<void>;
   /** The clock's time, in ms; tests move it. */
   clock: { nowMs: number };
   tokenPath: string;
@@ -73,7 +73,7 @@ export async function dashboardWorld(
     backgroundCheckpoints: false,
     now: () => clock.nowMs,
   });
-  const ticks: (() => void)[] = [];
+  const ticks: (() => Promise<void>)[] = [];
   const feed = new EventFeed(store, {
     clockMs: () => 0, // reads never rest: each tick() reads
     every: (_ms, tick) => {
@@ -98,7 +98,9 @@ export async function dashboardWorld(
     store,
     app,
     feed,
-    tick: () => ticks.forEach((tick) => tick()),
+    tick: async () => {
+      for (const tick of [...ticks]) await tick();
+    },
     clock,
     tokenPath,
     wakes,

@@ -114,8 +114,12 @@ Deno.test("dashboard session ends after 7 days, and at once for everyone when th
 Deno.test("dashboard refuses a POST another site could make, and replays nothing", async () => {
   await using world = await dashboardWorld();
   const { eventId } = await world.store.accept(issueEvent());
-  world.store.claimDue(world.clock.nowMs, 1);
-  world.store.markFailed(eventId!, { error: "boom", step: "agent", nowMs: world.clock.nowMs });
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.markFailed(eventId!, {
+    error: "boom",
+    step: "agent",
+    nowMs: world.clock.nowMs,
+  });
   const session = await logIn(world);
   const replay = `/events/${eventId}/replay`;
   const forged = [
@@ -132,12 +136,12 @@ Deno.test("dashboard refuses a POST another site could make, and replays nothing
     await response.body?.cancel();
     assert.equal(response.status, 403);
   }
-  assert.equal(world.store.getEvent(eventId!)?.status, "failed", "not replayed");
+  assert.equal((await world.store.getEvent(eventId!))?.status, "failed", "not replayed");
   assert.equal(world.wakes.count, 0);
   const real = await world.app.request(replay, formPost(session, { _csrf: session.csrf }));
   await real.body?.cancel();
   assert.equal(real.status, 303);
-  assert.equal(world.store.getEvent(eventId!)?.status, "queued");
+  assert.equal((await world.store.getEvent(eventId!))?.status, "queued");
 });
 
 Deno.test("dashboard log-out ends the browser's session", async () => {

@@ -14,7 +14,7 @@ type Reads = Pick<StateStore, "listEvents" | "getEvent">;
 
 /** A feed of `store` whose timer is the test's: `tick()` runs it. */
 function manualFeed(store: Reads, options: { clockMs?: () => number } = {}) {
-  const timer: { tick?: () => void } = {};
+  const timer: { tick?: () => Promise<void> } = {};
   const feed = new EventFeed(store, {
     clockMs: () => 0, // every read instant, unless the test says otherwise
     ...options,
@@ -30,17 +30,17 @@ function manualFeed(store: Reads, options: { clockMs?: () => number } = {}) {
 function countingReads(store: Reads, onRead: (rows: number) => void = () => {}) {
   const counted = { rows: 0, reads: 0 };
   const reads: Reads = {
-    listEvents: (filter) => {
-      const events = store.listEvents(filter);
-      counted.rows += events.length;
+    listEvents: async (filter) => {
       counted.reads += 1;
+      const events = await store.listEvents(filter);
+      counted.rows += events.length;
       onRead(events.length);
       return events;
     },
-    getEvent: (id) => {
-      const event = store.getEvent(id);
-      counted.rows += event ? 1 : 0;
+    getEvent: async (id) => {
       counted.reads += 1;
+      const event = await store.getEvent(id);
+      counted.rows += event ? 1 : 0;
       onRead(1);
       return event;
     },
@@ -59,13 +59,13 @@ Deno.test("EventFeed gives new events and status changes of a page once, oldest 
   assert.equal(heard.length, 0, "listening learns what is there and tells nothing");
   const a = await world.store.accept(issueEvent());
   const b = await world.store.accept(issueEvent());
-  timer.tick!();
-  timer.tick!();
+  await timer.tick!();
+  await timer.tick!();
   assert.deepEqual(heard.map(ids), [[a.eventId, b.eventId], []]);
-  world.store.claimDue(world.clock.nowMs, 1); // `old` runs
-  timer.tick!();
-  world.store.markDelivered(old.eventId!, world.clock.nowMs + 5);
-  timer.tick!();
+  await world.store.claimDue(world.clock.nowMs, 1); // `old` runs
+  await timer.tick!();
+  await world.store.markDelivered(old.eventId!, world.clock.nowMs + 5);
+  await timer.tick!();
   assert.deepEqual(
     heard.slice(2).map((changed) => changed.map((event) => [event.id, event.status])),
     [[[old.eventId, "running"]], [[old.eventId, "delivered"]]],
@@ -82,10 +82,10 @@ Deno.test("EventFeed reads at most a page a tick, however many events arrive and
     // Agent-mode events that stay queued, as behind an LLM that does not answer.
     for (let i = 0; i < 2 * PAGE_SIZE; i++) await world.store.accept(issueEvent());
     counted.rows = 0;
-    timer.tick!();
+    await timer.tick!();
     assert.ok(counted.rows <= PAGE_SIZE, `tick ${tick} read ${counted.rows} events`);
   }
-  const newest = world.store.listEvents({ limit: PAGE_SIZE });
+  const newest = await world.store.listEvents({ limit: PAGE_SIZE });
   assert.deepEqual(heard.at(-1)!.map((event) => event.id), ids(newest).reverse(), "the first page");
 });
 
@@ -95,9 +95,9 @@ Deno.test("EventFeed sends a status-filtered page its rows' change out of the fi
   const { eventId } = await world.store.accept(issueEvent());
   const heard: StoredEvent[][] = [];
   feed.listen({ filter: { status: "queued" } }, (changed) => heard.push(changed));
-  world.store.claimDue(world.clock.nowMs, 1);
-  timer.tick!();
-  timer.tick!();
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await timer.tick!();
+  await timer.tick!();
   assert.deepEqual(heard.map((c) => c.map((e) => [e.id, e.status])), [[[eventId, "running"]], []]);
 });
 
@@ -109,10 +109,10 @@ Deno.test("EventFeed reads a view whose read is slow less often, telling its lis
   const { feed, timer } = manualFeed(reads, { clockMs: () => nowMs });
   const heard: string[][] = [];
   feed.listen({ filter: { eventType: "push" } }, (changed) => heard.push(ids(changed)));
-  timer.tick!();
+  await timer.tick!();
   assert.equal(counted.reads, 2, "the first read, when listening, is not timed");
   const { eventId } = await world.store.accept(issueEvent({ eventLabel: "push" }));
-  for (let tick = 0; tick < 3; tick++) timer.tick!();
+  for (let tick = 0; tick < 3; tick++) await timer.tick!();
   assert.deepEqual(heard, [[], [], [], [eventId]], "a listener hears every tick");
   assert.equal(counted.reads, 3, `${FEED_INTERVAL_MS} ms ticks: one read in three`);
 });
@@ -129,13 +129,13 @@ Deno.test("EventFeed reads each page's view while it listens, and nothing once n
   assert.equal(counted.reads, 2, "one read a view, for all its listeners");
   const gh = await world.store.accept(issueEvent());
   const ci = await world.store.accept(issueEvent({ subscription: "ci" }));
-  timer.tick!();
+  await timer.tick!();
   assert.deepEqual([heardGh, heardCi], [[[gh.eventId]], [[ci.eventId]]]);
   assert.equal(feed.listeners, 3);
   stopA();
   stopC();
   counted.reads = 0;
-  timer.tick!();
+  await timer.tick!();
   assert.equal(counted.reads, 1, "the view still followed");
   stopB();
   assert.equal(timer.tick, undefined, "no listener, no timer");
@@ -167,7 +167,7 @@ Deno.test("GET /events/stream sends what changed since the page was read, then e
   assert.match(caughtUp, /^event: change\ndata: \{"id":"evt_/);
   // Before the feed's first tick: still a change to send, not part of what was there.
   const live = await world.store.accept(issueEvent());
-  world.tick();
+  await world.tick();
   const arrived = JSON.parse((await next(live.eventId!)).split("data: ")[1]);
   assert.equal(arrived.status, "queued");
   assert.equal(arrived.subscription, "gh");
@@ -179,15 +179,15 @@ Deno.test("GET /events/stream?id= sends an event's page only the changes after t
   await using world = await dashboardWorld();
   const session = await logIn(world);
   const { eventId } = await world.store.accept(issueEvent());
-  const shown = world.store.getEvent(eventId!)!;
+  const shown = (await world.store.getEvent(eventId!))!;
   const response = await world.app.request(
     `/events/stream?id=${eventId}&since=${shown.updatedAtMs}`,
     { headers: { cookie: session.cookie } },
   );
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   world.clock.nowMs += 1000;
-  world.store.claimDue(world.clock.nowMs, 1);
-  world.tick();
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await world.tick();
   let text = "";
   while (!text.includes('"status":"running"')) text += (await reader.read()).value;
   await reader.cancel();
@@ -230,11 +230,11 @@ Deno.test("GET /events/stream keeps a subscription's page whole while another fl
   for (let tick = 0; tick < 3; tick++) {
     arrived.push((await world.store.accept(issueEvent({ subscription: "ci" }))).eventId!);
     for (let i = 0; i < PAGE_SIZE + 10; i++) await world.store.accept(issueEvent());
-    if (tick === 1) world.store.claimDue(world.clock.nowMs, 1); // `shown`, the oldest, runs
-    world.tick();
+    if (tick === 1) await world.store.claimDue(world.clock.nowMs, 1); // `shown`, the oldest, runs
+    await world.tick();
   }
   const last = await world.store.accept(issueEvent({ subscription: "ci" }));
-  world.tick();
+  await world.tick();
   await stream.until(last.eventId!, "queued");
   await stream.cancel();
   for (const id of arrived) {

@@ -33,11 +33,11 @@ Deno.test("overview charts accepted, refused, delivered and failed events per mi
   for (const receivedAtMs of [tenMinutesAgo, tenMinutesAgo + 1, tenMinutesAgo + 2, fiveHoursAgo]) {
     await world.store.accept(issueEvent({ receivedAtMs }));
   }
-  const [early, delivered, failed] = world.store.claimDue(now, 3);
+  const [early, delivered, failed] = await world.store.claimDue(now, 3);
   assert.equal(early.receivedAtMs, fiveHoursAgo);
-  world.store.markDelivered(early.id, fiveHoursAgo + 30_000);
-  world.store.markDelivered(delivered.id, tenMinutesAgo + MINUTE);
-  world.store.markFailed(failed.id, {
+  await world.store.markDelivered(early.id, fiveHoursAgo + 30_000);
+  await world.store.markDelivered(delivered.id, tenMinutesAgo + MINUTE);
+  await world.store.markFailed(failed.id, {
     error: "telegram: chat not found",
     step: "delivery",
     nowMs: now - 2 * MINUTE,

@@ -44,7 +44,7 @@ Deno.test("events page filters by subscription, status, event type and delivery 
   const a = await world.store.accept(issueEvent({ deliveryId: "d-a" }));
   const b = await world.store.accept(issueEvent({ subscription: "ci", eventLabel: "push" }));
   const c = await world.store.accept(issueEvent({ eventLabel: "issues.closed" }));
-  world.store.claimDue(world.clock.nowMs, 1); // a runs
+  await world.store.claimDue(world.clock.nowMs, 1); // a runs
   const session = await logIn(world);
   const ids = async (query: string) => rowIds((await get(world, session, `/events?${query}`)).body);
   assert.deepEqual(await ids("subscription=ci"), [b.eventId]);
@@ -78,8 +78,8 @@ Deno.test("event page shows the lineage: request, decisions, prompt, runs, answe
     headers: { "x-github-event": "issues", "x-hub-signature-256": "[redacted]" },
     scheme: "github",
   }));
-  world.store.claimDue(world.clock.nowMs, 1);
-  world.store.saveResponse(eventId!, "Looks like a null pointer in main().", {
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.saveResponse(eventId!, "Looks like a null pointer in main().", {
     provider: "openai",
     model: "gpt-4o-mini-2024-07-18",
     promptTokens: 812,
@@ -87,7 +87,7 @@ Deno.test("event page shows the lineage: request, decisions, prompt, runs, answe
     durationMs: 2100,
   });
   const url = "https://github.com/octo/repo/issues/7#issuecomment-501";
-  world.store.savePartsSent(eventId!, 1, {
+  await world.store.savePartsSent(eventId!, 1, {
     sentBefore: 0,
     parts: 1,
     receipts: [{
@@ -95,7 +95,7 @@ Deno.test("event page shows the lineage: request, decisions, prompt, runs, answe
       sentAtMs: world.clock.nowMs + 1400,
     }],
   });
-  world.store.markDelivered(eventId!, world.clock.nowMs + 1500);
+  await world.store.markDelivered(eventId!, world.clock.nowMs + 1500);
   const session = await logIn(world);
   const page = await get(world, session, `/events/${eventId}`);
   assert.equal(page.status, 200);
@@ -142,10 +142,10 @@ Deno.test("event page shows the lineage: request, decisions, prompt, runs, answe
 Deno.test("event page links a part only to a web address", async () => {
   await using world = await dashboardWorld();
   const { eventId } = await world.store.accept(issueEvent());
-  world.store.claimDue(world.clock.nowMs, 1);
-  world.store.saveResponse(eventId!, "ok");
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.saveResponse(eventId!, "ok");
   const receipt = { part: 1, parts: 1, target: "log", chat: "gateway log", messageId: null };
-  world.store.savePartsSent(eventId!, 1, {
+  await world.store.savePartsSent(eventId!, 1, {
     sentBefore: 0,
     parts: 1,
     receipts: [{ ...receipt, url: "javascript:alert(1)", sentAtMs: world.clock.nowMs }],
@@ -188,8 +188,12 @@ Deno.test("Replay queues the event again as its subscription routes it now, and 
     },
   });
   const { eventId } = await world.store.accept(issueEvent());
-  world.store.claimDue(world.clock.nowMs, 1);
-  world.store.markFailed(eventId!, { error: "boom", step: "agent", nowMs: world.clock.nowMs });
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.markFailed(eventId!, {
+    error: "boom",
+    step: "agent",
+    nowMs: world.clock.nowMs,
+  });
   const session = await logIn(world);
   const posted = await world.app.request(
     `/events/${eventId}/replay`,
@@ -198,7 +202,7 @@ Deno.test("Replay queues the event again as its subscription routes it now, and 
   await posted.body?.cancel();
   assert.equal(posted.status, 303);
   assert.equal(posted.headers.get("location"), `/events/${eventId}?replayed=routed`);
-  const event = world.store.getEvent(eventId!)!;
+  const event = (await world.store.getEvent(eventId!))!;
   assert.equal(event.status, "queued");
   assert.equal(event.prompt, "Now: Crash on start", "rendered by the subscription as it is now");
   assert.equal(world.wakes.count, 1);
@@ -209,7 +213,7 @@ Deno.test("Replay queues the event again as its subscription routes it now, and 
 Deno.test("Replay of a running event is refused with 409 and says why", async () => {
   await using world = await dashboardWorld();
   const { eventId } = await world.store.accept(issueEvent());
-  world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.claimDue(world.clock.nowMs, 1);
   const session = await logIn(world);
   const response = await world.app.request(
     `/events/${eventId}/replay`,

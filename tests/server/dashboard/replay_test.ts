@@ -19,15 +19,15 @@ const GH = {
 /** Accepts an `issues.opened` event of `gh` and answers it once, delivered. */
 async function answeredEvent(world: DashboardWorld, answer: string): Promise<string> {
   const { eventId } = await world.store.accept(issueEvent());
-  world.store.claimDue(world.clock.nowMs, 1);
-  world.store.saveResponse(eventId!, answer, {
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.saveResponse(eventId!, answer, {
     provider: "openai",
     model: "gpt-4o-mini-2024-07-18",
     promptTokens: 40,
     completionTokens: 12,
     durationMs: 900,
   });
-  world.store.markDelivered(eventId!, world.clock.nowMs + 1000);
+  await world.store.markDelivered(eventId!, world.clock.nowMs + 1000);
   return eventId!;
 }
 
@@ -69,7 +69,7 @@ Deno.test("Replay with changes queues the event with the edited template and mod
   await sent.body?.cancel();
   assert.equal(sent.status, 303);
   assert.equal(sent.headers.get("location"), `/events/${id}?replayed=changed`);
-  const event = world.store.getEvent(id)!;
+  const event = (await world.store.getEvent(id))!;
   assert.equal(event.status, "queued");
   assert.equal(event.prompt, "Summarise\nCrash on start (#7)");
   assert.equal(event.route.agent?.model, "gpt-4o");
@@ -96,7 +96,7 @@ Deno.test("Replay with changes prefills the stored prompt when the subscription 
   );
   await sent.body?.cancel();
   assert.equal(sent.status, 303);
-  const event = world.store.getEvent(id)!;
+  const event = (await world.store.getEvent(id))!;
   assert.equal(event.prompt, "As written: {issue.title}\\n");
   assert.equal(event.route.agent?.model, "gpt-4o-mini", "the subscription's model, kept");
 });
@@ -118,7 +118,7 @@ Deno.test("Replay with changes of an event whose subscription is gone keeps its 
   );
   await sent.body?.cancel();
   assert.equal(sent.headers.get("location"), `/events/${id}?replayed=changed-kept`);
-  const event = world.store.getEvent(id)!;
+  const event = (await world.store.getEvent(id))!;
   assert.equal(event.prompt, "Again: Crash on start");
   assert.deepEqual(event.route, { deliver: "log", skills: [], agent: { model: "gpt-4o" } });
 });
@@ -146,10 +146,10 @@ Deno.test("Replay with changes refuses a bad form, keeping what was typed, and a
   const crossSite = await post({ _csrf: "forged", prompt: "x" });
   await crossSite.body?.cancel();
   assert.equal(crossSite.status, 403);
-  assert.equal(world.store.getEvent(id)!.replayedAtMs, null, "nothing was queued");
+  assert.equal((await world.store.getEvent(id))!.replayedAtMs, null, "nothing was queued");
 
   const { eventId: running } = await world.store.accept(issueEvent());
-  world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.claimDue(world.clock.nowMs, 1);
   const busy = await world.app.request(
     `/events/${running}/replay-with-changes`,
     formPost(session, { _csrf: session.csrf, prompt: "x" }),
@@ -178,15 +178,19 @@ Deno.test("an event's page shows the replay's answer beside the previous one as 
   const once = await page(world, session.cookie, `/events/${id}`);
   assert.doesNotMatch(once.html, /id="comparison"/, "nothing to compare before a replay");
 
-  world.store.replay(id, world.clock.nowMs);
-  world.store.claimDue(world.clock.nowMs, 1);
-  world.store.saveResponse(id, "Severity: low\nCause: null pointer\nOwner: core\nFix: guard", {
-    provider: "openai",
-    model: "gpt-4o-2024-08-06",
-    promptTokens: 41,
-    completionTokens: 15,
-    durationMs: 800,
-  });
+  await world.store.replay(id, world.clock.nowMs);
+  await world.store.claimDue(world.clock.nowMs, 1);
+  await world.store.saveResponse(
+    id,
+    "Severity: low\nCause: null pointer\nOwner: core\nFix: guard",
+    {
+      provider: "openai",
+      model: "gpt-4o-2024-08-06",
+      promptTokens: 41,
+      completionTokens: 15,
+      durationMs: 800,
+    },
+  );
   const twice = await page(world, session.cookie, `/events/${id}`);
   const comparison = twice.html.slice(twice.html.indexOf('id="comparison"'));
   assert.match(comparison, /Previous: series 1 · gpt-4o-mini-2024-07-18/);

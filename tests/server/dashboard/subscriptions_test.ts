@@ -70,8 +70,8 @@ Deno.test("subscriptions page lists each route: URL, events, target, mode, limit
   const recent = await w.store.accept(issueEvent({ receivedAtMs: now - 3_600_000 }));
   await w.store.accept(issueEvent({ receivedAtMs: now - 60_000 }));
   await w.store.accept(issueEvent({ receivedAtMs: now - 25 * 3_600_000 })); // a day ago
-  const [, first] = w.store.claimDue(now, 2);
-  w.store.markDelivered(first.id, now - 1000);
+  const [, first] = await w.store.claimDue(now, 2);
+  await w.store.markDelivered(first.id, now - 1000);
   assert.ok(recent.eventId);
   const session = await logIn(w);
   const { status, body } = await get(w, session, "/subscriptions");

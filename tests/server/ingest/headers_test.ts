@@ -132,7 +132,7 @@ Deno.test("an accepted event is stored with its headers, credentials redacted, a
     });
     assert.equal(token.status, 202);
     await token.body?.cancel();
-    const [fromToken, fromGitHub] = store.listEvents({});
+    const [fromToken, fromGitHub] = await store.listEvents({});
     assert.equal(fromGitHub.scheme, "github");
     assert.deepEqual(fromGitHub.headers, {
       "content-type": "application/json",
@@ -142,7 +142,7 @@ Deno.test("an accepted event is stored with its headers, credentials redacted, a
     });
     assert.equal(fromToken.scheme, "bearer");
     assert.equal(fromToken.headers?.authorization, REDACTED);
-    const stored = JSON.stringify(store.lineage(fromToken.id));
+    const stored = JSON.stringify(await store.lineage(fromToken.id));
     assert.ok(!stored.includes(SECRET), "the token is nowhere in the lineage");
   });
 });

@@ -130,7 +130,8 @@ Deno.test("accept() resolves only for committed events: all of them survive kill
     assert.equal(ids.length, 500);
     const store = openStateStore(home.dbPath);
     try {
-      const missing = ids.filter((id) => store.getEvent(id)?.status !== "queued");
+      const missing = [];
+      for (const id of ids) if ((await store.getEvent(id))?.status !== "queued") missing.push(id);
       assert.deepEqual(missing, []);
     } finally {
       await store.close();

@@ -31,7 +31,7 @@ Deno.test("accept() commits 1,000 concurrent events in a few transactions", asyn
     const { commits, operations } = store.stats();
     assert.equal(operations, 1000);
     assert.ok(commits <= 3, `expected at most 3 commits, got ${commits}`);
-    assert.equal(store.listEvents({ limit: 5000 }).length, 1000);
+    assert.equal((await store.listEvents({ limit: 5000 })).length, 1000);
   });
 });
 
@@ -50,7 +50,7 @@ Deno.test("accept() rejects with StoreUnavailableError while another connection 
     other.close();
     await new Promise((resolve) => setTimeout(resolve, 350));
     assert.equal((await store.accept(newEvent())).status, "accepted");
-    assert.equal(store.listEvents({}).length, 1, "the rejected event was not stored");
+    assert.equal((await store.listEvents({})).length, 1, "the rejected event was not stored");
   });
 });
 
@@ -66,6 +66,6 @@ Deno.test("accept() rejects with StoreUnavailableError when the database is full
       assert.ok(outcome.reason instanceof StoreUnavailableError, String(outcome.reason));
     }
     const accepted = outcomes.filter((outcome) => outcome.status === "fulfilled").length;
-    assert.equal(store.listEvents({ limit: 100 }).length, accepted);
+    assert.equal((await store.listEvents({ limit: 100 })).length, accepted);
   });
 });

@@ -19,8 +19,8 @@ Deno.test("a pruned payload is gone from the database file, not left in its free
     // 21 KB, as a real GitHub payload: most of it on overflow pages, which are freed whole.
     const payload = JSON.stringify({ note: marker.repeat(600) });
     const id = (await store.accept(newEvent({ payload, receivedAtMs: T0 }))).eventId!;
-    store.claimDue(T0, 1);
-    store.markDelivered(id, T0 + 1);
+    await store.claimDue(T0, 1);
+    await store.markDelivered(id, T0 + 1);
     assert.deepEqual(await store.prune(T0 + 8 * 86_400_000, { retentionDays: 7 }), { events: 1 });
     await store.close(); // checkpoints the WAL into the file
     const bytes = new TextDecoder("latin1").decode(await Deno.readFile(home.dbPath));
@@ -37,21 +37,21 @@ Deno.test("a pruned event's headers, agent answer and message ids go from the fi
     const marker = (what: string) => `${what}-marker-of-a-pruned-event`;
     const headers = { "user-agent": marker("header") };
     const id = (await store.accept(newEvent({ receivedAtMs: T0, headers }))).eventId!;
-    store.claimDue(T0, 1);
+    await store.claimDue(T0, 1);
     const run = {
       provider: "openai",
       model: marker("model"),
       promptTokens: 1,
       completionTokens: 1,
     };
-    store.saveResponse(id, marker("answer"), { ...run, durationMs: 1 });
+    await store.saveResponse(id, marker("answer"), { ...run, durationMs: 1 });
     const receipt = { part: 1, parts: 1, target: "telegram", chat: "42", url: null, sentAtMs: T0 };
-    store.savePartsSent(id, 1, {
+    await store.savePartsSent(id, 1, {
       sentBefore: 0,
       parts: 1,
       receipts: [{ ...receipt, messageId: marker("message") }],
     });
-    store.markDelivered(id, T0 + 1);
+    await store.markDelivered(id, T0 + 1);
     assert.deepEqual(await store.prune(T0 + 8 * 86_400_000, { retentionDays: 7 }), { events: 1 });
     await store.close();
     const bytes = new TextDecoder("latin1").decode(await Deno.readFile(home.dbPath));

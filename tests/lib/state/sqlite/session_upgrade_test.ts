@@ -35,12 +35,12 @@ Deno.test("opening a version 10 database adds conversations; its events keep run
       now: () => T0,
     });
     try {
-      assert.equal(upgraded.getEvent(old)?.sessionKey, undefined);
+      assert.equal((await upgraded.getEvent(old))?.sessionKey, undefined);
       const id = (await upgraded.accept(newEvent({ receivedAtMs: T0, sessionKey: "k" })))
         .eventId!;
-      assert.deepEqual(upgraded.claimDue(T0, 10).map((event) => event.id), [old, id]);
-      upgraded.saveResponse(id, "answer");
-      assert.deepEqual(upgraded.sessionTurns("gh", "k", T0).map((turn) => turn.answer), [
+      assert.deepEqual((await upgraded.claimDue(T0, 10)).map((event) => event.id), [old, id]);
+      await upgraded.saveResponse(id, "answer");
+      assert.deepEqual((await upgraded.sessionTurns("gh", "k", T0)).map((turn) => turn.answer), [
         "answer",
       ]);
     } finally {

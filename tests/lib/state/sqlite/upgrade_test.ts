@@ -68,12 +68,12 @@ async function upgradeMovesKeys(schema: string): Promise<void> {
 
   const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
   try {
-    assert.equal(store.getEvent("evt_live")?.status, "delivered", "events are kept");
-    assert.equal(store.getEvent("evt_expired")?.status, "queued");
-    assert.equal(store.keyHolder("gh", "d-live", T0) !== null, true);
-    assert.equal(store.keyHolder("gh", "d-expired", T0) !== null, false);
+    assert.equal((await store.getEvent("evt_live"))?.status, "delivered", "events are kept");
+    assert.equal((await store.getEvent("evt_expired"))?.status, "queued");
+    assert.equal(await store.keyHolder("gh", "d-live", T0) !== null, true);
+    assert.equal(await store.keyHolder("gh", "d-expired", T0) !== null, false);
     assert.equal(
-      store.keyHolder("gh", "d-pruned", T0) !== null,
+      await store.keyHolder("gh", "d-pruned", T0) !== null,
       false,
       "a key without its event is gone",
     );
@@ -122,7 +122,7 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
 
     const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     try {
-      assert.equal(upgraded.partsSentByFailedAttempts(direct), 1);
+      assert.equal(await upgraded.partsSentByFailedAttempts(direct), 1);
     } finally {
       await upgraded.close();
     }
@@ -148,7 +148,7 @@ Deno.test("opening a version 3 database adds the index of partly delivered direc
  */
 async function withOlderDatabase(
   downgrade: string,
-  body: (upgraded: StateStore, id: string) => void,
+  body: (upgraded: StateStore, id: string) => Promise<void>,
 ): Promise<void> {
   const home = await tempHome();
   try {
@@ -160,7 +160,7 @@ async function withOlderDatabase(
     old.close();
     const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     try {
-      body(upgraded, id);
+      await body(upgraded, id);
     } finally {
       await upgraded.close();
     }
@@ -178,11 +178,11 @@ async function withOlderDatabase(
 Deno.test("opening a version 7 database adds the column of replay times, null for every event, set by a replay", async () => {
   await withOlderDatabase(
     "ALTER TABLE events DROP COLUMN replayed_at; PRAGMA user_version = 7;",
-    (upgraded, id) => {
-      assert.equal(upgraded.getEvent(id)?.replayedAtMs, null);
-      upgraded.claimDue(T0, 1);
-      upgraded.markFailed(id, { error: "down", step: "agent", nowMs: T0 + 1 });
-      assert.equal(upgraded.replay(id, T0 + 5_000).replayedAtMs, T0 + 5_000);
+    async (upgraded, id) => {
+      assert.equal((await upgraded.getEvent(id))?.replayedAtMs, null);
+      await upgraded.claimDue(T0, 1);
+      await upgraded.markFailed(id, { error: "down", step: "agent", nowMs: T0 + 1 });
+      assert.equal((await upgraded.replay(id, T0 + 5_000)).replayedAtMs, T0 + 5_000);
     },
   );
 });
@@ -192,18 +192,19 @@ Deno.test("opening a version 4 database adds the column of uncounted attempts, 0
   await withOlderDatabase(
     "ALTER TABLE events DROP COLUMN uncounted_attempts; ALTER TABLE events DROP COLUMN " +
       "replayed_at; PRAGMA user_version = 4;",
-    (upgraded, id) => {
-      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 0);
-      upgraded.claimDue(T0, 1);
-      upgraded.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
-      upgraded.markRetry(id, {
+    async (upgraded, id) => {
+      assert.equal((await upgraded.getEvent(id))?.uncountedAttempts, 0);
+      await upgraded.claimDue(T0, 1);
+      await upgraded.savePartsSent(id, 1, { sentBefore: 0, parts: 9 });
+      await upgraded.markRetry(id, {
         error: "rate limited",
         step: "delivery",
         nextAttemptAtMs: T0 + 1,
         nowMs: T0,
       });
-      assert.equal(upgraded.getEvent(id)?.uncountedAttempts, 1);
-      assert.equal(upgraded.replay(id, T0 + 2).uncountedAttempts, 0, "a replay starts afresh");
+      assert.equal((await upgraded.getEvent(id))?.uncountedAttempts, 1);
+      const replayed = await upgraded.replay(id, T0 + 2);
+      assert.equal(replayed.uncountedAttempts, 0, "a replay starts afresh");
     },
   );
 });
@@ -224,9 +225,9 @@ Deno.test("opening a version 9 database keeps its events and attempts, and store
   try {
     const store = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     const old = (await store.accept(newEvent({ receivedAtMs: T0 }))).eventId!;
-    store.claimDue(T0, 1);
-    store.saveResponse(old, "an answer from before");
-    store.markDelivered(old, T0 + 1);
+    await store.claimDue(T0, 1);
+    await store.saveResponse(old, "an answer from before");
+    await store.markDelivered(old, T0 + 1);
     await store.close();
     const older = new DatabaseSync(home.dbPath);
     older.exec(DOWNGRADE_TO_9);
@@ -234,7 +235,7 @@ Deno.test("opening a version 9 database keeps its events and attempts, and store
 
     const upgraded = openStateStore(home.dbPath, { backgroundCheckpoints: false });
     try {
-      const before = upgraded.lineage(old)!;
+      const before = (await upgraded.lineage(old))!;
       assert.equal(before.event.status, "delivered", "the event is kept");
       assert.equal(before.event.response, "an answer from before");
       assert.equal(before.event.headers, undefined, "no headers were kept then");
@@ -245,16 +246,16 @@ Deno.test("opening a version 9 database keeps its events and attempts, and store
       const headers = { "x-gitlab-token": "[redacted]" };
       const id = (await upgraded.accept(newEvent({ receivedAtMs: T0, headers, scheme: "gitlab" })))
         .eventId!;
-      upgraded.claimDue(T0, 1);
+      await upgraded.claimDue(T0, 1);
       const run = { provider: "command", model: null, promptTokens: null, completionTokens: null };
-      upgraded.saveResponse(id, "new", { ...run, durationMs: 40 });
+      await upgraded.saveResponse(id, "new", { ...run, durationMs: 40 });
       const receipt = { part: 1, parts: 1, target: "log", chat: "gateway log", sentAtMs: T0 };
-      upgraded.savePartsSent(id, 1, {
+      await upgraded.savePartsSent(id, 1, {
         sentBefore: 0,
         parts: 1,
         receipts: [{ ...receipt, messageId: null, url: null }],
       });
-      const after = upgraded.lineage(id)!;
+      const after = (await upgraded.lineage(id))!;
       assert.deepEqual(after.event.headers, headers);
       assert.equal(after.attempts[0].run?.durationMs, 40);
       assert.equal(after.parts.length, 1);
