@@ -5,7 +5,6 @@
  * @module
  */
 import { openPostgresStore } from "../../../../lib/state/postgres/mod.ts";
-import type { StateStore } from "../../../../lib/state/mod.ts";
 import { startPostgres, type ThrowawayPostgres } from "../../../fakes/postgres.ts";
 import { testStateStore } from "../conformance/mod.ts";
 
@@ -17,14 +16,7 @@ testStateStore("postgres", async () => {
   // Every store opened on one place is the same gateway, started again.
   const gatewayId = crypto.randomUUID();
   return {
-    // The suite awaits every call, so the asynchronous store passes where the interface's
-    // synchronous methods are typed.
-    open: async (options) =>
-      (await openPostgresStore(schema.url, {
-        ...options,
-        poolSize: 4,
-        gatewayId,
-      })) as unknown as StateStore,
+    open: (options) => openPostgresStore(schema.url, { ...options, poolSize: 4, gatewayId }),
     remove: () => schema.drop(),
   };
 });
