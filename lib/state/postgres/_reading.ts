@@ -9,12 +9,12 @@ import type {
   ActivityMinute,
   AsyncStateStore,
   EventFilter,
-  Lineage,
   StoredEvent,
   SubscriptionCounts,
 } from "../mod.ts";
 import { type Db, findEvent, type PgCore, query } from "./_core.ts";
-import { rowToAttempt, rowToEvent, rowToPart } from "./_schema.ts";
+import { readLineage } from "./_lineage.ts";
+import { rowToAttempt, rowToEvent } from "./_schema.ts";
 
 /** The methods of the store that read events. */
 export type ReadingOps = Pick<
@@ -46,21 +46,7 @@ export function readingOps(core: PgCore): ReadingOps {
     // In one read-only snapshot, so that a gateway committing meanwhile is seen by all or none.
     lineage: (eventId) =>
       use(() =>
-        sql.begin(
-          "ISOLATION LEVEL REPEATABLE READ READ ONLY",
-          async (tx): Promise<Lineage | null> => {
-            const event = await findEvent(tx, eventId);
-            if (event === null) return null;
-            const parts = await query(tx, "SELECT * FROM parts WHERE event_id = $1 ORDER BY seq", [
-              event.id,
-            ]);
-            return {
-              event,
-              attempts: (await attemptRows(tx, event.id)).map(rowToAttempt),
-              parts: parts.map(rowToPart),
-            };
-          },
-        )
+        sql.begin("ISOLATION LEVEL REPEATABLE READ READ ONLY", (tx) => readLineage(tx, eventId))
       ),
     queueStats: () =>
       use(async () => {

@@ -21,6 +21,7 @@ import { coalesceCases } from "./_coalesce.ts";
 import { directCases } from "./_direct.ts";
 import { historyCases } from "./_history.ts";
 import { lineageCases } from "./_lineage.ts";
+import { lineageRoutingCases } from "./_lineage_routing.ts";
 import { listingCases } from "./_listing.ts";
 import { queueCases } from "./_queue.ts";
 import { registerCases, type StoreFactory } from "./_suite.ts";
@@ -43,6 +44,7 @@ export function testStateStore(backend: string, factory: StoreFactory): void {
     ...historyCases,
     ...listingCases,
     ...lineageCases,
+    ...lineageRoutingCases,
     ...queueCases,
     ...coalesceCases,
     ...sessionCases,
