@@ -88,22 +88,31 @@ export class EventFeed {
   }
 
   /**
-   * Adds a listener to a view. The first one of a view reads it at once, to learn what it
-   * shows: a change made after `listen` returns is then a change, not part of what was there.
+   * Adds a listener to a view. The first one of a view starts it from `shown`, or else reads
+   * it at once, to learn what it shows: a change made after that is then a change, not part of
+   * what was there.
    * @param view what the listener's page shows (see {@link FeedView})
    * @param listener called after every tick
+   * @param shown what the caller has just read of the view, with the view's own query (the
+   *   first page of its filter, or its one event): no change made after that read is missed,
+   *   even when the store's reads wait on a database server
    * @returns a function that removes it; the last one removed stops the reads
    */
-  listen(view: FeedView, listener: FeedListener): () => void {
+  listen(view: FeedView, listener: FeedListener, shown?: StoredEvent[]): () => void {
     const key = JSON.stringify("eventId" in view ? { id: view.eventId } : view.filter);
     let followed = this.#views.get(key);
     if (followed === undefined) {
       followed = { view, listeners: new Set(), versions: new Map(), primed: false, restTicks: 0 };
       this.#views.set(key, followed);
-      // A first read runs cold: no measure of the ones to come.
-      const priming = followed;
-      priming.priming = this.#readSafely(priming, { timed: false })
-        .finally(() => priming.priming = undefined);
+      if (shown) {
+        for (const event of shown) followed.versions.set(event.id, versionOf(event));
+        followed.primed = true;
+      } else {
+        // A first read runs cold: no measure of the ones to come.
+        const priming = followed;
+        priming.priming = this.#readSafely(priming, { timed: false })
+          .finally(() => priming.priming = undefined);
+      }
     }
     const own = followed;
     own.listeners.add(listener);
@@ -172,7 +181,7 @@ export class EventFeed {
     const current = new Map<string, string>();
     const changed: StoredEvent[] = [];
     const compare = (event: StoredEvent) => {
-      const version = `${event.status}|${event.attempts}|${event.updatedAtMs}`;
+      const version = versionOf(event);
       if (followed.primed && versions.get(event.id) !== version) changed.push(event);
       return version;
     };
@@ -195,4 +204,9 @@ export class EventFeed {
     this.#stopTimer?.();
     this.#stopTimer = undefined;
   }
+}
+
+/** What changes with an event as a page shows it. */
+function versionOf(event: StoredEvent): string {
+  return `${event.status}|${event.attempts}|${event.updatedAtMs}`;
 }

@@ -63,7 +63,8 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
       events.map((event) => `event: change\ndata: ${JSON.stringify(eventSummary(event))}\n\n`)
         .join("");
     write("retry: 2000\n\n");
-    // Read, then followed at once: the feed's first read of a view follows this one.
+    // The feed starts a view nobody follows yet from this very read, so that no change falls
+    // between the two.
     const caughtUp = id
       ? [await deps.store.getEvent(id)].filter((event) => event !== null)
       : (await deps.store.listEvents({ ...read.filter, limit: PAGE_SIZE })).reverse();
@@ -79,7 +80,7 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
           if (!valid) writing.then(() => done.resolve());
         });
       }
-    });
+    }, caughtUp);
     stream.onAbort(() => done.resolve());
     if (deps.closing.aborted) done.resolve();
     deps.closing.addEventListener("abort", () => done.resolve(), { once: true });

@@ -1,8 +1,8 @@
 /**
  * The live feed (server/dashboard/_feed.ts) on a real SQLite store: what each tick finds new or
- * changed in what a page shows, that it reads no more than a page however busy the gateway is
- * and nothing while nobody listens, and that a slow read is spaced out. Then the stream a page
- * follows, as the browser reads it, under load.
+ * changed in what a page shows, from the page's own read on; that it reads no more than a page
+ * however busy the gateway is, and nothing while nobody listens; that a slow read is spaced out.
+ * Then the stream a page follows, as the browser reads it, under load.
  */
 import assert from "node:assert/strict";
 import type { StateStore, StoredEvent } from "../../../lib/state/mod.ts";
@@ -70,6 +70,18 @@ Deno.test("EventFeed gives new events and status changes of a page once, oldest 
     heard.slice(2).map((changed) => changed.map((event) => [event.id, event.status])),
     [[[old.eventId, "running"]], [[old.eventId, "delivered"]]],
   );
+});
+
+Deno.test("EventFeed starts a view from what its page read, missing no change made since", async () => {
+  await using world = await dashboardWorld();
+  const { feed, timer } = manualFeed(world.store);
+  const shown = await world.store.listEvents({ limit: PAGE_SIZE });
+  // Accepted after the page's read and before it listens, as while a database server answers.
+  const between = await world.store.accept(issueEvent());
+  const heard: string[][] = [];
+  feed.listen({ filter: {} }, (changed) => heard.push(ids(changed)), shown);
+  await timer.tick!();
+  assert.deepEqual(heard, [[between.eventId]]);
 });
 
 Deno.test("EventFeed reads at most a page a tick, however many events arrive and wait", async () => {
