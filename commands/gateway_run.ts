@@ -10,7 +10,13 @@ import { ConflictError, UsageError } from "../lib/errors.ts";
 import { hostAndPort } from "../lib/config/address.ts";
 import { getLogger, type Logger } from "@logtape/logtape";
 import { literalMessage, startLogging, stopLogging } from "../lib/log.ts";
-import { type RunningGateway, startGateway, STOP_DEADLINE_MS } from "../server/gateway.ts";
+import {
+  type GatewayRoles,
+  type RunningGateway,
+  startGateway,
+  STOP_DEADLINE_MS,
+} from "../server/gateway.ts";
+import { stateStoreName } from "../lib/state/open.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { parseFlags, wholeNumber } from "./_flags.ts";
 import { withDashboardPort } from "./_dashboard_port.ts";
@@ -18,6 +24,7 @@ import { agentSummary, formatCheck, readinessChecks } from "./_readiness.ts";
 import { tokenSummary } from "./_readiness_targets.ts";
 
 const usage = `Usage: agent gateway run [--port N] [--dashboard-port N] [--quiet]
+                         [--no-worker | --no-ingest]
 
 Starts the webhook gateway. In a home folder without config.yaml it first creates one that
 enables the platform on 127.0.0.1:8644. Once it listens, it says which agent provider, model
@@ -30,7 +37,11 @@ the next start. If the HTTP server stops accepting connections (out of file desc
 gateway stops and exits 1.
 Every decision is logged to ~/.agent/logs/gateway.log and, unless --quiet, to standard error.
 The dashboard is served on a listener of its own, 127.0.0.1:8645 unless --dashboard-port (or
-DASHBOARD_PORT, or dashboard: in config.yaml) says otherwise; agent dashboard logs you in.`;
+DASHBOARD_PORT, or dashboard: in config.yaml) says otherwise; agent dashboard logs you in.
+With state.backend: postgres, gateways sharing the database may split the roles:
+  --no-worker  ingest only: listen for webhooks (and send direct-mode messages), run no events
+  --no-ingest  worker only: run the queued events, listen for no webhooks
+With SQLite one gateway holds the home, so it does both (docs/running.md#splitting-the-roles).`;
 
 /** `agent gateway run`. */
 export const gatewayRun: Command = {
@@ -42,8 +53,12 @@ export const gatewayRun: Command = {
       port: { type: "string" },
       "dashboard-port": { type: "string" },
       quiet: { type: "boolean" },
+      // Given as --no-worker and --no-ingest: false when given.
+      worker: { type: "boolean" },
+      ingest: { type: "boolean" },
     }, usage);
     if (positionals.length > 0) throw new UsageError(`Unexpected argument.\n\n${usage}`);
+    const roles = { ingest: values.ingest !== false, worker: values.worker !== false };
     // Takes over SIGINT/SIGTERM now: one that arrives while the gateway starts (or just after
     // it says it listens) stops it gracefully instead of killing it.
     const shutdown = ctx.shutdownSignal;
@@ -52,13 +67,14 @@ export const gatewayRun: Command = {
       values.port,
     );
     if (!config) return 1;
+    refuseRoles(config, roles);
     await startLogging({ file: config.paths.log, console: !values.quiet });
     // Starts, stops and failed starts are in the log file too, which --quiet leaves as the only
     // record (a failed start's message is also printed on standard error).
     const log = getLogger(["agent", "gateway"]);
     for (const warning of config.warnings) log.warn(literalMessage(warning));
     try {
-      const gateway = await start(config, { ctx, log });
+      const gateway = await start(config, { ctx, log, roles });
       const failure = await Promise.race([aborted(shutdown), gateway.failed]);
       if (failure) {
         log.fatal(failure.message); // on the console too, unless --quiet
@@ -73,6 +89,26 @@ export const gatewayRun: Command = {
     }
   },
 };
+
+/**
+ * Refuses a split of the roles that cannot work: both left out (nothing would run), or either
+ * with SQLite, whose home one gateway holds (no second process can do the other role).
+ * @throws UsageError for both flags, or either without `state.backend: postgres`
+ */
+function refuseRoles(config: Config, roles: GatewayRoles): void {
+  if (!roles.ingest && !roles.worker) {
+    throw new UsageError("--no-worker and --no-ingest together leave the gateway nothing to do");
+  }
+  if (roles.ingest && roles.worker) return;
+  if (config.state.backend === "sqlite") {
+    const flag = roles.worker ? "--no-ingest" : "--no-worker";
+    throw new UsageError(
+      `${flag} splits the roles between gateways that share a PostgreSQL database ` +
+        `(state.backend: postgres in ${config.paths.config}); with SQLite one gateway holds ` +
+        "the home and does both, so run it without the flag (docs/running.md#splitting-the-roles)",
+    );
+  }
+}
 
 /**
  * The configuration the gateway runs with: `--port` over the environment's, and in a home
@@ -113,10 +149,10 @@ async function gatewayConfig(
  */
 async function start(
   config: Config,
-  options: { ctx: CommandContext; log: Logger },
+  options: { ctx: CommandContext; log: Logger; roles: GatewayRoles },
 ): Promise<RunningGateway> {
-  const { ctx, log } = options;
-  const serving = { fetch: ctx.fetch, now: ctx.now, dashboard: true };
+  const { ctx, log, roles } = options;
+  const serving = { fetch: ctx.fetch, now: ctx.now, dashboard: true, roles };
   const gateway = await startGateway(config, serving).catch(
     (error) => {
       if (error instanceof Deno.errors.AddrInUse) {
@@ -130,7 +166,12 @@ async function start(
       throw error;
     },
   );
-  log.info("started on {url}", { url: gateway.url, pid: Deno.pid });
+  log.info("started on {url}", {
+    url: gateway.url || "no webhook listener (--no-ingest)",
+    pid: Deno.pid,
+    state: stateStoreName(config),
+    ...(roles.ingest && roles.worker ? {} : { roles: roles.ingest ? "ingest" : "worker" }),
+  });
   await announce(config, gateway, options);
   return gateway;
 }
@@ -158,14 +199,18 @@ async function announce(
     : problems.length === 0
     ? "✓"
     : `✗ ${problems.length} to fix: see the warnings, or run agent doctor`;
-  options.ctx.stdout(
-    `Gateway listening on ${gateway.url}\n` +
+  const listening = gateway.url === ""
+    ? "Gateway running the worker only (--no-ingest): no webhook listener\n"
+    : `Gateway listening on ${gateway.url}\n` +
       `  health:   ${gateway.url}/health\n` +
-      `  webhooks: ${gateway.url}/webhooks/<name>\n` +
+      `  webhooks: ${gateway.url}/webhooks/<name>\n`;
+  options.ctx.stdout(
+    listening +
       (gateway.dashboardUrl
         ? `  dashboard: ${gateway.dashboardUrl} (log in: agent dashboard)\n`
         : "") +
       `  log:      ${config.paths.log}\n` +
+      `  state:    ${stateStoreName(config)}\n` +
       `  agent:    ${agentSummary(config.agent)}\n` +
       `  tokens:   ${tokenSummary(config.env)}\n` +
       `  ready:    ${ready}`,

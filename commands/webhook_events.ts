@@ -9,7 +9,7 @@ import type { Config } from "../lib/config/mod.ts";
 import { ConfigError, UsageError } from "../lib/errors.ts";
 import { findRoute } from "../lib/subscriptions/routes.ts";
 import type { EventStatus } from "../lib/state/mod.ts";
-import { openStateStore } from "../lib/state/sqlite/mod.ts";
+import { openStateStore } from "../lib/state/open.ts";
 import { readSubscriptionsOrErrorOf } from "../lib/subscriptions/source.ts";
 import type { Command } from "./_command.ts";
 import { eventJson, eventTable } from "./_event_listing.ts";
@@ -57,7 +57,7 @@ export const webhookEvents: Command = {
     if (values.follow && values.json) throw new UsageError("--follow prints lines, not --json");
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
+    const store = await openStateStore(config, { sqlite: { backgroundCheckpoints: false } });
     try {
       if (values.follow) {
         // Ctrl-C ends the following, and the store is closed as after any listing.

@@ -8,7 +8,7 @@
 import { UsageError } from "../lib/errors.ts";
 import { gatewayRunning } from "../lib/state/gateway_lock.ts";
 import type { StoredEvent } from "../lib/state/mod.ts";
-import { openStateStore } from "../lib/state/sqlite/mod.ts";
+import { openStateStore } from "../lib/state/open.ts";
 import { describeTarget, readReplayRouting, replayEvent } from "../lib/subscriptions/replay.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
@@ -36,11 +36,9 @@ export const webhookReplay: Command = {
     // it had, as the running gateway keeps its last good copy.
     const routing = await readReplayRouting(config);
     if (routing.readError) ctx.stderr(routing.readError.message);
-    const store = openStateStore(config.paths.stateDb, {
-      backgroundCheckpoints: false,
-      // The key a replayed direct message takes lasts as the gateway's keys do.
-      idempotencyTtlSeconds: config.webhook.idempotencyTtlSeconds,
-    });
+    // The key a replayed direct message takes lasts as the gateway's keys do (the store takes
+    // platforms.webhook's idempotency window).
+    const store = await openStateStore(config, { sqlite: { backgroundCheckpoints: false } });
     try {
       const { event, keptBecause } = await replayEvent(store, positionals[0], {
         nowMs: ctx.now(),

@@ -5,7 +5,7 @@
  * @module
  */
 import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { openStateStore } from "../lib/state/sqlite/mod.ts";
+import { openStateStore } from "../lib/state/open.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
@@ -34,7 +34,7 @@ export const webhookShow: Command = {
     if (positionals.length !== 1) throw new UsageError(`Expected one <event-id>.\n\n${usage}`);
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
+    const store = await openStateStore(config, { sqlite: { backgroundCheckpoints: false } });
     try {
       const lineage = await store.lineage(positionals[0]);
       if (lineage === null) {

@@ -6,7 +6,7 @@
  */
 import type { Config } from "../lib/config/mod.ts";
 import { UsageError } from "../lib/errors.ts";
-import { openStateStore } from "../lib/state/sqlite/mod.ts";
+import { openStateStore } from "../lib/state/open.ts";
 import { parseTestPayload } from "../lib/subscriptions/test_event.ts";
 import {
   prepareTest,
@@ -96,7 +96,7 @@ async function outcomeOf(
 ): Promise<number> {
   const { waitSeconds, config, ctx } = options;
   ctx.stdout(`Waiting up to ${waitSeconds} s for the outcome of ${eventId} (--wait 0 does not)...`);
-  const store = openStateStore(config.paths.stateDb, { backgroundCheckpoints: false });
+  const store = await openStateStore(config, { sqlite: { backgroundCheckpoints: false } });
   try {
     return await waitForOutcome(store, eventId, {
       waitMs: waitSeconds * 1000,

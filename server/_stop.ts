@@ -17,12 +17,13 @@ const workerLog = getLogger(["agent", "worker"]);
 
 /** What a running gateway stops. */
 export interface Running {
-  /** The lock that keeps a second gateway off the state database. */
-  lock: Deno.FsFile;
+  /** The lock that keeps a second gateway off the home, when this one holds it. */
+  lock: Deno.FsFile | undefined;
   store: StateStore;
   /** The watch of the state database's file. */
   watch: StateFileWatch;
-  server: Deno.HttpServer;
+  /** The webhook listener; none when the gateway does not ingest. */
+  server: Deno.HttpServer | undefined;
   pruning: Pruning;
   refusals: RefusalLog;
   refusalWindows: ReturnType<typeof setInterval>;
@@ -52,7 +53,7 @@ export async function stopGateway(
   // connection open: past the deadline the stop goes on without it (the process exits
   // after this, which closes it).
   await Promise.all([
-    settledWithin(server.shutdown(), deadlineMs, { signal: hurry }),
+    server && settledWithin(server.shutdown(), deadlineMs, { signal: hurry }),
     setup.worker.stop({ deadlineMs, hurry }),
   ]);
   clearInterval(refusalWindows);
@@ -63,5 +64,5 @@ export async function stopGateway(
     workerLog.error("stopped with {count} writes not recorded", { count: unrecorded });
   }
   await store.close();
-  lock.close();
+  lock?.close();
 }

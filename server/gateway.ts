@@ -11,9 +11,8 @@ import { bracketed } from "../lib/config/address.ts";
 import { killLeftoverAgents } from "../lib/agents/mod.ts";
 import { createGatewayMetrics } from "../lib/metrics/mod.ts";
 import type { Config } from "../lib/config/mod.ts";
-import { lockGatewayState, recordGatewayUrl } from "../lib/state/gateway_lock.ts";
+import { recordGatewayUrl } from "../lib/state/gateway_lock.ts";
 import type { StateStore } from "../lib/state/mod.ts";
-import { corruptionAdvice, openStateStore } from "../lib/state/sqlite/mod.ts";
 import { createApp } from "./app.ts";
 import {
   createIngestRefusalLog,
@@ -23,7 +22,7 @@ import {
 import { ingestDeps, routeFinder } from "./_app_deps.ts";
 import { startPruning } from "./_prune.ts";
 import { type Running, stopGateway } from "./_stop.ts";
-import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
+import { openState } from "./_state_open.ts";
 import { setUpWorker, type WorkerSetup } from "./_worker_setup.ts";
 import { serveDashboard } from "./dashboard/listener.ts";
 
@@ -34,9 +33,9 @@ export const STOP_DEADLINE_MS = 10_000;
 
 /** A running gateway. */
 export interface RunningGateway {
-  /** The address it listens on, e.g. `http://127.0.0.1:8644`. */
+  /** The address it listens on, e.g. `http://127.0.0.1:8644`; "" when it does not ingest. */
   url: string;
-  /** The bound port (useful with port 0). */
+  /** The bound port (useful with port 0); 0 when it does not ingest. */
   port: number;
   /** The state database (tests inspect it). */
   store: StateStore;
@@ -57,7 +56,7 @@ export interface RunningGateway {
    *   file descriptors (Deno's HTTP server has no idle-connection or header-read timeout, so
    *   connections that send nothing stay open), Deno ends the accept loop;
    * - `state/gateway.db` is deleted or replaced while the gateway runs (checked every
-   *   {@link STATE_CHECK_MS}): events it acknowledged would go to a file nobody can open again.
+   *   `STATE_CHECK_MS`): events it acknowledged would go to a file nobody can open again.
    *
    * Never settles otherwise. The error's message says what happened, for the user. `gateway run`
    * then stops and exits non-zero, which also closes every connection, so a supervisor's
@@ -98,10 +97,24 @@ export interface GatewayOptions {
    * off by default, so a gateway started in-process takes no second port. @default {false}
    */
   dashboard?: boolean;
+  /**
+   * The roles of this gateway (docs/running.md#splitting-the-roles): `ingest` listens for
+   * webhooks (and sends direct-mode messages while their senders wait), `worker` claims queued
+   * events and runs them. Only gateways sharing a PostgreSQL database may leave one out: the
+   * others of the database do it. @default {both}
+   */
+  roles?: GatewayRoles;
 }
 
-/** How often the gateway checks that `state/gateway.db` is still the file it opened, in ms. */
-export const STATE_CHECK_MS = 1000;
+/** What a gateway does: ingest webhooks, run the queued events, or both. */
+export interface GatewayRoles {
+  /** Listen for webhooks. @default {true} */
+  ingest: boolean;
+  /** Claim and run queued events. @default {true} */
+  worker: boolean;
+}
+
+export { STATE_CHECK_MS } from "./_state_open.ts";
 
 /**
  * Starts the gateway with a loaded configuration.
@@ -117,9 +130,10 @@ export async function startGateway(
   options: GatewayOptions = {},
 ): Promise<RunningGateway> {
   const now = options.now ?? Date.now;
+  const roles = options.roles ?? { ingest: true, worker: true };
   const { webhook } = config;
   const failed = Promise.withResolvers<Error>();
-  const state = await openState(config, failed);
+  const state = await openState(config, { failed, roles });
   const { store } = state;
   const metrics = createGatewayMetrics({ store, now });
   const setup = setUpWorker(config, {
@@ -137,26 +151,31 @@ export async function startGateway(
   const app = createApp(ingestDeps(config, parts));
   const pruning = startPruning(store, { retentionDays: webhook.retentionDays, now });
 
-  const listener = await listenOrClose(() => listen(app, webhook), async () => {
-    pruning.stop();
-    clearInterval(refusalWindows);
-    await state.watch.stop();
-    await findRoute.stop();
-    await store.close();
-    state.lock.close();
-  });
-  const { server, listening } = listener;
-  startWorker(setup);
-  server.finished.catch((error) => failed.resolve(serverStopped(error)));
-  const address = await listening;
-  const url = await announce(address, { lock: state.lock, onListen: options.onListen });
+  const listener = await listenOrClose(
+    () => roles.ingest ? listen(app, webhook) : null,
+    async () => {
+      pruning.stop();
+      clearInterval(refusalWindows);
+      await state.watch.stop();
+      await findRoute.stop();
+      await store.close();
+      state.lock?.close();
+    },
+  );
+  if (roles.worker) startWorker(setup, { killLeftovers: state.lock !== undefined });
+  listener?.server.finished.catch((error) => failed.resolve(serverStopped(error)));
+  const address = await listener?.listening;
+  const url = address === undefined
+    ? ""
+    : await announce(address, { lock: state.lock, onListen: options.onListen });
   const dashboard = options.dashboard
     ? await serveDashboard(config, { store, now, onReplay: () => setup.worker.notify(), metrics })
     : null;
+  const server = listener?.server;
   const running: Running = { ...state, server, pruning, refusals, refusalWindows, setup };
   return {
     url,
-    port: address.port,
+    port: address?.port ?? 0,
     store,
     failed: failed.promise,
     dashboardUrl: dashboard?.url,
@@ -211,59 +230,16 @@ function listen(app: { fetch: Deno.ServeHandler }, { host, port }: Config["webho
   return { server, listening: listening.promise };
 }
 
-/** The state database, the lock that keeps a second gateway off it and the watch of its file. */
-interface State {
-  lock: Deno.FsFile;
-  store: StateStore;
-  watch: StateFileWatch;
-}
-
-/**
- * Locks and opens the state database, and watches its file. A corrupt, deleted or replaced
- * database settles `failed`.
- * @throws StoreUnavailableError when the database cannot be opened
- * @throws ConflictError when another gateway runs with the same home
- */
-async function openState(
-  { paths, webhook }: Config,
-  failed: PromiseWithResolvers<Error>,
-): Promise<State> {
-  const lock = await lockGatewayState(paths.stateDb);
-  try {
-    const store = openStateStore(paths.stateDb, {
-      idempotencyTtlSeconds: webhook.idempotencyTtlSeconds,
-      sessionTtlSeconds: webhook.sessionTtlSeconds,
-      // SQLite calls block the event loop: a lock held by another process (a CLI command) may
-      // stall every request this long before the sender gets 503.
-      busyTimeoutMs: 1000,
-      // A corrupt file would serve 503 for ever, or take events it may not give back, without
-      // a supervisor learning of it: the gateway stops, as when the file is replaced.
-      onCorrupt: (reason) =>
-        failed.resolve(
-          new Error(
-            `The state database is corrupt (${reason}). Stopping, so that no more events are ` +
-              `acknowledged into it. ${corruptionAdvice(paths.stateDb)}`,
-          ),
-        ),
-    });
-    const watch = watchStateFile(paths.stateDb, {
-      intervalMs: STATE_CHECK_MS,
-      onGone: (message) => failed.resolve(new Error(message)),
-    });
-    return { lock, store, watch };
-  } catch (error) {
-    lock.close();
-    throw error;
-  }
-}
-
 /**
  * Bound to the port: only now may the worker take over events left running (a gateway that
  * cannot listen must not touch them). Their agent programs, if a gateway that died left them
  * running, go first: the worker is about to run those events again.
  */
-function startWorker({ agentsDir, worker }: WorkerSetup): void {
-  const leftovers = killLeftoverAgents(agentsDir);
+function startWorker(
+  { agentsDir, worker }: WorkerSetup,
+  { killLeftovers }: { killLeftovers: boolean },
+): void {
+  const leftovers = killLeftovers ? killLeftoverAgents(agentsDir) : [];
   if (leftovers.length > 0) {
     workerLog.warn("killed agent commands a gateway that died left running: {pids}", {
       pids: leftovers.join(","),
@@ -288,16 +264,18 @@ function serverStopped(error: unknown): Error {
  */
 async function announce(
   address: { hostname: string; port: number },
-  { lock, onListen }: { lock: Deno.FsFile; onListen?: (url: string) => void },
+  { lock, onListen }: { lock: Deno.FsFile | undefined; onListen?: (url: string) => void },
 ): Promise<string> {
   const host = bracketed(address.hostname);
   const url = `http://${host}:${address.port}`;
   // Best effort: a disk too full for these few bytes must not stop a gateway that listens.
-  await recordGatewayUrl(lock, address).catch((error) =>
-    workerLog.warn("cannot write where the gateway listens into gateway.lock: {reason}", {
-      reason: (error as Error).message,
-    })
-  );
+  if (lock) {
+    await recordGatewayUrl(lock, address).catch((error) =>
+      workerLog.warn("cannot write where the gateway listens into gateway.lock: {reason}", {
+        reason: (error as Error).message,
+      })
+    );
+  }
   onListen?.(url);
   return url;
 }

@@ -23,6 +23,7 @@ import { readYamlFile } from "./config_file.ts";
 import { readEnvFile } from "./env_file.ts";
 import { narrowMode } from "./fs.ts";
 import { objectAt } from "./_typed_values.ts";
+import { type StateSettings, stateSettings, stateWarnings } from "./_state_settings.ts";
 import { webhookSettings, webhookWarnings } from "./_webhook_settings.ts";
 import { type HomePaths, homePaths } from "./home.ts";
 import type { Route } from "../subscriptions/mod.ts";
@@ -30,6 +31,7 @@ import type { Route } from "../subscriptions/mod.ts";
 export { MAX_RETRY_DELAY_SECONDS, MAX_TIMEOUT_SECONDS } from "./_agent_settings.ts";
 export { MAX_IDEMPOTENCY_TTL_SECONDS } from "./_webhook_settings.ts";
 export { type DashboardSettings, DEFAULT_DASHBOARD_PORT } from "./_dashboard_settings.ts";
+export type { StateSettings } from "./_state_settings.ts";
 export { isListenHost, LISTEN_HOST_RULE, webhookBaseUrl, webhookUrl } from "./address.ts";
 
 /** The `platforms.webhook` section, after merging (docs/configuration.md). */
@@ -83,6 +85,8 @@ export interface Config {
   agent: AgentSettings & { maxConcurrency: number; retry: RetryPolicy };
   /** The `dashboard` section, with `DASHBOARD_HOST` and `DASHBOARD_PORT` over it. */
   dashboard: DashboardSettings;
+  /** The `state` section, with `DATABASE_URL` over `state.url`: where events are kept. */
+  state: StateSettings;
   /** Process env merged over `.env`: tokens, home channels and API URLs for the targets. */
   env: Record<string, string | undefined>;
   /**
@@ -125,6 +129,7 @@ export async function loadConfig(
   const extra = objectAt(webhookYaml, ["extra"], paths.config, ["platforms", "webhook"]);
   const agentYaml = objectAt(yaml.data, ["agent"], paths.config);
   const dashboardYaml = objectAt(yaml.data, ["dashboard"], paths.config);
+  const stateYaml = objectAt(yaml.data, ["state"], paths.config);
   const sections = { webhook: webhookYaml, extra };
   return {
     paths,
@@ -137,11 +142,13 @@ export async function loadConfig(
       paths,
       fileOnly: options.fileOnly,
     }),
+    state: stateSettings(stateYaml, { processEnv, dotEnv, paths, fileOnly: options.fileOnly }),
     env,
     warnings: [
       ...webhookWarnings(sections, paths.config),
       ...agentWarnings(agentYaml, paths.config),
       ...dashboardWarnings(dashboardYaml, paths.config),
+      ...stateWarnings(stateYaml, paths.config),
     ],
   };
 }

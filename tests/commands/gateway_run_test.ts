@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { enabledConfig, eventually, startGatewayProcess, tempHome } from "../_helpers.ts";
+import { enabledConfig, eventually, runCli, startGatewayProcess, tempHome } from "../_helpers.ts";
 
 const OPENAI_KEY = "sk-test-0123456789abcdefSECRET";
 const TELEGRAM_TOKEN = "123456:AAH-telegram-SECRET-token";
@@ -88,4 +88,40 @@ Deno.test("gateway run with what it needs says ready, warns of nothing and print
   for (const secret of [OPENAI_KEY, TELEGRAM_TOKEN, "s3cr3t"]) {
     assert.ok(!all.includes(secret), `${secret} is not printed`);
   }
+});
+
+Deno.test("gateway run refuses --no-worker or --no-ingest with SQLite, and both at once, before it starts", async () => {
+  await using h = await tempHome({ config: enabledConfig(0) });
+  for (const flag of ["--no-worker", "--no-ingest"]) {
+    const { code, stderr } = await runCli(["gateway", "run", flag], { AGENT_HOME: h.home });
+    assert.equal(code, 2, stderr);
+    assert.match(
+      stderr,
+      new RegExp(`${flag} splits the roles between gateways that share a PostgreSQL database`),
+    );
+    assert.match(stderr, /with SQLite one gateway holds the home and does both/);
+  }
+  const both = await runCli(["gateway", "run", "--no-worker", "--no-ingest"], {
+    AGENT_HOME: h.home,
+  });
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /--no-worker and --no-ingest together leave the gateway nothing to do/);
+  assert.equal(both.stderr.includes("at "), false, "no stack trace");
+});
+
+Deno.test("gateway run on postgres without a database URL, or with one unreachable, says so and exits 1", async () => {
+  await using h = await tempHome({
+    config: enabledConfig(0, "state:\n  backend: postgres\n  connect_timeout: 1\n"),
+  });
+  const noUrl = await runCli(["gateway", "run"], { AGENT_HOME: h.home });
+  assert.equal(noUrl.code, 1, noUrl.stderr);
+  assert.match(noUrl.stderr, /state\.backend in .* is postgres, but neither DATABASE_URL/);
+  const unreachable = await runCli(["gateway", "run"], {
+    AGENT_HOME: h.home,
+    DATABASE_URL: "postgres://agent:s3cret-pw@127.0.0.1:1/agent",
+  });
+  assert.equal(unreachable.code, 1, unreachable.stderr);
+  assert.match(unreachable.stderr, /Cannot open the state database 127\.0\.0\.1:1\/agent/);
+  assert.equal(unreachable.stderr.includes("s3cret-pw"), false, "no password");
+  assert.equal(/\n\s+at /.test(unreachable.stderr), false, "no stack trace");
 });
