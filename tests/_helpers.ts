@@ -174,7 +174,8 @@ export interface GatewayProcess extends AsyncDisposable {
 }
 
 /**
- * Starts `main.ts gateway run` and waits for its "listening on" line.
+ * Starts `main.ts gateway run` and waits for its "listening on" line (with `--no-ingest`, its
+ * "running the worker only" line, and `url` is "").
  * @param env AGENT_HOME and the rest; WEBHOOK_PORT defaults to 0 (a free port)
  * @param args more arguments of `gateway run`
  * @param options `maxOpenFiles`: the process's file-descriptor limit (`ulimit -n`)
@@ -191,6 +192,7 @@ export async function startGatewayProcess(
   output.onText((text) => {
     const match = text.match(/listening on (http:\/\/\S+)/);
     if (match) listening.resolve(match[1]);
+    else if (text.includes("running the worker only")) listening.resolve(""); // --no-ingest
   });
   const timer = setTimeout(
     () => listening.reject(new Error(`gateway did not start:\n${output.text()}`)),
