@@ -98,7 +98,8 @@ export function ingestDeps(config: Config, parts: {
     rateLimitPerMinute: webhook.rateLimitPerMinute,
     globalSecret: webhook.secret,
     verifier: createSignatureVerifier(),
-    rateLimiter: createMemoryRateLimiter(),
+    // Gateways sharing a database each allow their share of a limit (docs/scaling.md#rate-limits).
+    rateLimiter: createMemoryRateLimiter({ gateways: () => parts.store.liveGateways?.() ?? 1 }),
     store: parts.store,
     onAccepted: () => worker.notify(),
     deliverNow: (event, payload) => worker.deliverNow(event, payload),

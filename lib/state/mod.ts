@@ -345,6 +345,12 @@ export interface StateStore extends EventReads {
     options: { retentionDays: number; maxRows?: number },
   ): Promise<{ events: number }>;
   /**
+   * How many gateways that take webhooks share this database now, this one included when it
+   * does (at least 1), as last counted from their heartbeats: per-subscription rate limits
+   * divide by it (docs/scaling.md#rate-limits). Absent from a backend of one gateway (SQLite).
+   */
+  liveGateways?(): number;
+  /**
    * Commits the writes under way (their promises resolve), then closes the database. A second
    * call does nothing; any other later call throws (or rejects with) StoreUnavailableError.
    */

@@ -16,7 +16,7 @@ import type {
 } from "../mod.ts";
 
 /** Bumped when the tables change; stored in `agent_schema`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Any key of a transaction-level advisory lock: the one gateways take to create the tables. */
 const SCHEMA_LOCK = 7_242_024;
@@ -43,6 +43,8 @@ const SCHEMA_LOCK = 7_242_024;
  * lease ended (its event claimed again elsewhere) records nothing. `lease_expires_at` is when
  * the lease ends, in ms since the epoch, moved on by the claiming store's heartbeat.
  * `lease_owner` is the claiming gateway's id: started again, it requeues its own runs at once.
+ *
+ * `gateways` holds a row per open store, its heartbeat (`_presence.ts`), from version 2 on.
  */
 const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS agent_schema (version integer NOT NULL);
@@ -138,6 +140,11 @@ CREATE TABLE IF NOT EXISTS parts (
   sent_at bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS parts_event ON parts (event_id, seq);
+CREATE TABLE IF NOT EXISTS gateways (
+  id text PRIMARY KEY,
+  ingests boolean NOT NULL,
+  seen_at timestamptz NOT NULL
+);
 `;
 
 /**
@@ -160,7 +167,8 @@ export async function createOrUpgradeSchema(sql: postgres.Sql): Promise<void> {
     }
     if (version === SCHEMA_VERSION) return;
     // Upgrades of an older version's tables go here (ALTER TABLE ... ADD COLUMN IF NOT EXISTS),
-    // before SCHEMA_SQL creates what is missing, indexes of new columns included.
+    // before SCHEMA_SQL creates what is missing, indexes of new columns included. Version 2
+    // only adds the `gateways` table, which SCHEMA_SQL creates.
     await tx.unsafe(SCHEMA_SQL);
     await tx.unsafe("DELETE FROM agent_schema");
     await tx.unsafe(`INSERT INTO agent_schema (version) VALUES (${SCHEMA_VERSION})`);

@@ -33,6 +33,7 @@ import { claimOps } from "./_claims.ts";
 import { coalesceOps } from "./_coalesce.ts";
 import { createPgCore, query } from "./_core.ts";
 import { createLeases } from "./_leases.ts";
+import { type Presence, startPresence } from "./_presence.ts";
 import { prune, replayOp } from "./_maintenance.ts";
 import { readingOps } from "./_reading.ts";
 import { createOrUpgradeSchema } from "./_schema.ts";
@@ -64,6 +65,11 @@ export interface PostgresStoreOptions extends StateStoreOptions {
    * against it. Without it, the URL's `sslmode` decides (`require`: encrypted, unchecked).
    */
   tlsCaPem?: string;
+  /**
+   * Whether this gateway takes webhooks: only those count in `liveGateways()`, which
+   * per-subscription rate limits divide by. @default {true}
+   */
+  ingests?: boolean;
 }
 
 /**
@@ -92,15 +98,26 @@ export async function openPostgresStore(
 ): Promise<AsyncStateStore> {
   const where = describe(url);
   let sql: postgres.Sql | undefined;
+  const gatewayId = options.gatewayId ?? crypto.randomUUID();
   try {
     sql = postgres(url, connectionOptions(url, options));
     await createOrUpgradeSchema(sql);
+    const presence = await startPresence(sql, {
+      id: gatewayId,
+      ingests: options.ingests ?? true,
+      leaseMs: leaseMsOf(options),
+    });
+    return storeOn(sql, { ...options, gatewayId, where, presence });
   } catch (cause) {
     await sql?.end({ timeout: 1 }).catch(() => {});
     const text = cause instanceof Error ? cause.message : String(cause);
     throw new StoreUnavailableError(`Cannot open the state database ${where}: ${text}`, { cause });
   }
-  return storeOn(sql, { ...options, where });
+}
+
+/** How long a lease lasts, in ms. */
+function leaseMsOf(options: PostgresStoreOptions): number {
+  return Math.max(1, options.leaseSeconds ?? 30) * 1000;
 }
 
 /**
@@ -126,11 +143,12 @@ export function connectionOptions(
 /** The store's methods on an open pool. */
 function storeOn(
   sql: postgres.Sql,
-  options: PostgresStoreOptions & { where: string },
+  options: PostgresStoreOptions & { gatewayId: string; where: string; presence: Presence },
 ): AsyncStateStore {
   const clock = options.now ?? Date.now;
   const sessionTtlMs = (options.sessionTtlSeconds ?? 604_800) * 1000;
-  const leaseMs = Math.max(1, options.leaseSeconds ?? 30) * 1000;
+  const leaseMs = leaseMsOf(options);
+  const { presence } = options;
   const leases = createLeases(leaseMs, async (tokens) => {
     await query(
       sql,
@@ -144,7 +162,7 @@ function storeOn(
     ttlMs: (options.idempotencyTtlSeconds ?? 86_400) * 1000,
     clock,
     newId: options.newId ?? createIdGenerator(Date.now, cryptoRandom),
-    ownerId: options.gatewayId ?? crypto.randomUUID(),
+    ownerId: options.gatewayId,
     leases,
   });
   return {
@@ -160,11 +178,13 @@ function storeOn(
         await forgetTurns(sql, nowMs - sessionTtlMs, maxRows);
         return await prune(sql, nowMs, { retentionDays: pruning.retentionDays, maxRows });
       }),
+    liveGateways: presence.liveGateways,
     async close() {
       if (core.closed) return;
       core.closed = true;
       await core.settled();
       leases.stop();
+      await presence.stop();
       await sql.end({ timeout: 5 });
     },
   };

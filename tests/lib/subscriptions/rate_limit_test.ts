@@ -33,3 +33,28 @@ Deno.test("rate limiter rounds a fractional wait up: a sender who waits Retry-Af
   assert.equal(limiter.take("seven", 7, T0 + 8_000).allowed, false, "8 s is too early");
   assert.equal(limiter.take("seven", 7, T0 + 9_000).allowed, true);
 });
+
+Deno.test("rate limiter of one of two gateways allows half the limit, refilling at half the rate", () => {
+  const limiter = createMemoryRateLimiter({ gateways: () => 2 });
+  for (let i = 0; i < 30; i++) assert.deepEqual(limiter.take("gh", 60, T0), { allowed: true });
+  assert.deepEqual(limiter.take("gh", 60, T0), { allowed: false, retryAfterSeconds: 2 });
+  assert.equal(limiter.take("gh", 60, T0 + 1000).allowed, false, "one token every 2 s");
+  assert.equal(limiter.take("gh", 60, T0 + 2000).allowed, true);
+});
+
+Deno.test("rate limiter's share follows the count of live gateways", () => {
+  let live = 3;
+  const limiter = createMemoryRateLimiter({ gateways: () => live });
+  let allowed = 0;
+  while (limiter.take("gh", 60, T0).allowed) allowed++;
+  assert.equal(allowed, 20, "a third of 60");
+  live = 1; // the two others died: their leases ended
+  assert.equal(limiter.take("gh", 60, T0 + 1000).allowed, true, "one token a second again");
+});
+
+Deno.test("rate limiter lets one request through when a gateway's share is under one", () => {
+  const limiter = createMemoryRateLimiter({ gateways: () => 4 });
+  assert.equal(limiter.take("rare", 2, T0).allowed, true);
+  // Half a request a minute per gateway: the next fits in two minutes.
+  assert.deepEqual(limiter.take("rare", 2, T0), { allowed: false, retryAfterSeconds: 120 });
+});
