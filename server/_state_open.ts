@@ -8,6 +8,7 @@ import type { Config } from "../lib/config/mod.ts";
 import { lockGatewayState } from "../lib/state/gateway_lock.ts";
 import type { StateStore } from "../lib/state/mod.ts";
 import { openStateStore } from "../lib/state/open.ts";
+import { homeGatewayId } from "../lib/state/postgres/gateway_id.ts";
 import { corruptionAdvice } from "../lib/state/sqlite/mod.ts";
 import { type StateFileWatch, watchStateFile } from "./_state_watch.ts";
 import type { GatewayRoles } from "./gateway.ts";
@@ -44,7 +45,12 @@ export async function openState(
   const sqlite = config.state.backend === "sqlite";
   const lock = sqlite || roles.worker ? await lockGatewayState(paths.stateDb) : undefined;
   try {
-    if (!sqlite) return { lock, store: await openStateStore(config), watch: NO_WATCH };
+    if (!sqlite) {
+      // The lock holder's id is the home's, so that it requeues its own cut-off runs at start.
+      const id = lock ? await homeGatewayId(paths.stateDb) : undefined;
+      const store = await openStateStore(config, { gateway: { ingest: roles.ingest, id } });
+      return { lock, store, watch: NO_WATCH };
+    }
     const store = await openStateStore(config, {
       sqlite: {
         // SQLite calls block the event loop: a lock held by another process (a CLI command) may

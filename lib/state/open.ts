@@ -20,6 +20,12 @@ export interface OpenStateOptions {
    * the file is corrupt); a PostgreSQL store ignores them.
    */
   sqlite?: Pick<SqliteStoreOptions, "busyTimeoutMs" | "backgroundCheckpoints" | "onCorrupt">;
+  /**
+   * Given by `gateway run`, not by a command: on PostgreSQL the store keeps the gateway's
+   * heartbeat row, and `ingest` says whether it takes webhooks (rate limits divide by those,
+   * docs/scaling.md#rate-limits); `id` is its id when `state.gateway_id` names none.
+   */
+  gateway?: { ingest: boolean; id?: string };
 }
 
 /**
@@ -73,7 +79,8 @@ export async function openStateStore(
     poolSize: state.poolSize,
     leaseSeconds: state.leaseSeconds,
     connectTimeoutSeconds: state.connectTimeoutSeconds,
-    ...(state.gatewayId === undefined ? {} : { gatewayId: state.gatewayId }),
+    ...(options.gateway === undefined ? {} : { gateway: { ingest: options.gateway.ingest } }),
+    ...gatewayIdOf(state.gatewayId ?? options.gateway?.id),
     ...(tlsCaPem === undefined ? {} : { tlsCaPem }),
   });
 }
@@ -88,6 +95,11 @@ export function stateStoreName(config: Pick<Config, "state" | "paths">): string 
   return config.state.backend === "sqlite"
     ? `SQLite ${config.paths.stateDb}`
     : `PostgreSQL (${config.state.urlFrom?.key ?? "state.url"})`;
+}
+
+/** The store's `gatewayId` option, when one is known. */
+function gatewayIdOf(id: string | undefined): { gatewayId?: string } {
+  return id === undefined ? {} : { gatewayId: id };
 }
 
 /** The authority's certificate, for `state.tls_ca_file`. */

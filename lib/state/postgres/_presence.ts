@@ -21,6 +21,9 @@ export interface Presence {
   stop(): Promise<void>;
 }
 
+/** The presence of a store that is no gateway's (a command's): no row, counted as one. */
+export const NO_PRESENCE: Presence = { liveGateways: () => 1, stop: () => Promise.resolve() };
+
 /**
  * Writes this gateway's row, counts the live ones, and beats every third of a lease.
  * @param sql the pool, its tables created

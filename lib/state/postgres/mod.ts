@@ -33,7 +33,7 @@ import { claimOps } from "./_claims.ts";
 import { coalesceOps } from "./_coalesce.ts";
 import { createPgCore, query } from "./_core.ts";
 import { createLeases } from "./_leases.ts";
-import { type Presence, startPresence } from "./_presence.ts";
+import { NO_PRESENCE, type Presence, startPresence } from "./_presence.ts";
 import { prune, replayOp } from "./_maintenance.ts";
 import { readingOps } from "./_reading.ts";
 import { createOrUpgradeSchema } from "./_schema.ts";
@@ -66,10 +66,11 @@ export interface PostgresStoreOptions extends StateStoreOptions {
    */
   tlsCaPem?: string;
   /**
-   * Whether this gateway takes webhooks: only those count in `liveGateways()`, which
-   * per-subscription rate limits divide by. @default {true}
+   * Given by a gateway, not by a command: the store keeps the gateway's row in the `gateways`
+   * table while it is open, and `ingest` says whether it takes webhooks; only those count in
+   * `liveGateways()`, which per-subscription rate limits divide by. @default {no row}
    */
-  ingests?: boolean;
+  gateway?: { ingest: boolean };
 }
 
 /**
@@ -102,9 +103,9 @@ export async function openPostgresStore(
   try {
     sql = postgres(url, connectionOptions(url, options));
     await createOrUpgradeSchema(sql);
-    const presence = await startPresence(sql, {
+    const presence = options.gateway === undefined ? NO_PRESENCE : await startPresence(sql, {
       id: gatewayId,
-      ingests: options.ingests ?? true,
+      ingests: options.gateway.ingest,
       leaseMs: leaseMsOf(options),
     });
     return storeOn(sql, { ...options, gatewayId, where, presence });
