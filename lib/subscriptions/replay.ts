@@ -85,10 +85,7 @@ export interface ReplayChanges {
   model?: string;
 }
 
-/**
- * What a replay needs of a state store: its `replay`, which a backend may answer with a promise
- * (`AsyncStateStore`, as PostgreSQL's).
- */
+/** What a replay needs of a state store: its `replay` (every backend answers with a promise). */
 export interface ReplayingStore {
   replay(
     eventId: string,
