@@ -38,10 +38,14 @@ class SeriesMap<Value> {
 
   /** The series of `labels`, created at its initial value when new. */
   get(labels: Record<string, string>): Series<Value> {
-    const labelValues = this.#labelNames.map((name) => labels[name] ?? "");
-    const key = labelValues.join("\u0000");
+    // The key is built without an array: this runs for every request the gateway answers.
+    let key = "";
+    for (const name of this.#labelNames) key += `${labels[name] ?? ""}\u0000`;
     let series = this.#series.get(key);
-    if (!series) this.#series.set(key, series = { labelValues, value: this.#initial() });
+    if (!series) {
+      const labelValues = this.#labelNames.map((name) => labels[name] ?? "");
+      this.#series.set(key, series = { labelValues, value: this.#initial() });
+    }
     return series;
   }
 
