@@ -49,9 +49,7 @@ export async function readinessChecks(
     { ...agent, blocking: routes.some((route) => !route.deliver_only) },
     ...targets,
     addressCheck(options.webhook, config.paths),
-    ...options.files
-      ? [await stateCheck(config.paths.stateDb), await logCheck(config.paths.log)]
-      : [],
+    ...options.files ? [await stateCheck(config), await logCheck(config.paths.log)] : [],
   ];
 }
 

@@ -6,7 +6,9 @@
  * @module
  */
 import { dirname } from "node:path";
-import { errorMessage, StoreUnavailableError } from "../lib/errors.ts";
+import type { Config } from "../lib/config/mod.ts";
+import { ConfigError, errorMessage, StoreUnavailableError } from "../lib/errors.ts";
+import { openStateStore as openConfiguredStore, stateStoreName } from "../lib/state/open.ts";
 import { openStateStore, SCHEMA_VERSION } from "../lib/state/sqlite/mod.ts";
 import { type Check, failed, passed } from "./_readiness_check.ts";
 
@@ -17,10 +19,15 @@ const MAKE_WRITABLE = "make it writable by the user the gateway runs as, or set 
 /**
  * Checks the state database: its folder (or the folder it would be made in) and the file
  * writable, then opens it as every command does, which brings an older schema up to date.
- * @param stateDb the path of `state/gateway.db`
+ * @param config where events are kept: `state/gateway.db` in the home, or the `state.backend`
+ *   database
  * @returns the check, blocking: events are kept there before a sender is answered
  */
-export async function stateCheck(stateDb: string): Promise<Check> {
+export async function stateCheck(
+  config: Pick<Config, "state" | "paths" | "webhook">,
+): Promise<Check> {
+  if (config.state.backend === "postgres") return await databaseCheck(config);
+  const { stateDb } = config.paths;
   const problem = await unwritableFolder(dirname(stateDb)) ?? await unwritableFile(stateDb);
   if (problem) {
     return failed(
@@ -39,6 +46,21 @@ export async function stateCheck(stateDb: string): Promise<Check> {
     return failed("state", error.message, true);
   }
   return passed("state", `${stateDb} writable, schema version ${SCHEMA_VERSION}`);
+}
+
+/**
+ * Checks that the PostgreSQL database of `state.backend: postgres` can be reached and its tables
+ * read (or created), as `gateway run` will.
+ * @returns the check, blocking: events are kept there before a sender is answered
+ */
+async function databaseCheck(config: Pick<Config, "state" | "paths" | "webhook">): Promise<Check> {
+  try {
+    await (await openConfiguredStore(config)).close();
+  } catch (error) {
+    if (!(error instanceof StoreUnavailableError || error instanceof ConfigError)) throw error;
+    return failed("state", error.message, true);
+  }
+  return passed("state", `${stateStoreName(config)} reachable, its tables ready`);
 }
 
 /**
