@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { EventFilter, EventStatus, StoredEvent } from "../../lib/state/mod.ts";
+import type { EventFilter, EventStatus } from "../../lib/state/mod.ts";
 import { STATUSES } from "./_format.ts";
 
 /** Longest value of a filter, in characters: no name, label or delivery id is longer. */
@@ -61,18 +61,4 @@ export function filterQuery(filter: PageFilter, beforeId?: string): string {
   }
   if (beforeId) params.set("before", beforeId);
   return params.toString();
-}
-
-/**
- * Whether an event matches a filter, as `listEvents` would match it; the status is left to
- * the page, where a row it shows changes status in place.
- * @param filter the page's filter
- * @param event the event
- */
-export function matchesBesidesStatus(filter: PageFilter, event: StoredEvent): boolean {
-  const { subscription, eventType, deliveryId } = filter;
-  return (subscription === undefined || event.subscription === subscription) &&
-    (deliveryId === undefined || event.deliveryId === deliveryId) &&
-    (eventType === undefined || event.eventLabel === eventType ||
-      event.eventLabel.startsWith(`${eventType}.`));
 }
