@@ -1,9 +1,10 @@
 /**
  * The durable state of the gateway (docs/durability.md): accepted events, their attempts, and
  * the idempotency keys of their delivery ids. This is the face every backend implements: the
- * records, the {@link StateStore} interface, and the rules the backends share. The SQLite
- * backend is `lib/state/sqlite/`, whose `openStateStore` opens one; a second backend is a second
- * folder, checked by the same conformance suite (`tests/lib/state/conformance/`).
+ * records, the {@link StateStore} interface, and the rules the backends share. The backends are
+ * `lib/state/sqlite/` (the default, in the home) and `lib/state/postgres/` (shared by several
+ * gateways), checked by the same conformance suite (`tests/lib/state/conformance/`);
+ * `lib/state/open.ts` opens the one `state.backend` names (docs/configuration.md#state).
  *
  * An agent-mode event is answered 202 only after {@link StateStore.accept} has committed it; the
  * worker then moves it `queued → running → delivered | failed`, and a replay queues it again.
