@@ -30,6 +30,7 @@ import {
 } from "../mod.ts";
 import { acceptOps } from "./_accept.ts";
 import { claimOps } from "./_claims.ts";
+import { guardClientWrites } from "./_client_guard.ts";
 import { coalesceOps } from "./_coalesce.ts";
 import { createPgCore, query } from "./_core.ts";
 import { createLeases } from "./_leases.ts";
@@ -123,7 +124,8 @@ function leaseMsOf(options: PostgresStoreOptions): number {
 
 /**
  * The client settings of every pool this program opens on the state database (the store's, and
- * the subscriptions' in `lib/subscriptions/postgres_source.ts`), so both reach it alike.
+ * the subscriptions' in `lib/subscriptions/postgres_source.ts`), so both reach it alike; the
+ * first call also guards the process against the client's write on a closed connection.
  * @param url the connection URL (for the server's name that TLS checks)
  * @param options the pool size, connect timeout and CA certificate of {@link PostgresStoreOptions}
  * @returns the options of npm `postgres`
@@ -132,9 +134,14 @@ export function connectionOptions(
   url: string,
   options: Pick<PostgresStoreOptions, "poolSize" | "connectTimeoutSeconds" | "tlsCaPem">,
 ): postgres.Options<Record<string, postgres.PostgresType>> {
+  guardClientWrites();
   return {
     max: Math.max(1, Math.floor(options.poolSize ?? 10)),
     connect_timeout: options.connectTimeoutSeconds ?? 5,
+    // The client waits longer before each new connection attempt while the server refuses
+    // them, up to 20 s, and a request waits with it: a sender must get its 503 at once, so the
+    // pause stays under half a second (a refused connection costs the server nothing).
+    backoff: (retries: number) => Math.min(0.05 * retries, 0.5),
     onnotice: () => {},
     connection: { application_name: "agent-gateway" },
     ...(options.tlsCaPem === undefined ? {} : { ssl: tlsChecked(url, options.tlsCaPem) }),
