@@ -53,10 +53,22 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
   const cookie = getCookie(c, deps.auth.cookieName);
   const response = streamSSE(c, async (stream) => {
     const done = Promise.withResolvers<void>();
+    let ended = false;
+    const end = () => {
+      ended = true;
+      done.resolve();
+    };
+    // Registered before the first read: Hono calls no abort handler added after the abort, and
+    // its writes swallow the error of a closed connection, so a page closed during the read
+    // would leave its view in the feed until the dashboard stops.
+    stream.onAbort(end);
+    const signals = [c.req.raw.signal, deps.closing];
+    if (signals.some((signal) => signal.aborted)) return;
+    for (const signal of signals) signal.addEventListener("abort", end, { once: true });
+    const unlisten = () => signals.forEach((signal) => signal.removeEventListener("abort", end));
     let writing = Promise.resolve();
     const write = (text: string) => {
-      if (text === "") return;
-      writing = writing.then(() => stream.write(text)).then(() => {}, () => done.resolve());
+      if (text !== "") writing = writing.then(() => stream.write(text)).then(() => {});
     };
     // One write a tick, however many changes: each write is a chunk through the HTTP server.
     const changes = (events: StoredEvent[]) =>
@@ -68,6 +80,7 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
     const caughtUp = id
       ? [await deps.store.getEvent(id)].filter((event) => event !== null)
       : (await deps.store.listEvents({ ...read.filter, limit: PAGE_SIZE })).reverse();
+    if (ended || stream.aborted) return unlisten();
     write(changes(caughtUp.filter((event) => event.updatedAtMs > sinceMs)));
     let ticks = 0;
     const view = id ? { eventId: id } : { filter: read.filter };
@@ -77,15 +90,13 @@ export function eventStream(c: Context<DashboardEnv>, deps: StreamDeps): Respons
       if (ticks % SESSION_CHECK_TICKS === 0) {
         sessionValid(deps.auth, cookie).then((valid) => {
           if (!valid) write("event: end\ndata: the session ended\n\n");
-          if (!valid) writing.then(() => done.resolve());
+          if (!valid) writing.then(end);
         });
       }
     }, caughtUp);
-    stream.onAbort(() => done.resolve());
-    if (deps.closing.aborted) done.resolve();
-    deps.closing.addEventListener("abort", () => done.resolve(), { once: true });
     await done.promise;
     stop();
+    unlisten();
     await writing;
   });
   // Deno.serve compresses text for browsers that accept gzip, which would hold the messages back

@@ -255,3 +255,24 @@ Deno.test("GET /events/stream keeps a subscription's page whole while another fl
   assert.ok(stream.changes.some((c) => c.id === shown.eventId && c.status === "running"));
   assert.ok(stream.changes.every((change) => change.subscription === "ci"));
 });
+
+Deno.test("GET /events/stream closed while it reads the page leaves no view in the feed", async () => {
+  await using world = await dashboardWorld();
+  const session = await logIn(world);
+  const gate = Promise.withResolvers<void>();
+  const reading = Promise.withResolvers<void>();
+  const listEvents = world.store.listEvents.bind(world.store);
+  world.store.listEvents = async (filter) => {
+    reading.resolve();
+    await gate.promise; // a database slow to answer
+    return listEvents(filter);
+  };
+  const response = await world.app.request(`/events/stream?since=0`, {
+    headers: { cookie: session.cookie },
+  });
+  await reading.promise;
+  await response.body!.cancel(); // the page is closed before its first read is done
+  gate.resolve();
+  for (let i = 0; i < 10; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(world.feed.listeners, 0, "the closed page follows nothing");
+});
