@@ -39,9 +39,16 @@ export const MAX_OUTPUT_BYTES = 1_048_576;
  */
 export const PIPE_GRACE_AFTER_EXIT_MS = 1_000;
 
-/** Variables never passed to the agent program: the gateway's secrets and target tokens. */
+/**
+ * Variables never passed to the agent program or a transform: the gateway's secrets (the
+ * webhook secret; the state database's URL, which holds its password, and libpq's password
+ * variables) and the target tokens.
+ */
 export const WITHHELD_VARIABLES: ReadonlySet<string> = new Set([
   "WEBHOOK_SECRET",
+  "DATABASE_URL",
+  "PGPASSWORD",
+  "PGPASSFILE",
   "TELEGRAM_BOT_TOKEN",
   "DISCORD_BOT_TOKEN",
   "SLACK_BOT_TOKEN",

@@ -47,6 +47,21 @@ Deno.test("command runner withholds the webhook secret and the bot tokens", asyn
   assert.equal(answer.text, "- - - own-key");
 });
 
+Deno.test("command runner withholds the state database's URL and libpq's password", async () => {
+  const script = "console.log(['DATABASE_URL', 'PGPASSWORD', 'PGPASSFILE', 'PGHOST']" +
+    ".map((k) => Deno.env.get(k) ?? '-').join(' '))";
+  const answer = await commandRunner([Deno.execPath(), "eval", script], {
+    env: {
+      DATABASE_URL: "postgres://agent:pw@db:5432/agent",
+      PGPASSWORD: "pw",
+      PGPASSFILE: "/home/agent/.pgpass",
+      PGHOST: "db",
+      DENO_DIR: Deno.env.get("DENO_DIR") ?? "/tmp/deno-dir-test",
+    },
+  })({ prompt: "", eventId: "e" });
+  assert.equal(answer.text, "- - - db");
+});
+
 Deno.test("command runner reports a non-zero exit as retryable with the end of stderr", async () => {
   const script = "console.error('x'.repeat(2000) + 'rate limited'); Deno.exit(3)";
   const error = await agentError(

@@ -141,3 +141,23 @@ Deno.test("config.yaml's routes take transform and transform_timeout, checked as
     await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), message, text);
   }
 });
+
+Deno.test("runTransform() withholds the gateway's secrets, the database URL among them", async () => {
+  await using s = await script(
+    `cat >/dev/null; printf '{"seen": "%s|%s|%s|%s|%s"}\\n' "\${DATABASE_URL:--}" ` +
+      `"\${PGPASSWORD:--}" "\${PGPASSFILE:--}" "\${WEBHOOK_SECRET:--}" "\${PGHOST:--}"`,
+  );
+  const result = await runTransform({ command: ["sh", s.path], timeoutSeconds: 5 }, "{}", {
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      DATABASE_URL: "postgres://agent:pw@db:5432/agent",
+      PGPASSWORD: "pw",
+      PGPASSFILE: "/home/agent/.pgpass",
+      WEBHOOK_SECRET: "s",
+      PGHOST: "db",
+    },
+  });
+  assert.equal(result.skip, false);
+  if (result.skip) return;
+  assert.equal(result.json, '{"seen": "-|-|-|-|db"}');
+});
