@@ -76,8 +76,10 @@ export function replayRoute(
 
 /**
  * What one replay changes, for its run only; the subscription is not changed.
- * `prompt.template` is rendered against the payload as a subscription's `prompt` is
- * (docs/templates.md; empty renders the default prompt); `prompt.text` is the prompt as written.
+ * `prompt.template` is rendered as a subscription's `prompt` is (docs/templates.md; empty renders
+ * the default prompt): against the payload, or against what the subscription's transform prints
+ * when it has one (docs/subscriptions.md#transforms); `prompt.text` is the prompt as written, and
+ * the transform does not run.
  * `model` is asked for instead of the subscription's `model` or `agent.model`.
  */
 export interface ReplayChanges {
@@ -149,14 +151,15 @@ export async function replayEvent(
       { ...context, subscription: route.name },
       found.payload,
     );
-    return prompt && "text" in prompt ? { ...dispatch, prompt: prompt.text } : dispatch;
+    return prompt && "text" in prompt ? asWritten(dispatch, prompt.text) : dispatch;
   });
   return { event, ...(keptBecause === undefined ? {} : { keptBecause }) };
 }
 
 /**
  * An event that keeps its mode and target, with the changes: its prompt rendered from the new
- * template (as `dispatchFor` renders one, so numbers print as written) and the model asked for.
+ * template (as `dispatchFor` renders one, so numbers print as written; against what the event's
+ * transform prints when it has one) and the model asked for.
  */
 function changedKept(
   found: StoredEvent,
@@ -164,14 +167,30 @@ function changedKept(
   changes: ReplayChanges,
 ): EventDispatch {
   const { prompt: change, model } = changes;
-  let prompt = found.prompt;
-  if (change && "text" in change) prompt = change.text;
-  if (change && "template" in change) {
-    const route: Route = { name: found.subscription, origin: "dynamic", prompt: change.template };
-    prompt = dispatchFor(route, JSON.parse(found.payload), context, found.payload).prompt;
-  }
   const route = model ? { ...found.route, agent: { ...found.route.agent, model } } : found.route;
-  return { mode: found.mode, prompt, route };
+  const kept = { mode: found.mode, prompt: found.prompt, route };
+  if (change && "text" in change) return asWritten(kept, change.text);
+  if (change && route.transform) {
+    // The worker renders the prompt from what the transform prints, as the subscription's is.
+    const { prompt: _old, ...transform } = route.transform;
+    const template = change.template ? { prompt: change.template } : {};
+    return { ...kept, prompt: "", route: { ...route, transform: { ...transform, ...template } } };
+  }
+  if (change) {
+    const routed: Route = { name: found.subscription, origin: "dynamic", prompt: change.template };
+    const rendered = dispatchFor(routed, JSON.parse(found.payload), context, found.payload);
+    return { ...kept, prompt: rendered.prompt };
+  }
+  return kept;
+}
+
+/**
+ * A dispatch that sends `text` as the prompt, as written: without its transform, which would
+ * otherwise run again and render the prompt over it.
+ */
+function asWritten(dispatch: EventDispatch, text: string): EventDispatch {
+  const { transform: _dropped, ...route } = dispatch.route;
+  return { ...dispatch, prompt: text, route };
 }
 
 /**

@@ -17,7 +17,10 @@ export const MAX_MODEL_CHARS = 200;
 export interface ReplayForm {
   /** The prompt template, or the prompt itself when `render` is off. */
   prompt: string;
-  /** Whether `prompt` is rendered against the payload as a template (docs/templates.md). */
+  /**
+   * Whether `prompt` is rendered as a template (docs/templates.md): against the payload, or
+   * what the subscription's transform prints.
+   */
   render: boolean;
   /** The model asked for; empty keeps the subscription's, or `agent.model`. */
   model: string;

@@ -10,6 +10,7 @@ import { ConfigError } from "../../../lib/errors.ts";
 import type { NewEvent } from "../../../lib/state/mod.ts";
 import { openStateStore, type SqliteStateStore } from "../../../lib/state/sqlite/mod.ts";
 import { readReplayRouting, replayEvent } from "../../../lib/subscriptions/replay.ts";
+import { transformPending } from "../../../lib/transforms/mod.ts";
 import { enabledConfig, tempHome } from "../../_helpers.ts";
 
 const T0 = 1_800_000_000_000;
@@ -113,4 +114,55 @@ Deno.test("replayEvent() of an event whose subscription is gone applies the chan
     skills: [],
     agent: { model: "gpt-4o" },
   });
+});
+
+/** `gh` with a transform that picks the issue, and a template for what it prints. */
+const GH_TRANSFORMED = {
+  gh: { transform: "cat", prompt: "Triage {title}", deliver: "log", skills: [] },
+};
+
+Deno.test("replayEvent() sends a prompt given as text as written on a subscription with a transform", async () => {
+  await using w = await world(JSON.stringify(GH_TRANSFORMED));
+  const { event } = await replayEvent(w.store, w.eventId, {
+    nowMs: T0 + 1000,
+    routing: await readReplayRouting(w.config),
+    changes: { prompt: { text: "Just say hi" } },
+  });
+  assert.equal(event.prompt, "Just say hi");
+  // The worker runs a pending transform first and renders the prompt over the one typed.
+  assert.equal(transformPending(event), false, "no transform left to run over the typed prompt");
+});
+
+Deno.test("replayEvent() renders a changed template against what the transform prints", async () => {
+  await using w = await world(JSON.stringify(GH_TRANSFORMED));
+  const { event } = await replayEvent(w.store, w.eventId, {
+    nowMs: T0 + 1000,
+    routing: await readReplayRouting(w.config),
+    changes: { prompt: { template: "Look at {title}" } },
+  });
+  assert.ok(transformPending(event), "the transform runs again");
+  assert.equal(event.route.transform?.prompt, "Look at {title}");
+});
+
+Deno.test("replayEvent() of a transformed event whose subscription is gone keeps the transform for a template only", async () => {
+  await using w = await world(JSON.stringify(GH_TRANSFORMED));
+  const routing = await readReplayRouting(w.config);
+  await replayEvent(w.store, w.eventId, { nowMs: T0 + 1000, routing }); // stored with its transform
+  await Deno.writeTextFile(w.config.paths.subscriptions, "{}");
+  const gone = await readReplayRouting(w.config);
+  const template = await replayEvent(w.store, w.eventId, {
+    nowMs: T0 + 2000,
+    routing: gone,
+    changes: { prompt: { template: "Look at {title}" } },
+  });
+  assert.equal(template.keptBecause, "subscription gh no longer exists");
+  assert.ok(transformPending(template.event), "the transform runs again");
+  assert.equal(template.event.route.transform?.prompt, "Look at {title}");
+  const text = await replayEvent(w.store, w.eventId, {
+    nowMs: T0 + 3000,
+    routing: gone,
+    changes: { prompt: { text: "Just say hi" } },
+  });
+  assert.equal(text.event.prompt, "Just say hi");
+  assert.equal(transformPending(text.event), false);
 });
