@@ -63,11 +63,14 @@ const ROLE = "agent";
 /**
  * Starts a throwaway server, installing Debian's `postgresql` first when it is missing.
  * @param options `tls`: the server takes TLS connections only, with a self-signed certificate
- *   for 127.0.0.1 ({@link ThrowawayPostgres.caPem})
+ *   for 127.0.0.1 ({@link ThrowawayPostgres.caPem}); `durable`: commits are flushed to disk, as
+ *   a real server's are (benchmarks), instead of `fsync=off`
  * @returns the running server; {@link ThrowawayPostgres.stop} removes it
  * @throws Error with the programs' output when the install, `initdb` or `pg_ctl start` fails
  */
-export async function startPostgres(options: { tls?: boolean } = {}): Promise<ThrowawayPostgres> {
+export async function startPostgres(
+  options: { tls?: boolean; durable?: boolean } = {},
+): Promise<ThrowawayPostgres> {
   const bin = await postgresBin();
   const dir = await Deno.makeTempDir({ prefix: "agent-postgres-" });
   const asOwner = ownerOf(dir);
@@ -78,7 +81,8 @@ export async function startPostgres(options: { tls?: boolean } = {}): Promise<Th
   const port = freePort();
   // Loopback only, no Unix socket in a shared folder; no fsync, as a test's data is thrown away.
   const settings = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=` +
-    ` -c fsync=off -c full_page_writes=off -c max_connections=200${tls?.settings ?? ""}`;
+    `${options.durable ? "" : " -c fsync=off -c full_page_writes=off"}` +
+    ` -c max_connections=200${tls?.settings ?? ""}`;
   const start = () =>
     asOwner.run(`${bin}/pg_ctl`, [
       "start",
