@@ -171,6 +171,8 @@ async function savedNotice(parts: AppParts, name: string, saved: Saved): Promise
       "",
       "The secret is shown this once: give it to the sender now.",
     );
+  } else if (saved.created) {
+    lines.push(`  Secret:  the one typed, ending in …${record.secret?.slice(-4)}`);
   }
   return { ok: true, text: lines.join("\n"), lines: saved.warnings.map((w) => `Warning: ${w}`) };
 }

@@ -171,7 +171,8 @@ export async function saveSubscription(
     );
   }
   await untilGatewaySeesChange(config);
-  const showSecret = creating || saved.generated.length > 0;
+  // A secret typed in the form is the user's own: only one the gateway made is shown.
+  const showSecret = changes.secret === undefined && (creating || saved.generated.length > 0);
   return { record: saved.record, created: creating, warnings, showSecret };
 }
 

@@ -117,6 +117,21 @@ Deno.test("New subscription creates the record subscribe would, and shows its se
   assert.ok(again.body.includes(`…${stored.secret!.slice(-4)}`));
 });
 
+Deno.test("New subscription with a typed secret does not show it back", async () => {
+  await using w = await world();
+  const session = await logIn(w);
+  const created = await post(w, session, "/subscriptions", {
+    name: "alerts",
+    deliver: "log",
+    secret: TYPED_SECRET,
+  });
+  assert.equal(created.status, 200);
+  assert.equal((await records(w)).alerts.secret, TYPED_SECRET);
+  assert.match(created.body, /Created subscription &quot;alerts&quot;/);
+  assert.ok(!created.body.includes(TYPED_SECRET), "the typed secret is not shown back");
+  assert.ok(created.body.includes(`ending in …${TYPED_SECRET.slice(-4)}`));
+});
+
 Deno.test("subscription forms refuse what subscribe refuses, with its message, and keep what was typed", async () => {
   await using w = await world();
   const session = await logIn(w);
