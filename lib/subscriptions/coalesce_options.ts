@@ -116,6 +116,12 @@ export function coalesceNotes(
   if (!route.coalesce || !template) return [];
   const context = { event: options.event, subscription: route.name, deliveryId: "test" };
   const { text, missing } = renderTemplate(template, options.payload, context);
+  if (missing.length > 0) {
+    const fields = missing.map((path) => `{${path}}`).join(", ");
+    return [
+      `Coalescing: the payload has no ${fields} for the key ${template}, so the event runs alone.`,
+    ];
+  }
   if (text.trim() === "") {
     return [
       `Coalescing: the key ${template} renders empty for this payload, so the event runs alone.`,
@@ -124,7 +130,6 @@ export function coalesceNotes(
   const max = route.coalesce_max ?? DEFAULT_COALESCE_MAX_SECONDS;
   return [
     `Coalescing: this event's key is ${JSON.stringify(text)}` +
-    (missing.length ? ` (the payload has no ${missing.map((p) => `{${p}}`).join(", ")})` : "") +
     `; its agent run starts once ${route.coalesce} s pass without another event of that key ` +
     `(at most ${max} s after the first), and answers them all. Give --wait more than that.`,
   ];

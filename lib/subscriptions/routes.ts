@@ -81,9 +81,9 @@ export function dispatchFor(
 
 /**
  * The route's coalescing window for one event (docs/subscriptions.md#coalescing): its key is
- * `coalesce_key`, else the `session` template, rendered as the prompt is. A key that renders
- * empty (its fields are missing) leaves the event to run alone, as an empty thread leaves a
- * message in the chat itself.
+ * `coalesce_key`, else the `session` template, rendered as the prompt is. A key that lacks a
+ * field of the payload, or renders empty, leaves the event to run alone, as the session key
+ * does (`sessionKeyOf`).
  */
 function coalescing(
   route: Route,
@@ -92,14 +92,15 @@ function coalescing(
   const template = route.coalesce_key ?? route.session;
   if (!route.coalesce || !template || route.deliver_only) return {};
   const { payload, context, json } = event;
-  let key = renderTemplate(template, payload, context).text;
-  if (json !== undefined && ROUNDED_LOOKING.test(key)) {
-    key = renderTemplate(template, JSON.parse(json, keepExactNumber), context).text;
+  let key = renderTemplate(template, payload, context);
+  if (json !== undefined && ROUNDED_LOOKING.test(key.text)) {
+    key = renderTemplate(template, JSON.parse(json, keepExactNumber), context);
   }
-  if (key.trim() === "") return {};
+  // A placeholder left in would give every such event the same key, folding them together.
+  if (key.missing.length > 0 || key.text.trim() === "") return {};
   return {
     coalesce: {
-      key,
+      key: key.text,
       windowSeconds: route.coalesce,
       maxSeconds: route.coalesce_max ?? DEFAULT_COALESCE_MAX_SECONDS,
     },

@@ -8,6 +8,7 @@ import { runCommand } from "../../commands/mod.ts";
 import { loadConfig } from "../../lib/config/mod.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { readSubscriptions } from "../../lib/subscriptions/file_store.ts";
+import { coalesceNotes } from "../../lib/subscriptions/coalesce_options.ts";
 import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
 
 const KEY = "{repository.full_name}#{issue.number}";
@@ -102,4 +103,17 @@ Deno.test("loadConfig() takes coalescing on a static route and refuses one witho
     await Deno.writeTextFile(join(h.home, "config.yaml"), route(fields));
     await assert.rejects(() => loadConfig({ AGENT_HOME: h.home }), message, fields);
   }
+});
+
+Deno.test("coalesceNotes() says an event whose payload lacks a field of the key runs alone", () => {
+  const route = { name: "gh", origin: "dynamic" as const, coalesce: 30, coalesce_key: KEY };
+  const payload = { repository: { full_name: "octo/repo" }, issue: { title: "No number" } };
+  assert.deepEqual(coalesceNotes(route, { payload, event: "issues" }), [
+    `Coalescing: the payload has no {issue.number} for the key ${KEY}, so the event runs alone.`,
+  ]);
+  const numbered = { ...payload, issue: { number: 12 } };
+  assert.match(
+    coalesceNotes(route, { payload: numbered, event: "issues" })[0],
+    /key is "octo\/repo#12"/,
+  );
 });

@@ -162,6 +162,23 @@ Deno.test("events of different keys in the same window run apart", async () => {
   assert.equal(prompts[1], "issues.opened on #2: Two");
 });
 
+Deno.test("events whose payload lacks a field of the key run alone, at once", async () => {
+  await using w = await startWorld();
+  const numberless = (title: string) => {
+    const { number: _n, ...rest } = ISSUE.issue as Record<string, unknown>;
+    return { ...ISSUE, issue: { ...rest, title } };
+  };
+  const first = await w.post(0, numberless("One"));
+  const second = await w.post(1, numberless("Two"));
+  await eventually(() => w.telegram.messages.length === 2, {
+    what: "each delivered with no window to wait out",
+  });
+  assert.equal(w.llm.requests.length, 2, "not folded under one key with {issue.number} left in");
+  for (const id of [first, second]) {
+    assert.equal((await w.gateway.store.getEvent(id))?.coalescedInto, undefined);
+  }
+});
+
 Deno.test("a subscription without coalescing runs each event at once", async () => {
   const { coalesce: _c, coalesce_key: _k, coalesce_max: _m, ...plain } = COALESCING;
   await using w = await startWorld(plain);
