@@ -1,7 +1,8 @@
 /**
  * Two real `gateway run` processes, each with a home of its own, on one PostgreSQL database
- * (docs/scaling.md): one delivery id sent to both at once makes one event and one message, and
- * a subscription's rate limit holds across both.
+ * (docs/scaling.md): one delivery id sent to both at once makes one event and one message, a
+ * subscription's rate limit holds across both, and an event one accepts is run by the other's
+ * worker within a second or two.
  *
  * @module
  */
@@ -56,6 +57,23 @@ Deno.test("postgres: a rate limit of 10 a minute holds across two gateways", asy
   assert.ok(accepted >= 10 && accepted <= 11, `about 10 of 30 accepted, not ${accepted}`);
   assert.equal(refused.length, 30 - accepted, "the rest refused with 429");
   assert.ok(refused.every((answer) => Number(answer.retryAfter) >= 1), "each with Retry-After");
+});
+
+Deno.test("postgres: an event a --no-worker gateway accepts is run by another within a second or two", async () => {
+  await using s = await gatewaysStack(await server());
+  await using ingest = await startGatewayProcess(s.envs[0], ["--no-worker"]);
+  await using _worker = await startGatewayProcess(s.envs[1], ["--no-ingest"]);
+  // The worker finds work another gateway queued at its next poll of the database.
+  const delaysMs: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const before = s.llm.requests.length;
+    const answer = await postIssue(ingest.url, `wake-${i}`);
+    assert.equal(answer.status, 202, answer.body);
+    const acceptedAt = performance.now();
+    await eventually(() => s.llm.requests.length > before, { what: `the run of wake-${i}` });
+    delaysMs.push(performance.now() - acceptedAt);
+  }
+  assert.ok(Math.max(...delaysMs) < 2000, `runs started after ${delaysMs.map(Math.round)} ms`);
 });
 
 Deno.test("postgres two gateways: the throwaway server stops", async () => {
