@@ -7,7 +7,13 @@
  * @module
  */
 import type { Child } from "hono/jsx";
-import { AUTH_NAMES, type Route } from "../../lib/subscriptions/mod.ts";
+import {
+  AUTH_NAMES,
+  DEFAULT_COALESCE_MAX_SECONDS,
+  type Route,
+} from "../../lib/subscriptions/mod.ts";
+import { DEFAULT_SESSION_BUDGET_TOKENS } from "../../lib/subscriptions/session.ts";
+import { DEFAULT_TRANSFORM_TIMEOUT_SECONDS } from "../../lib/transforms/mod.ts";
 import { MESSAGE_FORMATS, TARGET_NAMES } from "../../lib/targets/mod.ts";
 import type { SubscriptionForm } from "./_subscriptions_save.ts";
 
@@ -36,6 +42,13 @@ export function routeForm(route: Route): SubscriptionForm {
     "max-tokens": text(route.max_tokens),
     temperature: text(route.temperature),
     "system-prompt": text(route.system_prompt),
+    transform: text(route.transform),
+    "transform-timeout": text(route.transform_timeout),
+    session: text(route.session),
+    "session-budget": text(route.session_budget),
+    coalesce: text(route.coalesce),
+    "coalesce-key": text(route.coalesce_key),
+    "coalesce-max": text(route.coalesce_max),
   };
 }
 
@@ -86,6 +99,7 @@ export function SubscriptionFormFields(props: FormProps) {
       <DeliveryFields form={form} />
       <SecurityFields form={form} secretHint={props.secretHint} />
       <AgentFields form={form} />
+      <RoutingFields form={form} />
       <p>
         <button type="submit" class="primary" id="f-save">
           {name === undefined ? "Create subscription" : "Save changes"}
@@ -165,6 +179,52 @@ function AgentFields(props: { form: SubscriptionForm }) {
       </Field>
       <Field label="System prompt" flag="--system-prompt" hint="added after the skills">
         <textarea name="system-prompt" rows={2}>{form["system-prompt"]}</textarea>
+      </Field>
+    </fieldset>
+  );
+}
+
+/**
+ * What happens between the payload and the run: a transform, a conversation, coalescing
+ * (docs/subscriptions.md#transforms, #conversations, #coalescing).
+ */
+function RoutingFields(props: { form: SubscriptionForm }) {
+  const { form } = props;
+  return (
+    <fieldset>
+      <legend>Transform, conversation, coalescing</legend>
+      <Field label="Transform" flag="--transform" hint="a program and its arguments, no shell">
+        <input name="transform" id="f-transform" value={form.transform} spellcheck={false} />
+      </Field>
+      <Field
+        label="Transform time limit"
+        flag="--transform-timeout"
+        hint={`seconds; blank: ${DEFAULT_TRANSFORM_TIMEOUT_SECONDS}`}
+      >
+        <input name="transform-timeout" inputmode="decimal" value={form["transform-timeout"]} />
+      </Field>
+      <Field label="Conversation key" flag="--session" hint="a template; blank: no conversation">
+        <input name="session" id="f-session" value={form.session} spellcheck={false} />
+      </Field>
+      <Field
+        label="Conversation budget"
+        flag="--session-budget"
+        hint={`tokens of earlier turns; blank: ${DEFAULT_SESSION_BUDGET_TOKENS}`}
+      >
+        <input name="session-budget" inputmode="numeric" value={form["session-budget"]} />
+      </Field>
+      <Field label="Coalescing window" flag="--coalesce" hint="seconds; blank: none">
+        <input name="coalesce" id="f-coalesce" inputmode="decimal" value={form.coalesce} />
+      </Field>
+      <Field label="Coalescing key" flag="--coalesce-key" hint="a template; blank: the session's">
+        <input name="coalesce-key" value={form["coalesce-key"]} spellcheck={false} />
+      </Field>
+      <Field
+        label="Coalescing maximum"
+        flag="--coalesce-max"
+        hint={`seconds; blank: ${DEFAULT_COALESCE_MAX_SECONDS}`}
+      >
+        <input name="coalesce-max" inputmode="decimal" value={form["coalesce-max"]} />
       </Field>
     </fieldset>
   );

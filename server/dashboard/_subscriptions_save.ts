@@ -54,6 +54,13 @@ export const FORM_OPTIONS = [
   "max-tokens",
   "temperature",
   "system-prompt",
+  "transform",
+  "transform-timeout",
+  "session",
+  "session-budget",
+  "coalesce",
+  "coalesce-key",
+  "coalesce-max",
 ] as const;
 
 /** The record fields the form gives in full: an edit replaces them, and keeps every other. */
@@ -72,6 +79,13 @@ const FORM_FIELDS: readonly (keyof Subscription)[] = [
   "max_tokens",
   "temperature",
   "system_prompt",
+  "transform",
+  "transform_timeout",
+  "session",
+  "session_budget",
+  "coalesce",
+  "coalesce_key",
+  "coalesce_max",
 ];
 
 /**
