@@ -32,6 +32,8 @@ export interface StackOptions {
   answer?: FakeLlmOptions["answer"];
   /** More `webhook subscribe` arguments, such as `--rate-limit 10`. */
   subscribe?: string[];
+  /** `state.lease_seconds` of each gateway. @default {3} */
+  leaseSeconds?: number;
 }
 
 /** Homes, fakes and a client of the database; `await using` removes them all. */
@@ -56,7 +58,7 @@ export async function gatewaysStack(
 ): Promise<Stack> {
   const schema = await server.createSchema();
   const config = `${enabledConfig(0)}agent:\n  max_concurrency: ${options.concurrency ?? 8}\n` +
-    "state:\n  backend: postgres\n  lease_seconds: 3\n";
+    `state:\n  backend: postgres\n  lease_seconds: ${options.leaseSeconds ?? 3}\n`;
   const homes = await Promise.all(
     Array.from({ length: options.homes ?? 2 }, () => tempHome({ config })),
   );

@@ -67,6 +67,30 @@ Deno.test("postgres: 500 events over two gateways, one killed mid-run: none lost
   assert.equal(await b.stop("SIGTERM"), 0);
 });
 
+Deno.test("postgres: a gateway killed and started again on its home runs its cut-off event at once", async () => {
+  // The first run hangs until the gateway dies; the lease is far longer than the test.
+  await using s = await gatewaysStack(await server(), {
+    homes: 1,
+    leaseSeconds: 60,
+    answer: (request, index) =>
+      index === 0 ? { hang: true } : `echo: ${request.messages.at(-1)?.content ?? ""}`,
+  });
+  const first = await startGatewayProcess(s.envs[0]);
+  const answer = await postIssue(first.url, "cut-off");
+  assert.equal(answer.status, 202, answer.body);
+  await eventually(() => s.llm.requests.length === 1, { what: "the first run" });
+  assert.equal(await first.stop("SIGKILL"), 137);
+  await using again = await startGatewayProcess(s.envs[0]);
+  const restartedAt = performance.now();
+  await eventually(() => s.telegram.messages.length === 1, {
+    timeoutMs: 15_000,
+    what: "the event run again without waiting for its 60 s lease",
+  });
+  assert.ok(performance.now() - restartedAt < 15_000);
+  assert.match(s.telegram.messages[0].text, /Delivery cut-off$/);
+  assert.equal(await again.stop("SIGTERM"), 0);
+});
+
 Deno.test("postgres failover: the throwaway server stops", async () => {
   await (await started)?.stop();
 });
