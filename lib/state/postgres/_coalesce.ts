@@ -25,6 +25,25 @@ export const FIRST_OF_WINDOW = "(e.coalesce_key IS NULL OR e.attempts > 0 " +
   "AND o.status = 'queued' AND o.coalesced_into IS NULL AND o.attempts = 0 " +
   "AND o.next_attempt_at IS NOT NULL AND o.seq < e.seq))";
 
+/** `alias` is a due event of the open window of `lead` (the run's event), at `$2`. */
+function inWindowOf(alias: string): string {
+  return `${alias}.subscription = lead.subscription AND ${alias}.coalesce_key = lead.coalesce_key ` +
+    `AND ${alias}.status = 'queued' AND ${alias}.coalesced_into IS NULL ` +
+    `AND ${alias}.attempts = 0 AND ${alias}.next_attempt_at <= $2`;
+}
+
+/**
+ * A window's event `f` that may join the run of `lead`: of the same conversation (or both of
+ * none), and not held behind an event of it that runs or arrived before it, other than the lead
+ * and the window's own events, which this run answers: a conversation's events still run one at
+ * a time, in arrival order, the claim's rule (`SESSION_FREE`; docs/subscriptions.md#coalescing).
+ */
+const FOLDABLE = "f.session_key IS NOT DISTINCT FROM lead.session_key AND (f.session_key IS NULL " +
+  "OR NOT EXISTS (SELECT 1 FROM events earlier WHERE earlier.subscription = f.subscription " +
+  "AND earlier.session_key = f.session_key AND earlier.status IN ('queued', 'running') " +
+  "AND (earlier.status = 'running' OR earlier.seq < f.seq) AND earlier.id != lead.id " +
+  `AND NOT coalesce(${inWindowOf("earlier")}, false)))`;
+
 /**
  * Takes the key's turn for the accept's transaction: accepts of one key in other gateways wait.
  * @param tx the accept's transaction
@@ -87,9 +106,7 @@ export async function foldOnClaim(tx: Db, claimed: StoredEvent, nowMs: number): 
     tx,
     "UPDATE events SET coalesced_into = $1, next_attempt_at = NULL, updated_at = $2 " +
       "WHERE id IN (SELECT f.id FROM events f, events lead WHERE lead.id = $1 " +
-      "AND f.subscription = lead.subscription AND f.coalesce_key = lead.coalesce_key " +
-      "AND f.status = 'queued' AND f.coalesced_into IS NULL AND f.attempts = 0 " +
-      "AND f.next_attempt_at <= $2 AND f.id != $1)",
+      `AND ${inWindowOf("f")} AND f.id != $1 AND ${FOLDABLE})`,
     [claimed.id, nowMs],
   );
 }

@@ -22,16 +22,35 @@ import type { Row, StoreCore } from "./_store_core.ts";
 const OPEN_WINDOW = "subscription = ?1 AND coalesce_key = ?2 AND status = 'queued' " +
   "AND coalesced_into IS NULL AND attempts = 0 AND next_attempt_at IS NOT NULL";
 
+/** `alias` is a due event of the open window of `lead` (the run's event), at `?2`. */
+function inWindowOf(alias: string): string {
+  return `${alias}.subscription = lead.subscription AND ${alias}.coalesce_key = lead.coalesce_key ` +
+    `AND ${alias}.status = 'queued' AND ${alias}.coalesced_into IS NULL ` +
+    `AND ${alias}.attempts = 0 AND ${alias}.next_attempt_at <= ?2`;
+}
+
+/**
+ * A window's event `f` that may join the run of `lead`: of the same conversation (or both of
+ * none), and not held behind an event of it that runs or arrived before it, other than the lead
+ * and the window's own events, which this run answers. So a coalescing key other than the
+ * session key still runs a conversation's events one at a time, in arrival order, the claim's
+ * rule (`SESSION_FREE` in `_statements.ts`; docs/subscriptions.md#coalescing).
+ */
+const FOLDABLE = "f.session_key IS lead.session_key AND (f.session_key IS NULL OR NOT EXISTS " +
+  "(SELECT 1 FROM events earlier WHERE earlier.subscription = f.subscription " +
+  "AND earlier.session_key = f.session_key AND earlier.status IN ('queued', 'running') " +
+  "AND (earlier.status = 'running' OR earlier.rowid < f.rowid) AND earlier.id != lead.id " +
+  `AND NOT coalesce(${inWindowOf("earlier")}, false)))`;
+
 const STATEMENTS = {
   windowStart: `SELECT min(received_at) AS first FROM events WHERE ${OPEN_WINDOW}`,
   setKey: "UPDATE events SET coalesce_key = ?, next_attempt_at = ? WHERE id = ?",
   slide: `UPDATE events SET next_attempt_at = ?3 WHERE ${OPEN_WINDOW}`,
-  // ?1 the run's event, ?2 now: the due events of its window, itself excepted.
+  // ?1 the run's event, ?2 now: the due events of its window, itself excepted, of its
+  // conversation and not held in it (FOLDABLE).
   fold: "UPDATE events SET coalesced_into = ?1, next_attempt_at = NULL, updated_at = ?2 " +
     "WHERE id IN (SELECT f.id FROM events f, events lead WHERE lead.id = ?1 " +
-    "AND f.subscription = lead.subscription AND f.coalesce_key = lead.coalesce_key " +
-    "AND f.status = 'queued' AND f.coalesced_into IS NULL AND f.attempts = 0 " +
-    "AND f.next_attempt_at <= ?2 AND f.id != ?1) RETURNING id",
+    `AND ${inWindowOf("f")} AND f.id != ?1 AND ${FOLDABLE}) RETURNING id`,
   // Folded events that never ran on their own since (a replay of one runs it alone).
   settle: "UPDATE events SET status = ?1, last_error = ?2, updated_at = ?3 " +
     "WHERE coalesced_into = ?4 AND status IN ('queued', 'failed') " +

@@ -39,6 +39,17 @@ async function acceptAll(store: StateStore, events: NewEvent[]): Promise<string[
   return ids;
 }
 
+/** Claims until nothing more is claimable at `nowMs`; returns the ids in claim order. */
+async function claimAll(store: StateStore, nowMs: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let round = 0; round < 4; round++) {
+    const claimed = await store.claimDue(nowMs, 8);
+    if (claimed.length === 0) break;
+    ids.push(...claimed.map((event) => event.id));
+  }
+  return ids;
+}
+
 /** The cases of coalescing. */
 export const coalesceCases: Case[] = [
   {
@@ -96,6 +107,41 @@ export const coalesceCases: Case[] = [
       const claimed = await store.claimDue(T0 + 20 * SECOND, 8);
       assert.deepEqual(claimed.map((event) => event.id).sort(), [...ids].sort());
       for (const id of ids) assert.deepEqual(await store.foldedInto(id), []);
+    },
+  },
+  {
+    name: "a key wider than the conversation folds only the lead's conversation's events",
+    run: async (store) => {
+      const [a1, b1, a2] = await acceptAll(store, [
+        burst(T0, "octo/repo", { sessionKey: "octo/repo#1" }),
+        burst(T0 + SECOND, "octo/repo", { sessionKey: "octo/repo#2" }),
+        burst(T0 + 2 * SECOND, "octo/repo", { sessionKey: "octo/repo#1" }),
+      ]);
+      const claimed = await claimAll(store, T0 + 12 * SECOND);
+      assert.deepEqual(claimed, [a1, b1], "a run for each conversation");
+      assert.deepEqual((await store.foldedInto(a1)).map((event) => event.id), [a2]);
+      assert.deepEqual(await store.foldedInto(b1), [], "#2's event answered by its own run");
+    },
+  },
+  {
+    name: "a window's event held behind an earlier event of its conversation is not folded",
+    run: async (store) => {
+      const session = { sessionKey: "octo/repo#1" };
+      const [lead] = await acceptAll(store, [burst(T0, "octo/repo", session)]);
+      const [between] = await acceptAll(store, [
+        newEvent({ receivedAtMs: T0 + SECOND, ...session }),
+      ]);
+      const [late] = await acceptAll(store, [burst(T0 + 2 * SECOND, "octo/repo", session)]);
+      assert.deepEqual(
+        await claimAll(store, T0 + 12 * SECOND),
+        [lead],
+        "the others wait their turn",
+      );
+      assert.deepEqual(await store.foldedInto(lead), [], "not answered before the one between");
+      await store.markDelivered(lead, T0 + 13 * SECOND);
+      assert.deepEqual(await claimAll(store, T0 + 14 * SECOND), [between]);
+      await store.markDelivered(between, T0 + 15 * SECOND);
+      assert.deepEqual(await claimAll(store, T0 + 16 * SECOND), [late], "then the last, in order");
     },
   },
   {
