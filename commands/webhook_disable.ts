@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
-import { updateSubscriptionsOf } from "../lib/subscriptions/source.ts";
+import { UsageError } from "../lib/errors.ts";
+import { checkName } from "../lib/subscriptions/routes.ts";
+import { setSubscriptionDisabled } from "../lib/subscriptions/subscription_edits.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
@@ -60,18 +60,8 @@ async function setDisabled(
   checkName(name, action);
   const config = await loadEnabledConfig(ctx);
   if (!config) return 1;
-  refuseStatic(config, name, action);
-  const changed = await updateSubscriptionsOf(config, (records) => {
-    if (!Object.hasOwn(records, name)) {
-      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-    }
-    const record = records[name];
-    if ((record.disabled === true) === disabled) return false;
-    if (disabled) record.disabled = true;
-    else delete record.disabled;
-    record.updated_at = new Date(ctx.now()).toISOString();
-    return true;
-  });
+  const nowIso = new Date(ctx.now()).toISOString();
+  const changed = await setSubscriptionDisabled(name, { disabled, config, nowIso });
   if (!changed) {
     ctx.stdout(`Subscription "${name}" is already ${action}d`);
     return 0;

@@ -3,9 +3,9 @@
  *
  * @module
  */
-import { NotFoundError, UsageError } from "../lib/errors.ts";
-import { checkName, refuseStatic } from "../lib/subscriptions/routes.ts";
-import { updateSubscriptionsOf } from "../lib/subscriptions/source.ts";
+import { UsageError } from "../lib/errors.ts";
+import { checkName } from "../lib/subscriptions/routes.ts";
+import { removeSubscription } from "../lib/subscriptions/subscription_edits.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
@@ -27,13 +27,7 @@ export const webhookRemove: Command = {
     checkName(name, "remove");
     const config = await loadEnabledConfig(ctx);
     if (!config) return 1;
-    refuseStatic(config, name, "remove");
-    await updateSubscriptionsOf(config, (records) => {
-      if (!Object.hasOwn(records, name)) {
-        throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-      }
-      delete records[name];
-    });
+    await removeSubscription(name, config);
     await untilGatewaySeesChange(config);
     ctx.stdout(`Removed subscription "${name}"`);
     return 0;

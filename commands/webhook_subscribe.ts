@@ -15,13 +15,9 @@ import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
 import { addressCheck, agentCheck } from "./_readiness.ts";
 import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
-import {
-  checkAuthNone,
-  checkSkills,
-  generatedForEmptySecret,
-} from "../lib/subscriptions/subscribe_checks.ts";
+import { checkAuthNone, checkSkills } from "../lib/subscriptions/subscribe_checks.ts";
 import { eventFilterWarnings, optionsToRecord } from "../lib/subscriptions/subscribe_options.ts";
-import { mergeSubscription } from "../lib/subscriptions/subscribe_merge.ts";
+import { storeMerged } from "../lib/subscriptions/subscribe_merge.ts";
 import { coalesceSummary } from "../lib/subscriptions/coalesce_options.ts";
 import { sessionSummary } from "../lib/subscriptions/session_options.ts";
 
@@ -121,11 +117,8 @@ export const webhookSubscribe: Command = {
     const { record, updated, warnings } = await updateSubscriptionsOf(
       config,
       (records) => {
-        const existing = Object.hasOwn(records, name) ? records[name] : undefined;
-        const merged = mergeSubscription(existing, { name, changes, nowIso, config });
-        merged.warnings.push(...generatedForEmptySecret(existing, changes));
-        records[name] = merged.record;
-        return { ...merged, updated: existing !== undefined };
+        const stored = storeMerged(records, name, { changes, nowIso, config });
+        return { ...stored, updated: stored.existing !== undefined };
       },
     );
     // A new name is looked up afresh by the gateway; a changed one may be cached a moment.

@@ -7,9 +7,9 @@
 import type { Config } from "../config/mod.ts";
 import { ConfigError, UsageError } from "../errors.ts";
 import { checkRecord, type Subscription } from "./mod.ts";
-import { wrongFieldType } from "./file_store.ts";
+import { type SubscriptionRecords, wrongFieldType } from "./file_store.ts";
 import { validateTarget } from "../targets/mod.ts";
-import { checkSecretForScheme } from "./subscribe_checks.ts";
+import { checkSecretForScheme, generatedForEmptySecret } from "./subscribe_checks.ts";
 import { checkCoalesce } from "./coalesce_options.ts";
 import { checkSession } from "./session_options.ts";
 import { generateSecret } from "./mod.ts";
@@ -37,16 +37,48 @@ export function mergeSubscription(
 ): { record: Subscription; warnings: string[] } {
   const { name, changes, nowIso, config } = options;
   const merged: Subscription = { ...existing, ...changes };
-  // One flag changes one option of the target: --deliver-thread keeps the chat id.
-  if (changes.deliver_extra !== undefined) {
-    merged.deliver_extra = { ...existing?.deliver_extra, ...changes.deliver_extra };
-  }
   // A field of the wrong type in a record edited by hand stays unless this command gives
   // it anew: the record would still be refused by the gateway, so it is not written.
   // Checked first, before anything reads the fields.
   if (typeof merged.created_at !== "string") delete merged.created_at; // set below
   if (existing !== undefined && wrongFieldType(existing) !== undefined) {
     refuseWrongTypes(merged, { name, file: config.paths.subscriptions });
+  }
+  mergeTarget(merged, { existing, changes, name });
+  merged.deliver ??= "log";
+  checkCoalesce(merged, name);
+  checkSession(merged, name);
+  // An empty secret counts as none (403): a new one replaces it. `auth: none` asks for none,
+  // and keeps one it had for a scheme given again later.
+  if (merged.auth !== "none") merged.secret ||= generateSecret(merged.auth);
+  merged.created_at ??= nowIso;
+  merged.updated_at = nowIso;
+  const warnings = validateTarget({
+    target: merged.deliver,
+    chatId: merged.deliver_extra?.chat_id,
+    thread: merged.deliver_extra?.thread,
+    deliverOnly: merged.deliver_only ?? false,
+    env: config.env,
+  });
+  if ((changes.secret !== undefined || changes.auth !== undefined) && merged.auth !== "none") {
+    warnings.push(...checkSecretForScheme(merged.secret!, merged.auth));
+  }
+  return { record: merged, warnings };
+}
+
+/**
+ * Merges the target's fields in `merged` (changed in place): a chat or thread given changes
+ * that one only, and a new target drops the old one's chat and thread.
+ * @throws UsageError for a chat id that names a thread while a thread is given too
+ */
+function mergeTarget(
+  merged: Subscription,
+  options: { existing: Subscription | undefined; changes: Subscription; name: string },
+): void {
+  const { existing, changes, name } = options;
+  // One flag changes one option of the target: --deliver-thread keeps the chat id.
+  if (changes.deliver_extra !== undefined) {
+    merged.deliver_extra = { ...existing?.deliver_extra, ...changes.deliver_extra };
   }
   // Another target without a chat id of its own: the old target's chat means nothing
   // there (a Telegram chat is not a Slack channel), so the new one uses its home channel.
@@ -69,25 +101,42 @@ export function mergeSubscription(
         `thread after its colon, and --deliver-thread names another: give the thread once`,
     );
   }
-  merged.deliver ??= "log";
-  checkCoalesce(merged, name);
-  checkSession(merged, name);
-  // An empty secret counts as none (403): a new one replaces it. `auth: none` asks for none,
-  // and keeps one it had for a scheme given again later.
-  if (merged.auth !== "none") merged.secret ||= generateSecret(merged.auth);
-  merged.created_at ??= nowIso;
-  merged.updated_at = nowIso;
-  const warnings = validateTarget({
-    target: merged.deliver,
-    chatId: merged.deliver_extra?.chat_id,
-    thread: merged.deliver_extra?.thread,
-    deliverOnly: merged.deliver_only ?? false,
-    env: config.env,
-  });
-  if ((changes.secret !== undefined || changes.auth !== undefined) && merged.auth !== "none") {
-    warnings.push(...checkSecretForScheme(merged.secret!, merged.auth));
-  }
-  return { record: merged, warnings };
+}
+
+/**
+ * Stores the merged record of `name` in `records` (inside `updateSubscriptionsOf`), as
+ * `subscribe` and the dashboard's form do: {@link mergeSubscription} of the stored record (or
+ * of what `keep` keeps of it) with the fields given, and the warning of a secret generated
+ * for a record that had none.
+ * @param records the subscription file's records, changed in place
+ * @param name the subscription's name
+ * @param options as {@link mergeSubscription}'s, and `keep`: the fields of the stored record
+ *   the changes start from (@default {all of them})
+ * @returns the record stored, the stored record it replaced (undefined for a new name), the
+ *   warnings, and whether a secret was generated for a record that had none
+ * @throws ConfigError, UsageError as {@link mergeSubscription}
+ */
+export function storeMerged(
+  records: SubscriptionRecords,
+  name: string,
+  options: {
+    changes: Subscription;
+    nowIso: string;
+    config: Pick<Config, "paths" | "env">;
+    keep?: (existing: Subscription) => Subscription;
+  },
+): { record: Subscription; existing?: Subscription; warnings: string[]; generated: boolean } {
+  const { changes, keep = (existing) => existing } = options;
+  const existing = Object.hasOwn(records, name) ? records[name] : undefined;
+  const merged = mergeSubscription(existing && keep(existing), { ...options, name });
+  const generated = generatedForEmptySecret(existing, changes);
+  records[name] = merged.record;
+  return {
+    record: merged.record,
+    ...(existing === undefined ? {} : { existing }),
+    warnings: [...merged.warnings, ...generated],
+    generated: generated.length > 0,
+  };
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * What the subscriptions page's forms write (docs/dashboard.md#subscriptions): the same
- * subscription file as `agent webhook subscribe`, `remove`, `disable` and `enable`, with their
- * rules and messages (lib/subscriptions/subscribe_options.ts, subscribe_checks.ts,
- * subscribe_merge.ts). The form gives every option at once, named as the flags are; a field left
+ * subscription file as `agent webhook subscribe`, `remove`, `disable` and `enable`, through
+ * their code (lib/subscriptions/subscribe_options.ts, subscribe_checks.ts, subscribe_merge.ts,
+ * subscription_edits.ts). The form gives every option at once, named as the flags are; a field left
  * blank gives its option's default.
  *
  * @module
@@ -15,12 +15,12 @@ import { wrongFieldType } from "../../lib/subscriptions/file_store.ts";
 import { updateSubscriptionsOf } from "../../lib/subscriptions/source.ts";
 import type { Subscription } from "../../lib/subscriptions/mod.ts";
 import { checkName, refuseStatic } from "../../lib/subscriptions/routes.ts";
+import { checkAuthNone, checkSkills } from "../../lib/subscriptions/subscribe_checks.ts";
+import { storeMerged } from "../../lib/subscriptions/subscribe_merge.ts";
 import {
-  checkAuthNone,
-  checkSkills,
-  generatedForEmptySecret,
-} from "../../lib/subscriptions/subscribe_checks.ts";
-import { mergeSubscription } from "../../lib/subscriptions/subscribe_merge.ts";
+  removeSubscription as removeRecord,
+  setSubscriptionDisabled,
+} from "../../lib/subscriptions/subscription_edits.ts";
 import {
   eventFilterWarnings,
   optionsToRecord,
@@ -167,15 +167,7 @@ export async function saveSubscription(
     }
     const problem = existing && wrongFieldType(existing);
     if (problem) throw new ConfigError(`${problem}; fix it in the file`);
-    const merged = mergeSubscription(existing && keptFields(existing), {
-      name,
-      changes,
-      nowIso,
-      config,
-    });
-    const generated = generatedForEmptySecret(existing, changes);
-    records[name] = merged.record;
-    return { record: merged.record, warnings: [...merged.warnings, ...generated], generated };
+    return storeMerged(records, name, { changes, nowIso, config, keep: keptFields });
   });
   warnings.push(...saved.warnings, ...eventFilterWarnings(changes.events));
   if (saved.record.disabled) {
@@ -186,7 +178,7 @@ export async function saveSubscription(
   }
   await untilGatewaySeesChange(config);
   // A secret typed in the form is the user's own: only one the gateway made is shown.
-  const showSecret = changes.secret === undefined && (creating || saved.generated.length > 0);
+  const showSecret = changes.secret === undefined && (creating || saved.generated);
   return { record: saved.record, created: creating, warnings, showSecret };
 }
 
@@ -201,26 +193,20 @@ function keptFields(existing: Subscription): Subscription {
 }
 
 /**
- * Removes a subscription, as `agent webhook remove` does.
+ * Removes a subscription, as `agent webhook remove` does, and waits until the gateway uses it.
  * @param name the subscription's name
  * @param config the configuration
  * @throws UsageError for a bad name or a static route's
  * @throws NotFoundError when there is none of that name
  */
 export async function removeSubscription(name: string, config: FormConfig): Promise<void> {
-  checkName(name, "remove");
-  refuseStatic(config, name, "remove");
-  await updateSubscriptionsOf(config, (records) => {
-    if (!Object.hasOwn(records, name)) {
-      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-    }
-    delete records[name];
-  });
+  await removeRecord(name, config);
   await untilGatewaySeesChange(config);
 }
 
 /**
- * Sets or clears a subscription's `disabled`, as `agent webhook disable` and `enable` do.
+ * Sets or clears a subscription's `disabled`, as `agent webhook disable` and `enable` do, and
+ * waits until the gateway uses it.
  * @param name the subscription's name
  * @param options `disabled`: what to set; `config`; `nowIso`: the time of the change
  * @returns whether it changed (false: it already was so)
@@ -231,22 +217,8 @@ export async function setDisabled(
   name: string,
   options: { disabled: boolean; config: FormConfig; nowIso: string },
 ): Promise<boolean> {
-  const { disabled, config, nowIso } = options;
-  const action = disabled ? "disable" : "enable";
-  checkName(name, action);
-  refuseStatic(config, name, action);
-  const changed = await updateSubscriptionsOf(config, (records) => {
-    if (!Object.hasOwn(records, name)) {
-      throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
-    }
-    const record = records[name];
-    if ((record.disabled === true) === disabled) return false;
-    if (disabled) record.disabled = true;
-    else delete record.disabled;
-    record.updated_at = nowIso;
-    return true;
-  });
-  if (changed) await untilGatewaySeesChange(config);
+  const changed = await setSubscriptionDisabled(name, options);
+  if (changed) await untilGatewaySeesChange(options.config);
   return changed;
 }
 
