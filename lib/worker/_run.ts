@@ -45,9 +45,11 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
   const attempt = createAttempt(store, event);
   let silent = false;
   let skipped = false;
+  let transforming = true;
   try {
     // A transform that skips the event leaves nothing to deliver.
     skipped = await transformStep(worker, attempt);
+    transforming = false;
     const answer = skipped ? { text: "", silent: true } : await answerFor(worker, attempt);
     if (answer === null) return;
     silent = answer.silent;
@@ -55,8 +57,10 @@ export async function runEvent(worker: WorkerCore, event: StoredEvent): Promise<
     // part, which is how its lineage tells that the agent chose silence.
     if (!silent) await deliverAnswer(worker, { attempt, text: answer.text });
   } catch (error) {
-    // A permanent error (a missing skill) still fails the event, stop or not.
-    if (worker.stopRuns.signal.aborted && attempt.step === "agent" && !isPermanent(error)) {
+    // A permanent error (a missing skill) still fails the event, stop or not. A transform the
+    // stop killed is requeued in direct mode too, where the step is still `delivery`.
+    const stoppable = attempt.step === "agent" || transforming;
+    if (worker.stopRuns.signal.aborted && stoppable && !isPermanent(error)) {
       return requeueStopped(worker, attempt);
     }
     const progressed = attempt.partsDelivered > event.partsSent;

@@ -18,7 +18,8 @@ import type { AttemptInProgress, WorkerCore } from "./_core.ts";
  * @returns true when the transform skipped the event: nothing is to be delivered; false when
  *   the attempt goes on (no transform pending, or it gave the JSON to render from)
  * @throws TransformError when the transform fails: the attempt fails, at the step `agent` for
- *   an agent-mode event (so that a stop requeues it, as it does an agent run)
+ *   an agent-mode event; one the gateway's stop killed is requeued by `runEvent`, in either
+ *   mode, as a stopped agent run is
  */
 export async function transformStep(
   worker: WorkerCore,

@@ -297,6 +297,37 @@ Deno.test("a direct message is rendered from the transform's JSON", async () => 
   assert.equal(s.llm.requests.length, 0);
 });
 
+Deno.test("a gateway stopped during a direct message's transform requeues it: no attempt lost", async () => {
+  await using s = await stack(retryingConfig(1));
+  await using t = await transformFolder();
+  // Fails at ingest (so the worker runs it), then hangs until the stop kills it.
+  const flaky = join(t.dir, "flaky.sh");
+  await Deno.writeTextFile(
+    flaky,
+    `cat >/dev/null; if [ -f "${t.dir}/pids" ]; then echo $$ >> "${t.dir}/pids"; exec sleep 60; ` +
+      `fi; echo $$ >> "${t.dir}/pids"; echo "not yet" >&2; exit 3`,
+  );
+  const gateway = await startGatewayProcess(s.env);
+  const secret = await subscribe(s.env, "direct", [
+    "--deliver-only",
+    "--transform",
+    `sh '${flaky}'`,
+    "--transform-timeout",
+    "60",
+  ]);
+  const sent = await post(gateway.url, "direct", secret, "Build broke");
+  assert.equal(sent.status, 202, JSON.stringify(sent.body));
+  const pids = await eventually(async () => {
+    const lines = (await Deno.readTextFile(join(t.dir, "pids"))).trim().split("\n");
+    return lines.length === 2 ? lines.map(Number) : undefined;
+  }, { what: "the worker's run of the transform" });
+  assert.equal(await gateway.stop("SIGTERM"), 0);
+  assert.ok(await processExited(pids[1]), "the stop killed the transform");
+  const [row] = await events(s.env);
+  assert.equal(row.status, "queued", `not failed by the stop: ${row.last_error}`);
+  assert.equal(s.telegram.messages.length, 0);
+});
+
 Deno.test("events whose transform failed at ingest are not folded into one coalesced run", async () => {
   await using s = await stack(retryingConfig());
   await using t = await transformFolder();
