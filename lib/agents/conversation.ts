@@ -104,16 +104,23 @@ async function writeFile(
   conversation: AgentConversation,
 ): Promise<{ path: string; remove: () => Promise<void> }> {
   const dir = await Deno.makeTempDir({ prefix: "agent-session-" });
+  const remove = () => Deno.remove(dir, { recursive: true }).catch(() => {});
   const path = join(dir, "session.json");
-  const body = {
-    key: conversation.key,
-    turns: conversation.turns.map((turn) => ({
-      event_id: turn.eventId,
-      prompt: turn.prompt,
-      answer: turn.answer,
-      at: new Date(turn.atMs).toISOString(),
-    })),
-  };
-  await Deno.writeTextFile(path, JSON.stringify(body), { mode: 0o600 });
-  return { path, remove: () => Deno.remove(dir, { recursive: true }).catch(() => {}) };
+  try {
+    const body = {
+      key: conversation.key,
+      turns: conversation.turns.map((turn) => ({
+        event_id: turn.eventId,
+        prompt: turn.prompt,
+        answer: turn.answer,
+        at: new Date(turn.atMs).toISOString(),
+      })),
+    };
+    await Deno.writeTextFile(path, JSON.stringify(body), { mode: 0o600 });
+  } catch (error) {
+    // No run will remove it: a full disk must not also fill the temporary folder with these.
+    await remove();
+    throw error;
+  }
+  return { path, remove };
 }

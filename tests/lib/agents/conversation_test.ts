@@ -106,3 +106,23 @@ Deno.test("command gets no AGENT_SESSION_FILE for an event of no conversation", 
   })({ prompt: "p", eventId: "e" });
   assert.equal(answer.text, "none");
 });
+
+Deno.test("command leaves no agent-session folder behind when the file cannot be written", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "conversation-tmp-" });
+  const before = Deno.env.get("TMPDIR");
+  Deno.env.set("TMPDIR", tmp);
+  try {
+    const run = commandRunner([Deno.execPath(), "eval", "console.log('never run')"]);
+    // A turn whose time cannot be written (no date) fails the write after the folder is made.
+    const turns = [{ eventId: "evt_1", prompt: "first", answer: "a", atMs: NaN }];
+    await assert.rejects(
+      run({ prompt: "second", eventId: "evt_2", conversation: { key: "k", turns } }),
+      /Cannot write the conversation's file/,
+    );
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(tmp)), [], "its folder removed");
+  } finally {
+    if (before === undefined) Deno.env.delete("TMPDIR");
+    else Deno.env.set("TMPDIR", before);
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
