@@ -63,25 +63,46 @@ export function EventPage(props: EventPageProps) {
         <div class={`notice ${props.notice.ok ? "ok" : "bad"}`}>{props.notice.text}</div>
       )}
       <Facts event={event} />
-      <div class="actions">
-        <form method="post" action={`/events/${encodeURIComponent(event.id)}/replay`}>
-          <input type="hidden" name="_csrf" value={props.csrf} />
-          <button type="submit" class="primary" disabled={event.status === "running"}>
-            Replay
-          </button>
-        </form>
-        {event.mode === "agent" && (
-          <a class="button" id="replay-with-changes" href={replayWithChangesPath(event.id)}>
-            Replay with changes
-          </a>
-        )}
-      </div>
+      <ReplayActions event={event} csrf={props.csrf} />
       <Received event={event} />
       <Payload text={event.payload} />
       <Decisions event={event} holdsKey={props.holdsKey} />
       <Transform event={event} />
       <Coalescing event={event} folded={props.routing.folded ?? []} />
       <Conversation event={event} conversation={props.routing.conversation} />
+      <PromptAndAnswer event={event} />
+      {pair && <AnswerComparison pair={pair} />}
+      <Attempts attempts={props.attempts} />
+      <Delivered parts={props.parts} />
+    </Layout>
+  );
+}
+
+/** The Replay button, and the link to Replay with changes for an event the agent answers. */
+function ReplayActions(props: { event: StoredEvent; csrf: string }) {
+  const { event } = props;
+  return (
+    <div class="actions">
+      <form method="post" action={`/events/${encodeURIComponent(event.id)}/replay`}>
+        <input type="hidden" name="_csrf" value={props.csrf} />
+        <button type="submit" class="primary" disabled={event.status === "running"}>
+          Replay
+        </button>
+      </form>
+      {event.mode === "agent" && (
+        <a class="button" id="replay-with-changes" href={replayWithChangesPath(event.id)}>
+          Replay with changes
+        </a>
+      )}
+    </div>
+  );
+}
+
+/** The prompt it became (the message, in direct mode), the skills given, and the answer. */
+function PromptAndAnswer(props: { event: StoredEvent }) {
+  const { event } = props;
+  return (
+    <>
       <section class="block" id="prompt">
         <h2>{event.mode === "direct" ? "Message" : "Prompt"}</h2>
         <pre>{event.prompt}</pre>
@@ -99,10 +120,7 @@ export function EventPage(props: EventPageProps) {
             : <pre>{event.response}</pre>}
         </section>
       )}
-      {pair && <AnswerComparison pair={pair} />}
-      <Attempts attempts={props.attempts} />
-      <Delivered parts={props.parts} />
-    </Layout>
+    </>
   );
 }
 
