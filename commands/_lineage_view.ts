@@ -21,7 +21,7 @@ import {
 } from "./_event_listing.ts";
 import { coalesceSection, foldedJson } from "./_coalesce_view.ts";
 import { conversationJson, conversationSection } from "./_conversation_view.ts";
-import { SKIPPED_JSON } from "../lib/transforms/mod.ts";
+import { SKIPPED_JSON, transformJson } from "../lib/transforms/mod.ts";
 
 /**
  * An event's lineage as `--json` prints it: the fields of `webhook events --json`, the scheme
@@ -109,18 +109,6 @@ function transformedSection(event: StoredEvent): string[] {
         : quoted(event.transformed),
     ),
   ];
-}
-
-/** The route's transform and what it did: `printed`, `skipped` or `pending`; null for none. */
-function transformJson(event: StoredEvent) {
-  const transform = event.route.transform;
-  if (transform === undefined) return null;
-  const state = event.transformed === undefined
-    ? "pending"
-    : event.transformed === SKIPPED_JSON
-    ? "skipped"
-    : "printed";
-  return { command: transform.command, timeout_seconds: transform.timeoutSeconds, state };
 }
 
 /**

@@ -110,6 +110,32 @@ export function transformPending(
 }
 
 /**
+ * What an event's transform did, as `agent webhook show --json` and the dashboard's lineage
+ * give it (docs/subscriptions.md#transforms).
+ * @param event the stored event
+ * @returns the program's words, its time limit in seconds, and `state`: `printed` (JSON to
+ *   render from), `skipped` (it printed `{"skip": true}`) or `pending` (not run successfully
+ *   yet); null when the route has no transform
+ * @example
+ * ```ts
+ * transformJson(event);
+ * // { command: ["jq", "-c", "{title: .issue.title}"], timeout_seconds: 5, state: "printed" }
+ * ```
+ */
+export function transformJson(
+  event: Pick<StoredEvent, "route" | "transformed">,
+): { command: string[]; timeout_seconds: number; state: "printed" | "skipped" | "pending" } | null {
+  const transform = event.route.transform;
+  if (transform === undefined) return null;
+  const state = event.transformed === undefined
+    ? "pending"
+    : event.transformed === SKIPPED_JSON
+    ? "skipped"
+    : "printed";
+  return { command: transform.command, timeout_seconds: transform.timeoutSeconds, state };
+}
+
+/**
  * Runs a transform on a payload.
  * @param transform the program and its arguments, and its time limit
  * @param payload the payload's JSON text, given on stdin

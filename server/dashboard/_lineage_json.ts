@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { Lineage, StoredEvent } from "../../lib/state/mod.ts";
-import { SKIPPED_JSON } from "../../lib/transforms/mod.ts";
+import type { Lineage } from "../../lib/state/mod.ts";
+import { transformJson } from "../../lib/transforms/mod.ts";
 import { eventSummary, withSeries } from "./_format.ts";
 import { turnsGiven } from "./_lineage_steps.tsx";
 
@@ -72,18 +72,6 @@ export function lineageJson(lineage: Lineage, holdsKey: boolean) {
       sent_at_ms: part.sentAtMs,
     })),
   };
-}
-
-/** The route's transform and what it did: `printed`, `skipped` or `pending`; null for none. */
-function transformJson(event: StoredEvent) {
-  const transform = event.route.transform;
-  if (transform === undefined) return null;
-  const state = event.transformed === undefined
-    ? "pending"
-    : event.transformed === SKIPPED_JSON
-    ? "skipped"
-    : "printed";
-  return { command: transform.command, timeout_seconds: transform.timeoutSeconds, state };
 }
 
 /**

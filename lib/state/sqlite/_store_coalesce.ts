@@ -10,10 +10,9 @@
  *
  * @module
  */
-import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { NewEvent, StateStore, StoredEvent } from "../mod.ts";
 import { rowToEvent } from "./_schema.ts";
-import type { Row, StoreCore } from "./_store_core.ts";
+import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
 
 /**
  * The events of a key's open window: queued, never claimed, not folded, due. `?1` is the
@@ -58,21 +57,8 @@ const STATEMENTS = {
   folded: "SELECT * FROM events WHERE coalesced_into = ? ORDER BY rowid",
 } as const;
 
-type Statements = Record<keyof typeof STATEMENTS, StatementSync>;
-
-/** Prepared once per connection: most stores never coalesce, and then prepare nothing. */
-const prepared = new WeakMap<DatabaseSync, Statements>();
-
-function statements(db: DatabaseSync): Statements {
-  let found = prepared.get(db);
-  if (found === undefined) {
-    found = Object.fromEntries(
-      Object.entries(STATEMENTS).map(([name, sql]) => [name, db.prepare(sql)]),
-    ) as Statements;
-    prepared.set(db, found);
-  }
-  return found;
-}
+/** Prepared on first use: most stores never coalesce, and then prepare nothing. */
+const statements = preparedOnFirstUse(STATEMENTS);
 
 /**
  * Opens or slides the window of a coalescing event just inserted, inside the accept's

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../../errors.ts";
 import { corruption, databaseErrorText } from "./_corruption.ts";
 import type { Database } from "./_database.ts";
@@ -156,4 +156,30 @@ function findEvent(s: Statements, idOrPrefix: string): StoredEvent | null {
     throw new NotFoundError(`Event id prefix "${idOrPrefix}" is ambiguous: ${some}, ...`);
   }
   return rows.length === 1 ? rowToEvent(rows[0]) : null;
+}
+
+/**
+ * Statements of a store's module, prepared on a connection's first use of them: a module most
+ * stores never use (coalescing, conversations, lineage) then prepares nothing.
+ * @param sql each statement's SQL, by name
+ * @returns the statements on a connection, prepared once per connection
+ * @example
+ * ```ts
+ * const statements = preparedOnFirstUse({ folded: "SELECT * FROM events WHERE coalesced_into = ?" });
+ * statements(core.db).folded.all(eventId);
+ * ```
+ */
+export function preparedOnFirstUse<Name extends string>(
+  sql: Readonly<Record<Name, string>>,
+): (db: DatabaseSync) => Record<Name, StatementSync> {
+  const prepared = new WeakMap<DatabaseSync, Record<Name, StatementSync>>();
+  return (db) => {
+    let found = prepared.get(db);
+    if (found === undefined) {
+      const entries = Object.entries<string>(sql).map(([name, text]) => [name, db.prepare(text)]);
+      found = Object.fromEntries(entries) as Record<Name, StatementSync>;
+      prepared.set(db, found);
+    }
+    return found;
+  };
 }

@@ -5,10 +5,9 @@
  *
  * @module
  */
-import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { listEvents } from "./_maintenance.ts";
 import { rowToAttempt, rowToEvent, rowToPart } from "./_schema.ts";
-import type { Row, StoreCore } from "./_store_core.ts";
+import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
 import type {
   ActivityMinute,
   Lineage,
@@ -94,21 +93,7 @@ const LINEAGE_SQL = {
 } as const;
 
 /** Prepared on a connection's first lineage: the gateway itself never reads one. */
-const prepared = new WeakMap<DatabaseSync, Record<keyof typeof LINEAGE_SQL, StatementSync>>();
-
-/** The lineage's statements on `db`, prepared on first use. */
-function lineageStatements(db: DatabaseSync) {
-  let found = prepared.get(db);
-  if (found === undefined) {
-    found = {
-      folded: db.prepare(LINEAGE_SQL.folded),
-      ownTurn: db.prepare(LINEAGE_SQL.ownTurn),
-      earlierTurns: db.prepare(LINEAGE_SQL.earlierTurns),
-    };
-    prepared.set(db, found);
-  }
-  return found;
-}
+const lineageStatements = preparedOnFirstUse(LINEAGE_SQL);
 
 /** See {@link Lineage.conversation}: the turns before the event's latest own one. */
 function conversation(

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { Row, StoreCore } from "./_store_core.ts";
+import type { DatabaseSync } from "node:sqlite";
+import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
 import { type SessionTurn, type StateStore, storableText } from "../mod.ts";
 
 /** The most turns one read gives back, the newest: a budget of tokens keeps fewer anyway. */
@@ -29,21 +29,8 @@ const SQL = {
     "INDEXED BY session_turns_created WHERE created_at <= ? ORDER BY created_at LIMIT ?)",
 } as const;
 
-const prepared = new WeakMap<DatabaseSync, Record<keyof typeof SQL, StatementSync>>();
-
-/** The statements of this module on `db`, prepared on first use. */
-function statements(db: DatabaseSync): Record<keyof typeof SQL, StatementSync> {
-  let found = prepared.get(db);
-  if (found === undefined) {
-    found = {
-      recordTurn: db.prepare(SQL.recordTurn),
-      turns: db.prepare(SQL.turns),
-      forget: db.prepare(SQL.forget),
-    };
-    prepared.set(db, found);
-  }
-  return found;
-}
+/** Prepared on first use: a store of no conversation never reads one. */
+const statements = preparedOnFirstUse(SQL);
 
 /**
  * The store's conversation methods.

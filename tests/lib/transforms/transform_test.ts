@@ -9,6 +9,7 @@ import {
   promptFrom,
   runTransform,
   TransformError,
+  transformJson,
   transformProblem,
 } from "../../../lib/transforms/mod.ts";
 import { transformArgv } from "../../../lib/transforms/_argv.ts";
@@ -160,4 +161,24 @@ Deno.test("runTransform() withholds the gateway's secrets, the database URL amon
   assert.equal(result.skip, false);
   if (result.skip) return;
   assert.equal(result.json, '{"seen": "-|-|-|-|db"}');
+});
+
+Deno.test("transformJson() gives the transform's state: printed, skipped or pending", () => {
+  const route = {
+    deliver: "log",
+    skills: [],
+    transform: { command: ["jq", "-c", "."], timeoutSeconds: 5 },
+  };
+  const state = (transformed?: string) => transformJson({ route, transformed })?.state;
+  assert.deepEqual([state('{"a":1}'), state('{"skip":true}'), state(undefined)], [
+    "printed",
+    "skipped",
+    "pending",
+  ]);
+  assert.deepEqual(transformJson({ route, transformed: undefined }), {
+    command: ["jq", "-c", "."],
+    timeout_seconds: 5,
+    state: "pending",
+  });
+  assert.equal(transformJson({ route: { deliver: "log", skills: [] } }), null);
 });
