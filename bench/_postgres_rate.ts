@@ -32,7 +32,8 @@ const BUCKET_SQL = "CREATE TABLE IF NOT EXISTS bench_rate (key text PRIMARY KEY,
 
 // The token bucket of `rate_limit.ts`, in one statement: refill by the time passed, take one
 // when one is there; the row is locked until the statement's commit.
-const TAKE_SQL = "INSERT INTO bench_rate AS b (key, tokens, updated_at) VALUES ($1, $2::float8 - 1, $3) " +
+const TAKE_SQL =
+  "INSERT INTO bench_rate AS b (key, tokens, updated_at) VALUES ($1, $2::float8 - 1, $3) " +
   "ON CONFLICT (key) DO UPDATE SET tokens = CASE WHEN least($2, b.tokens + " +
   "($3 - b.updated_at) * $2 / 60000.0) >= 1 THEN least($2, b.tokens + ($3 - b.updated_at) * " +
   "$2 / 60000.0) - 1 ELSE least($2, b.tokens + ($3 - b.updated_at) * $2 / 60000.0) END, " +
