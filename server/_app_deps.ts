@@ -15,6 +15,7 @@ import type { StateStore } from "../lib/state/mod.ts";
 import { secretWarnings, unusableSubscriptions } from "../lib/subscriptions/file_store.ts";
 import { openSubscriptionSource } from "../lib/subscriptions/source.ts";
 import type { IngestDeps, RefusalLog } from "./ingest/mod.ts";
+import { transformSlots } from "../lib/transforms/slots.ts";
 import type { WorkerSetup } from "./_worker_setup.ts";
 import { createSignatureVerifier } from "../lib/signatures/mod.ts";
 
@@ -85,6 +86,8 @@ export function ingestDeps(config: Config, parts: {
   metrics?: MetricsRecorder;
   bodyTimeoutMs?: number;
   bodyBudgetBytes?: number;
+  /** Aborts when the gateway begins to stop: transforms at ingest are killed. */
+  stopping?: AbortSignal;
 }): IngestDeps {
   const { webhook } = config;
   const { worker } = parts.setup;
@@ -101,6 +104,7 @@ export function ingestDeps(config: Config, parts: {
     // Gateways sharing a database each allow their share of a limit (docs/scaling.md#rate-limits).
     rateLimiter: createMemoryRateLimiter({ gateways: () => parts.store.liveGateways?.() ?? 1 }),
     store: parts.store,
+    transforms: { signal: parts.stopping, slots: transformSlots() },
     onAccepted: () => worker.notify(),
     deliverNow: (event, payload) => worker.deliverNow(event, payload),
     now: parts.now,

@@ -147,7 +147,11 @@ export async function startGateway(
   const { refusals, refusalWindows } = startRefusalLog(options.refusalLog);
   const { bodyTimeoutMs, bodyBudgetBytes } = options;
   const findRoute = await routeFinder(config);
-  const parts = { findRoute, refusals, store, now, setup, metrics, bodyTimeoutMs, bodyBudgetBytes };
+  const stopping = new AbortController();
+  const parts = {
+    ...{ findRoute, refusals, store, now, setup, metrics, bodyTimeoutMs, bodyBudgetBytes },
+    stopping: stopping.signal,
+  };
   const app = createApp(ingestDeps(config, parts));
   const pruning = startPruning(store, { retentionDays: webhook.retentionDays, now });
 
@@ -180,6 +184,7 @@ export async function startGateway(
     failed: failed.promise,
     dashboardUrl: dashboard?.url,
     stop: async ({ deadlineMs = STOP_DEADLINE_MS, hurry } = {}) => {
+      stopping.abort(); // transforms at ingest: their events are accepted for the next start
       await dashboard?.stop(); // first: it reads the store that the stop closes
       await stopGateway(running, { deadlineMs, hurry });
       await findRoute.stop(); // the subscriptions' database connections, if any

@@ -86,7 +86,12 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
   let newEvent = buildEvent(received, { json, receivedAtMs: deps.now(), headers, scheme });
   // Only a route with a transform pays for this step (docs/subscriptions.md#transforms).
   if (route.transform) {
-    const result = await transformed(newEvent);
+    // A sender's retry is answered before its program runs again.
+    if (await acceptedBefore(deps, newEvent)) {
+      deps.metrics?.event(route.name, "duplicate");
+      return duplicate(route.name, newEvent.eventLabel, newEvent.deliveryId);
+    }
+    const result = await transformed(newEvent, deps.transforms);
     if (result === "skip") {
       deps.metrics?.event(route.name, "ignored");
       return ignored(received.event, "transform");
@@ -115,6 +120,21 @@ export async function dispatch(deps: IngestDeps, authentic: Authentic): Promise<
     event_id: result.eventId,
   });
   return accepted({ subscription, names, deliveryId, eventId: result.eventId });
+}
+
+/**
+ * Whether the event's delivery id was taken already, so that `accept` (or direct mode's send)
+ * would answer it as a duplicate: its key is held now, and for a direct message by one that is
+ * not being sent (a replay under way is answered by `deliverNow`, 409).
+ */
+async function acceptedBefore(deps: IngestDeps, event: NewEvent): Promise<boolean> {
+  if (!event.dedupe) return false;
+  const { subscription, deliveryId, receivedAtMs } = event;
+  const holder = await deps.store.keyHolder(subscription, deliveryId, receivedAtMs);
+  if (holder === null) return false;
+  if (event.mode === "agent") return true;
+  const held = await deps.store.getEvent(holder);
+  return held !== null && held.status !== "queued" && held.status !== "running";
 }
 
 /** GitHub's `ping` and Slack's URL check: answered, never dispatched; `undefined` for events. */

@@ -16,6 +16,7 @@ import { BodyBudget, BodyDeadlines, declaredLength, readBody } from "./_body.ts"
 import { parsePayload } from "./_payload.ts";
 import { authenticate, formsSignedBy, refuseStaleLinear } from "./_auth.ts";
 import { dispatch } from "./_dispatch.ts";
+import type { IngestTransforms } from "./_transform.ts";
 import { log } from "./_answers.ts";
 import { Refusal, refusalFor, refusalOf } from "./_refusal.ts";
 import { type MetricsRecorder, NO_METRICS } from "../../lib/metrics/mod.ts";
@@ -60,6 +61,11 @@ export interface IngestDeps {
   rateLimiter: RateLimiter;
   /** Where agent-mode events and direct-delivery records are made durable. */
   store: StateStore;
+  /**
+   * What transforms at ingest share (docs/subscriptions.md#transforms): the gateway's stop,
+   * which kills them, and the places for those that run at once. @default {no stop, no bound}
+   */
+  transforms?: IngestTransforms;
   /** Called after an agent-mode event is persisted, to wake the worker. */
   onAccepted(): void;
   /**

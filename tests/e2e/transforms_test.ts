@@ -328,6 +328,80 @@ Deno.test("a gateway stopped during a direct message's transform requeues it: no
   assert.equal(s.telegram.messages.length, 0);
 });
 
+Deno.test("a sender's retry of a delivery is answered duplicate without running the transform", async () => {
+  await using s = await stack();
+  await using t = await transformFolder();
+  const counted = join(t.dir, "counted.sh");
+  await Deno.writeTextFile(
+    counted,
+    `cat >/dev/null; echo $$ >> "${t.dir}/pids"; echo '{"headline": "X", "note": "n"}'`,
+  );
+  await using gateway = await startGatewayProcess(s.env);
+  const secret = await subscribe(s.env, "gh", ["--transform", `sh '${counted}'`]);
+  const first = await post(gateway.url, "gh", secret, "Once", "retry-1");
+  assert.equal(first.status, 202);
+  const retry = await post(gateway.url, "gh", secret, "Once", "retry-1");
+  assert.equal(retry.status, 200);
+  assert.equal(retry.body.status, "duplicate");
+  const runs = (await Deno.readTextFile(join(t.dir, "pids"))).trim().split("\n");
+  assert.equal(runs.length, 1, "the program ran for the first request only");
+});
+
+Deno.test("a stopping gateway kills a transform at ingest and accepts its event for the next start", async () => {
+  await using s = await stack();
+  await using t = await transformFolder();
+  const hang = join(t.dir, "hang.sh");
+  await Deno.writeTextFile(hang, `cat >/dev/null; echo $$ >> "${t.dir}/pids"; exec sleep 60`);
+  const gateway = await startGatewayProcess(s.env);
+  const secret = await subscribe(s.env, "gh", [
+    "--transform",
+    `sh '${hang}'`,
+    "--transform-timeout",
+    "60",
+  ]);
+  const sent = post(gateway.url, "gh", secret, "Slow");
+  const [pid] = await eventually(async () => {
+    const text = await Deno.readTextFile(join(t.dir, "pids")).catch(() => "");
+    return text.trim() ? text.trim().split("\n").map(Number) : undefined;
+  }, { what: "the transform at ingest" });
+  const started = Date.now();
+  const answered = sent.then((response) => ({ ...response, ms: Date.now() - started }));
+  const stopped = gateway.stop("SIGTERM");
+  const { status, ms } = await answered;
+  assert.equal(status, 202, "accepted, its transform pending");
+  assert.ok(ms < 3_000, `answered ${ms} ms after the stop began, not at the 5 s limit`);
+  assert.equal(await stopped, 0);
+  assert.ok(await processExited(pid), "the transform was killed");
+  const [row] = await events(s.env);
+  assert.equal(row.status, "queued");
+});
+
+Deno.test("transforms past the listener's bound are accepted at once for the worker", async () => {
+  await using s = await stack();
+  await using t = await transformFolder();
+  const slow = join(t.dir, "slow.sh");
+  await Deno.writeTextFile(
+    slow,
+    `cat >/dev/null; echo $$ >> "${t.dir}/pids"; sleep 4; echo '{"headline": "X", "note": "n"}'`,
+  );
+  await using gateway = await startGatewayProcess(s.env);
+  const secret = await subscribe(s.env, "gh", ["--transform", `sh '${slow}'`]);
+  const bound = Array.from({ length: 8 }, (_, i) => post(gateway.url, "gh", secret, `t${i}`));
+  await eventually(async () => {
+    const text = await Deno.readTextFile(join(t.dir, "pids")).catch(() => "");
+    return text.trim().split("\n").length >= 8;
+  }, { what: "eight transforms running at ingest" });
+  const started = Date.now();
+  const extra = await post(gateway.url, "gh", secret, "ninth");
+  assert.equal(extra.status, 202);
+  assert.ok(Date.now() - started < 2_000, `answered in ${Date.now() - started} ms, not 4 s`);
+  for (const response of await Promise.all(bound)) assert.equal(response.status, 202);
+  await eventually(async () => {
+    const rows = await events(s.env);
+    return rows.length === 9 && rows.every((row) => row.status === "delivered");
+  }, { what: "all nine delivered", timeoutMs: 30_000 });
+});
+
 Deno.test("events whose transform failed at ingest are not folded into one coalesced run", async () => {
   await using s = await stack(retryingConfig());
   await using t = await transformFolder();
