@@ -18,7 +18,7 @@ import {
   saveTransformed,
 } from "./_outcomes.ts";
 import { nextDueAtMs, recoverInterrupted } from "./_recovery.ts";
-import { rowToEvent } from "./_schema.ts";
+import { rowToEvent } from "../_rows.ts";
 import { SESSION_FREE } from "./_sessions.ts";
 
 /** The methods of the store that the worker runs events with. */

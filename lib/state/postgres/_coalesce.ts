@@ -9,7 +9,7 @@
  */
 import type { AsyncStateStore, NewEvent, StoredEvent } from "../mod.ts";
 import { type Db, type PgCore, query } from "./_core.ts";
-import { rowToEvent } from "./_schema.ts";
+import { rowToEvent } from "../_rows.ts";
 
 /** The events of a key's open window: queued, never claimed, not folded, due. */
 const OPEN_WINDOW = "subscription = $1 AND coalesce_key = $2 AND status = 'queued' " +

@@ -9,7 +9,7 @@ import type postgres from "postgres";
 import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from "../../errors.ts";
 import type { PartReceipt, StoredEvent } from "../mod.ts";
 import type { Leases } from "./_leases.ts";
-import { type Row, rowToEvent } from "./_schema.ts";
+import { type Row, rowToEvent } from "../_rows.ts";
 
 /** The pool, or a transaction of it: what a query runs on. */
 export type Db = postgres.ISql;

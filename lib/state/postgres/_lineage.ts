@@ -7,7 +7,7 @@
  */
 import type { Lineage, StoredEvent } from "../mod.ts";
 import { type Db, findEvent, query } from "./_core.ts";
-import { rowToAttempt, rowToEvent, rowToPart } from "./_schema.ts";
+import { rowToAttempt, rowToEvent, rowToPart } from "../_rows.ts";
 
 /** The most earlier turns a lineage shows, the newest, as SQLite's. */
 const MAX_TURNS_SHOWN = 200;

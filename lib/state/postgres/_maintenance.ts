@@ -8,7 +8,7 @@ import { ConflictError } from "../../errors.ts";
 import { type AsyncStateStore, storableText, type StoredEvent } from "../mod.ts";
 import { resumeAfter } from "./_direct.ts";
 import { type Db, findEvent, keyHolder, mustFind, type PgCore, query, takeKey } from "./_core.ts";
-import { rowToEvent } from "./_schema.ts";
+import { rowToEvent } from "../_rows.ts";
 
 /**
  * The store's `replay`.

@@ -10,7 +10,7 @@ import { ConflictError, NotFoundError } from "../../errors.ts";
 import { type AgentRun, type PartReceipt, storableText } from "../mod.ts";
 import { settleFolded } from "./_coalesce.ts";
 import { closeLastAttempt, type Db, insertReceipts, type PgCore, query, takeKey } from "./_core.ts";
-import type { Row } from "./_schema.ts";
+import type { Row } from "../_rows.ts";
 import { recordTurn } from "./_sessions.ts";
 
 /**

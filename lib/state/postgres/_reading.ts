@@ -14,7 +14,7 @@ import type {
 } from "../mod.ts";
 import { type Db, findEvent, type PgCore, query } from "./_core.ts";
 import { readLineage } from "./_lineage.ts";
-import { rowToAttempt, rowToEvent } from "./_schema.ts";
+import { rowToAttempt, rowToEvent } from "../_rows.ts";
 
 /** The methods of the store that read events. */
 export type ReadingOps = Pick<

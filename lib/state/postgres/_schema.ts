@@ -1,19 +1,11 @@
 /**
- * Tables of the PostgreSQL state database, created or upgraded in place when a store opens, and
- * the mapping from rows to records. The tables hold what SQLite's do (`lib/state/sqlite/`), with
+ * Tables of the PostgreSQL state database, created or upgraded in place when a store opens; rows
+ * become records in `../_rows.ts`. The tables hold what SQLite's do (`lib/state/sqlite/`), with
  * what several gateways sharing one database need besides: the lease of a running event.
  *
  * @module
  */
 import type postgres from "postgres";
-import type {
-  Attempt,
-  EventSource,
-  EventStatus,
-  PartReceipt,
-  RouteSnapshot,
-  StoredEvent,
-} from "../mod.ts";
 
 /** Bumped when the tables change; stored in `agent_schema`. */
 export const SCHEMA_VERSION = 2;
@@ -173,95 +165,4 @@ export async function createOrUpgradeSchema(sql: postgres.Sql): Promise<void> {
     await tx.unsafe("DELETE FROM agent_schema");
     await tx.unsafe(`INSERT INTO agent_schema (version) VALUES (${SCHEMA_VERSION})`);
   });
-}
-
-/** A row as the client returns it: `bigint` columns come as strings. */
-export type Row = Record<string, unknown>;
-
-/** A column that may be NULL, as a number. */
-const nullableNumber = (value: unknown) =>
-  value === null || value === undefined ? null : Number(value);
-
-/** A column that may be NULL, as text. */
-const nullableText = (value: unknown) =>
-  value === null || value === undefined ? null : String(value);
-
-/**
- * Turns an `events` row into a record.
- * @param row the row
- * @returns the stored event
- */
-export function rowToEvent(row: Row): StoredEvent {
-  return {
-    id: String(row.id),
-    subscription: String(row.subscription),
-    eventLabel: String(row.event_type),
-    deliveryId: String(row.delivery_id),
-    dedupe: row.dedupe === true,
-    source: String(row.source) as EventSource,
-    mode: row.mode === "direct" ? "direct" : "agent",
-    payload: String(row.payload),
-    prompt: String(row.prompt),
-    route: JSON.parse(String(row.route)) as RouteSnapshot,
-    receivedAtMs: Number(row.received_at),
-    status: String(row.status) as EventStatus,
-    attempts: Number(row.attempts),
-    nextAttemptAtMs: nullableNumber(row.next_attempt_at),
-    response: nullableText(row.response),
-    partsSent: Number(row.parts_sent),
-    uncountedAttempts: Number(row.uncounted_attempts),
-    lastError: nullableText(row.last_error),
-    updatedAtMs: Number(row.updated_at),
-    replayedAtMs: nullableNumber(row.replayed_at),
-    ...(typeof row.headers === "string"
-      ? { headers: JSON.parse(row.headers) as Record<string, string> }
-      : {}),
-    ...(typeof row.scheme === "string" ? { scheme: row.scheme } : {}),
-    ...(typeof row.coalesced_into === "string" ? { coalescedInto: row.coalesced_into } : {}),
-    ...(typeof row.session_key === "string" ? { sessionKey: row.session_key } : {}),
-    ...(typeof row.transformed === "string" ? { transformed: row.transformed } : {}),
-  };
-}
-
-/**
- * Turns an `attempts` row into a record.
- * @param row the row
- * @returns the attempt
- */
-export function rowToAttempt(row: Row): Attempt {
-  return {
-    eventId: String(row.event_id),
-    attempt: Number(row.attempt),
-    startedAtMs: Number(row.started_at),
-    finishedAtMs: nullableNumber(row.finished_at),
-    step: row.step === "delivery" ? "delivery" : "agent",
-    error: nullableText(row.error),
-    run: typeof row.provider === "string"
-      ? {
-        provider: row.provider,
-        model: nullableText(row.model),
-        promptTokens: nullableNumber(row.prompt_tokens),
-        completionTokens: nullableNumber(row.completion_tokens),
-        durationMs: Number(row.run_ms ?? 0),
-      }
-      : null,
-    answer: nullableText(row.answer),
-  };
-}
-
-/**
- * Turns a `parts` row into a record.
- * @param row the row
- * @returns the part's receipt
- */
-export function rowToPart(row: Row): PartReceipt {
-  return {
-    part: Number(row.part),
-    parts: Number(row.parts),
-    target: String(row.target),
-    chat: String(row.chat),
-    messageId: nullableText(row.message_id),
-    url: nullableText(row.url),
-    sentAtMs: Number(row.sent_at),
-  };
 }

@@ -8,7 +8,7 @@
  */
 import type { AsyncStateStore, SessionTurn } from "../mod.ts";
 import { type Db, type PgCore, query } from "./_core.ts";
-import type { Row } from "./_schema.ts";
+import type { Row } from "../_rows.ts";
 
 /** The most turns one read gives back, the newest: a budget of tokens keeps fewer anyway. */
 const MAX_TURNS_READ = 200;

@@ -6,7 +6,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { ConflictError } from "../../errors.ts";
-import { rowToEvent } from "./_schema.ts";
+import { rowToEvent } from "../_rows.ts";
 import type { EventDispatch, EventFilter, StoredEvent } from "../mod.ts";
 
 type Row = Record<string, unknown>;

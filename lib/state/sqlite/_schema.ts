@@ -1,18 +1,10 @@
 /**
- * Tables of the state database, their upgrades from older versions, and the mapping from rows
- * to records.
+ * Tables of the state database and their upgrades from older versions; rows become records in
+ * `../_rows.ts`.
  *
  * @module
  */
 import type { DatabaseSync } from "node:sqlite";
-import type {
-  Attempt,
-  EventSource,
-  EventStatus,
-  PartReceipt,
-  RouteSnapshot,
-  StoredEvent,
-} from "../mod.ts";
 
 /** Bumped when the tables change; stored in `PRAGMA user_version`. */
 export const SCHEMA_VERSION = 11;
@@ -223,101 +215,6 @@ ALTER TABLE events ADD COLUMN coalesced_into TEXT;
  * stored and while a transform is pending.
  */
 const UPGRADE_TO_11_TRANSFORM_SQL = "ALTER TABLE events ADD COLUMN transformed TEXT";
-
-type Row = Record<string, unknown>;
-
-/**
- * Turns an `events` row into a record.
- * @param row the row as `node:sqlite` returns it
- * @returns the stored event
- */
-export function rowToEvent(row: Row): StoredEvent {
-  return {
-    id: String(row.id),
-    subscription: String(row.subscription),
-    // The column keeps its first name; it has always held the label.
-    eventLabel: String(row.event_type),
-    deliveryId: String(row.delivery_id),
-    dedupe: row.dedupe === 1,
-    source: String(row.source) as EventSource,
-    mode: row.mode === "direct" ? "direct" : "agent",
-    payload: String(row.payload),
-    prompt: String(row.prompt),
-    route: JSON.parse(String(row.route)) as RouteSnapshot,
-    receivedAtMs: Number(row.received_at),
-    status: String(row.status) as EventStatus,
-    attempts: Number(row.attempts),
-    nextAttemptAtMs: row.next_attempt_at === null ? null : Number(row.next_attempt_at),
-    response: row.response === null ? null : String(row.response),
-    partsSent: Number(row.parts_sent),
-    uncountedAttempts: Number(row.uncounted_attempts ?? 0),
-    lastError: row.last_error === null ? null : String(row.last_error),
-    updatedAtMs: Number(row.updated_at),
-    replayedAtMs: row.replayed_at === null || row.replayed_at === undefined
-      ? null
-      : Number(row.replayed_at),
-    ...(typeof row.headers === "string"
-      ? { headers: JSON.parse(row.headers) as Record<string, string> }
-      : {}),
-    ...(typeof row.scheme === "string" ? { scheme: row.scheme } : {}),
-    ...(typeof row.session_key === "string" ? { sessionKey: row.session_key } : {}),
-    ...(typeof row.coalesced_into === "string" ? { coalescedInto: row.coalesced_into } : {}),
-    ...(typeof row.transformed === "string" ? { transformed: row.transformed } : {}),
-  };
-}
-
-/**
- * Turns an `attempts` row into a record.
- * @param row the row as `node:sqlite` returns it
- * @returns the attempt
- */
-export function rowToAttempt(row: Row): Attempt {
-  return {
-    eventId: String(row.event_id),
-    attempt: Number(row.attempt),
-    startedAtMs: Number(row.started_at),
-    finishedAtMs: row.finished_at === null ? null : Number(row.finished_at),
-    step: row.step === "delivery" ? "delivery" : "agent",
-    error: row.error === null ? null : String(row.error),
-    run: typeof row.provider === "string"
-      ? {
-        provider: row.provider,
-        model: nullableText(row.model),
-        promptTokens: nullableNumber(row.prompt_tokens),
-        completionTokens: nullableNumber(row.completion_tokens),
-        durationMs: Number(row.run_ms ?? 0),
-      }
-      : null,
-    answer: nullableText(row.answer),
-  };
-}
-
-/**
- * Turns a `parts` row into a record.
- * @param row the row as `node:sqlite` returns it
- * @returns the part's receipt
- */
-export function rowToPart(row: Row): PartReceipt {
-  return {
-    part: Number(row.part),
-    parts: Number(row.parts),
-    target: String(row.target),
-    chat: String(row.chat),
-    messageId: nullableText(row.message_id),
-    url: nullableText(row.url),
-    sentAtMs: Number(row.sent_at),
-  };
-}
-
-/** A TEXT column that may be NULL (or missing, in a row of an older table). */
-function nullableText(value: unknown): string | null {
-  return value === null || value === undefined ? null : String(value);
-}
-
-/** An INTEGER column that may be NULL (or missing). */
-function nullableNumber(value: unknown): number | null {
-  return value === null || value === undefined ? null : Number(value);
-}
 
 /**
  * Brings a database to {@link SCHEMA_VERSION}: creates the tables of a new one, upgrades an older

@@ -9,7 +9,7 @@
 import { NotFoundError } from "../../errors.ts";
 import { recoverInterrupted } from "./_maintenance.ts";
 import { insertReceipts } from "./_store_accept.ts";
-import { rowToEvent } from "./_schema.ts";
+import { rowToEvent } from "../_rows.ts";
 import { foldOnClaim, settleFolded } from "./_store_coalesce.ts";
 import { recordTurn } from "./_store_sessions.ts";
 import type { Row, StoreCore } from "./_store_core.ts";

@@ -11,7 +11,7 @@
  * @module
  */
 import type { NewEvent, StateStore, StoredEvent } from "../mod.ts";
-import { rowToEvent } from "./_schema.ts";
+import { rowToEvent } from "../_rows.ts";
 import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
 
 /**

@@ -10,7 +10,7 @@ import { ConflictError, NotFoundError, StoreUnavailableError, UsageError } from 
 import { corruption, databaseErrorText } from "./_corruption.ts";
 import type { Database } from "./_database.ts";
 import type { Statements } from "./_statements.ts";
-import { rowToEvent } from "./_schema.ts";
+import { rowToEvent } from "../_rows.ts";
 import type { StoredEvent } from "../mod.ts";
 
 /** A row as `node:sqlite` returns it. */

@@ -6,7 +6,7 @@
  * @module
  */
 import { listEvents } from "./_maintenance.ts";
-import { rowToAttempt, rowToEvent, rowToPart } from "./_schema.ts";
+import { rowToAttempt, rowToEvent, rowToPart } from "../_rows.ts";
 import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
 import type {
   ActivityMinute,
