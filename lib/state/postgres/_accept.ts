@@ -16,7 +16,8 @@ import {
   recordDirectNow,
   resumeAfter,
 } from "./_direct.ts";
-import { insertEvent, type Progress } from "./_insert.ts";
+import { queuedProgress } from "../_progress.ts";
+import { insertEvent } from "./_insert.ts";
 
 /** How often an accept tries again when another gateway moved a delivery id's key meanwhile. */
 const ACCEPT_TRIES = 3;
@@ -83,14 +84,7 @@ export function acceptOps(core: PgCore): AcceptOps {
 async function acceptNow(core: PgCore, sql: Db, event: NewEvent): Promise<AcceptResult> {
   const nowMs = event.receivedAtMs;
   const id = core.newId();
-  const progress: Progress = {
-    status: "queued",
-    attempts: 0,
-    nextAttemptAtMs: nowMs,
-    partsSent: 0,
-    lastError: null,
-    updatedAtMs: nowMs,
-  };
+  const progress = queuedProgress(nowMs);
   // One statement in the common case: the insert itself is the duplicate check, committed on
   // its own. An event without a real delivery id holds no key, so it is always inserted.
   const keyExpiresAtMs = event.dedupe ? nowMs + core.ttlMs : null;

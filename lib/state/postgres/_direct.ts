@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { finishedProgress } from "../_progress.ts";
 import { type DirectOutcome, type NewEvent, storableText, type StoredEvent } from "../mod.ts";
 import {
   closeLastAttempt,
@@ -80,14 +81,7 @@ export async function recordDirectNow(
   const id = core.newId();
   await insertEvent(tx, event, {
     id,
-    progress: {
-      status: outcome.delivered ? "delivered" : "failed",
-      attempts: 1,
-      nextAttemptAtMs: null,
-      partsSent: outcome.partsSent,
-      lastError,
-      updatedAtMs: nowMs,
-    },
+    progress: finishedProgress(outcome, { lastError, nowMs }),
     keyExpiresAtMs,
   });
   await query(

@@ -4,18 +4,9 @@
  *
  * @module
  */
-import { type EventStatus, type NewEvent, storableText } from "../mod.ts";
+import { type NewEvent, storableText } from "../mod.ts";
+import type { Progress } from "../_progress.ts";
 import { type Db, query } from "./_core.ts";
-
-/** The progress columns of a new event row. */
-export interface Progress {
-  status: EventStatus;
-  attempts: number;
-  nextAttemptAtMs: number | null;
-  partsSent: number;
-  lastError: string | null;
-  updatedAtMs: number;
-}
 
 // A row that would take a key already held is not inserted (count 0): waiting, if another
 // gateway's insert of the same key is not committed yet, for how it ends.

@@ -7,29 +7,19 @@
  * @module
  */
 import { StoreUnavailableError } from "../../errors.ts";
+import { finishedProgress, type Progress, queuedProgress } from "../_progress.ts";
 import type { GroupCommit } from "./_group_commit.ts";
 import { coalesceAccepted } from "./_store_coalesce.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
 import {
   type AcceptResult,
   type DirectOutcome,
-  type EventStatus,
   type NewEvent,
   type PartReceipt,
   type StateStore,
   storableText,
   type StoredEvent,
 } from "../mod.ts";
-
-/** The progress columns of a new event row. */
-interface Progress {
-  status: EventStatus;
-  attempts: number;
-  nextAttemptAtMs: number | null;
-  partsSent: number;
-  lastError: string | null;
-  updatedAtMs: number;
-}
 
 /**
  * The error of a direct message of several parts while it is being sent (see
@@ -142,14 +132,7 @@ function insertEvent(
 function acceptNow(core: StoreCore, event: NewEvent): AcceptResult {
   const nowMs = event.receivedAtMs;
   const id = core.newId();
-  const progress: Progress = {
-    status: "queued",
-    attempts: 0,
-    nextAttemptAtMs: nowMs,
-    partsSent: 0,
-    lastError: null,
-    updatedAtMs: nowMs,
-  };
+  const progress = queuedProgress(nowMs);
   // One statement in the common case: the insert itself is the duplicate check. An event
   // without a real delivery id holds no key, so it is always inserted.
   const keyExpiresAtMs = event.dedupe ? nowMs + core.ttlMs : null;
@@ -203,14 +186,7 @@ function recordDirectNow(
   const id = core.newId();
   insertEvent(core, event, {
     id,
-    progress: {
-      status: outcome.delivered ? "delivered" : "failed",
-      attempts: 1,
-      nextAttemptAtMs: null,
-      partsSent: outcome.partsSent,
-      lastError,
-      updatedAtMs: nowMs,
-    },
+    progress: finishedProgress(outcome, { lastError, nowMs }),
     keyExpiresAtMs: holdsKey ? nowMs + ttlMs : null,
   });
   s.insertAttempt.run(id, 1, event.receivedAtMs, nowMs, "delivery", lastError);
