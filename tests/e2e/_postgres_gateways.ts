@@ -7,14 +7,14 @@
  *
  * @module
  */
-import assert from "node:assert/strict";
 import { join } from "node:path";
 import postgres from "postgres";
 import { startFakeTelegram } from "../fakes/chat_servers.ts";
 import { githubExample } from "../fakes/github_examples.ts";
 import { type FakeLlmOptions, startFakeLlm } from "../fakes/llm_server.ts";
 import type { ThrowawayPostgres } from "../fakes/postgres.ts";
-import { enabledConfig, runCli, signedGitHub, tempHome } from "../_helpers.ts";
+import { enabledConfig, signedGitHub, tempHome } from "../_helpers.ts";
+import { subscribeCi } from "./_cli.ts";
 
 /** The subscription's secret. */
 export const SECRET = "postgres-gateways-secret-0123";
@@ -78,26 +78,7 @@ export async function gatewaysStack(
     for (const h of homes) await h[Symbol.asyncDispose]();
     await schema.drop();
   };
-  const sub = await runCli([
-    "webhook",
-    "subscribe",
-    "ci",
-    "--events",
-    "issues",
-    "--prompt",
-    "Delivery {__delivery_id__}",
-    "--deliver",
-    "telegram",
-    "--deliver-chat-id",
-    CHAT,
-    "--secret",
-    SECRET,
-    ...(options.subscribe ?? []),
-  ], envs[0]);
-  if (sub.code !== 0) {
-    await dispose();
-    assert.fail(`subscribe failed: ${sub.stderr}`);
-  }
+  await subscribeCi(envs[0], { secret: SECRET, chat: CHAT, extra: options.subscribe, dispose });
   return {
     envs,
     homes: homes.map((h) => h.home),

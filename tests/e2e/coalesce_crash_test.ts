@@ -19,6 +19,7 @@ import {
   startGatewayProcess,
   tempHome,
 } from "../_helpers.ts";
+import { webhookEvents } from "./_cli.ts";
 
 const SECRET = "coalesce-crash-secret";
 const ISSUE = githubExample("issues", "opened");
@@ -34,9 +35,7 @@ interface EventRow {
 
 /** `agent webhook events --json`, oldest first. */
 async function events(env: Record<string, string>): Promise<EventRow[]> {
-  const result = await runCli(["webhook", "events", "--json"], env);
-  assert.equal(result.code, 0, result.stderr);
-  return (JSON.parse(result.stdout) as EventRow[]).reverse();
+  return (await webhookEvents<EventRow>(env)).reverse();
 }
 
 Deno.test("kill -9 during a window, then during its run: all three events answered by one run, once", async () => {

@@ -23,6 +23,7 @@ import {
   startGatewayProcess,
   tempHome,
 } from "../_helpers.ts";
+import { subscribeCi, webhookEvents } from "./_cli.ts";
 
 const SECRET = "durability-secret-0123";
 const CHAT = "4242";
@@ -75,25 +76,7 @@ async function stack(
     ...telegram.env,
     ...llm.env,
   };
-  const sub = await runCli([
-    "webhook",
-    "subscribe",
-    "ci",
-    "--events",
-    "issues",
-    "--prompt",
-    "Delivery {__delivery_id__}",
-    "--deliver",
-    "telegram",
-    "--deliver-chat-id",
-    CHAT,
-    "--secret",
-    SECRET,
-  ], env);
-  if (sub.code !== 0) {
-    await dispose();
-    assert.fail(`subscribe failed: ${sub.stderr}`);
-  }
+  await subscribeCi(env, { secret: SECRET, chat: CHAT, dispose });
   return { home: h.home, env, telegram, llm, [Symbol.asyncDispose]: dispose };
 }
 
@@ -104,9 +87,7 @@ async function postIssue(url: string, delivery: string): Promise<Response> {
 
 /** `agent webhook events --json` for every event. */
 async function events(env: Record<string, string>): Promise<EventRow[]> {
-  const result = await runCli(["webhook", "events", "--json", "--limit", "1000"], env);
-  assert.equal(result.code, 0, result.stderr);
-  return JSON.parse(result.stdout);
+  return await webhookEvents<EventRow>(env, ["--limit", "1000"]);
 }
 
 async function allDelivered(env: Record<string, string>, count: number): Promise<EventRow[]> {

@@ -15,6 +15,7 @@ import {
   startGatewayProcess,
   tempHome,
 } from "../_helpers.ts";
+import { webhookEvents } from "./_cli.ts";
 
 const SECRET = "events-secret-0123456";
 /** Each failure is final: the event is `failed` after one attempt. */
@@ -93,9 +94,7 @@ async function post(url: string, name: string, event: string, delivery: string) 
 }
 
 async function eventsJson(env: Record<string, string>, args: string[] = []): Promise<EventRow[]> {
-  const result = await runCli(["webhook", "events", "--json", ...args], env);
-  assert.equal(result.code, 0, result.stderr);
-  return JSON.parse(result.stdout);
+  return await webhookEvents<EventRow>(env, args);
 }
 
 /** The shortest prefix of `id` that no other id starts with. */

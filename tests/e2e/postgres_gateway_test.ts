@@ -14,11 +14,11 @@ import { startPostgres, type ThrowawayPostgres } from "../fakes/postgres.ts";
 import {
   enabledConfig,
   eventually,
-  runCli,
   signedGitHub,
   startGatewayProcess,
   tempHome,
 } from "../_helpers.ts";
+import { subscribeCi, webhookEvents } from "./_cli.ts";
 
 const SECRET = "postgres-e2e-secret-0123";
 const CHAT = "4242";
@@ -65,25 +65,7 @@ async function stack() {
     await h[Symbol.asyncDispose]();
     await schema.drop();
   };
-  const sub = await runCli([
-    "webhook",
-    "subscribe",
-    "ci",
-    "--events",
-    "issues",
-    "--prompt",
-    "Delivery {__delivery_id__}",
-    "--deliver",
-    "telegram",
-    "--deliver-chat-id",
-    CHAT,
-    "--secret",
-    SECRET,
-  ], env);
-  if (sub.code !== 0) {
-    await dispose();
-    assert.fail(`subscribe failed: ${sub.stderr}`);
-  }
+  await subscribeCi(env, { secret: SECRET, chat: CHAT, dispose });
   return { home: h.home, env, telegram, llm, [Symbol.asyncDispose]: dispose };
 }
 
@@ -94,9 +76,7 @@ async function postIssue(url: string, delivery: string): Promise<Response> {
 
 /** `agent webhook events --json`, as a user on the home reads them. */
 async function events(env: Record<string, string>): Promise<EventRow[]> {
-  const result = await runCli(["webhook", "events", "--json"], env);
-  assert.equal(result.code, 0, result.stderr);
-  return JSON.parse(result.stdout);
+  return await webhookEvents<EventRow>(env);
 }
 
 /** Whether the home has a SQLite state file: on PostgreSQL it must not. */

@@ -17,6 +17,7 @@ import {
   startGatewayProcess,
   tempHome,
 } from "../_helpers.ts";
+import { webhookEvents } from "./_cli.ts";
 
 const SECRET = "session-crash-secret-0123";
 const ISSUE = githubExample("issues", "opened");
@@ -42,9 +43,7 @@ async function post(url: string, title: string): Promise<string> {
 
 /** `agent webhook events --json`, by event id. */
 async function statuses(env: Record<string, string>): Promise<Map<string, string>> {
-  const result = await runCli(["webhook", "events", "--json"], env);
-  assert.equal(result.code, 0, result.stderr);
-  return new Map((JSON.parse(result.stdout) as EventRow[]).map((row) => [row.id, row.status]));
+  return new Map((await webhookEvents<EventRow>(env)).map((row) => [row.id, row.status]));
 }
 
 Deno.test("kill -9 during a conversation's run: after a restart each event is answered once, with each earlier turn once, in order", async () => {
