@@ -1,90 +1,17 @@
 /**
  * What a state store holds, whatever the backend: events, their attempts and their routing, and
- * the rules every backend applies to them (event ids, the text it gives back, an event's next
- * step).
+ * the rules every backend applies to them (the text it gives back, an event's next step). The
+ * routing an event carries is in `_route_snapshot.ts`, its id in `_event_ids.ts`.
  *
  * @module
  */
 import type { EventSource } from "../subscriptions/event_info.ts";
+import type { RouteSnapshot } from "./_route_snapshot.ts";
 
 export type { EventSource };
 
 /** Where an event is in its life: `queued → running → delivered | failed`. */
 export type EventStatus = "queued" | "running" | "delivered" | "failed";
-
-/**
- * The subscription's routing at accept time, so the worker does not depend on the subscription
- * still existing (or being unchanged) when it runs.
- */
-export interface RouteSnapshot {
-  /** Target name: `log`, `telegram`, `slack`, ... */
-  deliver: string;
-  /** Rendered `deliver_extra.chat_id`, when the subscription has one. */
-  chatId?: string;
-  /** Skill names added to the system prompt, in order. */
-  skills: string[];
-  /**
-   * The subscription's `format` (`plain` or `markdown`), when it sets one; absent, the mode
-   * decides (docs/targets.md#formatting). The values of `MessageFormat` in lib/targets.
-   */
-  format?: "plain" | "markdown";
-  /** The subscription's own agent options, when it sets any (docs/subscriptions.md#agent-options). */
-  agent?: RouteAgentOptions;
-  /**
-   * How the event is folded with others of its burst into one agent run, when the subscription
-   * coalesces and its key rendered non-empty (docs/subscriptions.md#coalescing).
-   */
-  coalesce?: CoalesceSnapshot;
-  /**
-   * The subscription's transform, when it has one (docs/subscriptions.md#transforms): the
-   * worker runs it on an event whose {@link NewEvent.transformed} is absent.
-   */
-  transform?: TransformSnapshot;
-  /**
-   * The most tokens of earlier turns a run of the event's conversation is given, when the
-   * subscription sets `session_budget` (docs/subscriptions.md#conversations).
-   */
-  sessionBudget?: number;
-}
-
-/**
- * A coalescing route's window for one event: events of the same subscription and `key` that
- * arrive less than `windowSeconds` apart share one agent run, begun at most `maxSeconds` after
- * the first of them arrived.
- */
-export interface CoalesceSnapshot {
-  /** The rendered `coalesce_key` (or `session`) template. */
-  key: string;
-  /** The quiet time that ends a window, in seconds (may be fractional). */
-  windowSeconds: number;
-  /** The longest a window stays open after its first event, in seconds. */
-  maxSeconds: number;
-}
-
-/**
- * A route's transform for one event: the program to run on its payload, and what to render
- * from the JSON it prints.
- */
-export interface TransformSnapshot {
-  /** The program and its arguments, split as a shell splits words. */
-  command: string[];
-  /** Its time limit, in seconds (may be fractional). */
-  timeoutSeconds: number;
-  /** The route's prompt template; absent: the default prompt (docs/templates.md). */
-  prompt?: string;
-}
-
-/** A route's overrides of `agent.*` for its runs; each absent one leaves the setting in force. */
-export interface RouteAgentOptions {
-  /** The model asked for, over `agent.model`. */
-  model?: string;
-  /** The answer's token limit, a whole number ≥ 1. */
-  maxTokens?: number;
-  /** Sampling temperature, 0 to 2. */
-  temperature?: number;
-  /** Instructions added to the system prompt, after the skills. */
-  systemPrompt?: string;
-}
 
 /** An event as the receiver hands it to the store. */
 export interface NewEvent {
@@ -317,36 +244,4 @@ export function storableText(text: string): string {
  */
 export function needsAgentRun(event: Pick<StoredEvent, "mode" | "response">): boolean {
   return event.mode === "agent" && event.response === null;
-}
-
-const RANDOM_SPACE = 36 ** 7;
-
-/**
- * Makes a generator of event ids: `evt_` + 9 base-36 characters of milliseconds + 7 of
- * randomness (20 characters). Ids made by one generator sort in creation order: within one
- * millisecond the random part is incremented instead of redrawn (as ULIDs do).
- * @param now clock in milliseconds since the epoch
- * @param random a value in [0, 1)
- * @returns a function that returns a fresh id on each call
- * @example A backend's default ids
- * ```ts
- * const newId = createIdGenerator(Date.now, cryptoRandom);
- * newId(); // "evt_0mh2k3x9a1b2c3d4"
- * ```
- */
-export function createIdGenerator(now: () => number, random: () => number): () => string {
-  let lastMs = -1;
-  let lastRandom = 0;
-  return () => {
-    const ms = Math.max(now(), lastMs);
-    if (ms === lastMs && lastRandom + 1 < RANDOM_SPACE) lastRandom += 1;
-    else lastRandom = Math.floor(random() * (RANDOM_SPACE / 2));
-    lastMs = ms;
-    return "evt_" + ms.toString(36).padStart(9, "0") + lastRandom.toString(36).padStart(7, "0");
-  };
-}
-
-/** A random value in [0, 1) from the platform's cryptographic generator. */
-export function cryptoRandom(): number {
-  return crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 32;
 }

@@ -4,14 +4,8 @@
  *
  * @module
  */
-import type {
-  Attempt,
-  EventSource,
-  EventStatus,
-  PartReceipt,
-  RouteSnapshot,
-  StoredEvent,
-} from "./_records.ts";
+import type { Attempt, EventSource, EventStatus, PartReceipt, StoredEvent } from "./_records.ts";
+import type { RouteSnapshot } from "./_route_snapshot.ts";
 
 /**
  * A row as a driver returns it: `node:sqlite` gives INTEGER columns as numbers, the PostgreSQL
