@@ -11,7 +11,7 @@ import type { DirectOutcome, NewEvent, PartReceipt } from "../state/mod.ts";
 import type { SentPart } from "../targets/mod.ts";
 import { describe, type WorkerCore } from "./_core.ts";
 import { restStore } from "./_loop.ts";
-import { jobFor, partReceipt } from "./_run.ts";
+import { jobFor, partReceipt } from "./_job.ts";
 
 /** The key of a direct delivery: its subscription and delivery id. */
 export const deliveryKey = (subscription: string, deliveryId: string): string =>

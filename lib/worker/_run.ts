@@ -10,21 +10,14 @@
 import { setImmediate } from "node:timers";
 import { TargetError } from "../errors.ts";
 import { type AgentAnswer, DEFAULT_SILENT_MARKER } from "../agents/mod.ts";
-import {
-  type AgentRun,
-  needsAgentRun,
-  type NewEvent,
-  type PartReceipt,
-  type StateStore,
-  type StoredEvent,
-} from "../state/mod.ts";
-import { type DeliveryJob, messageFormat, type SentPart } from "../targets/mod.ts";
+import { type AgentRun, needsAgentRun, type StateStore, type StoredEvent } from "../state/mod.ts";
 import type { AttemptInProgress, WorkerCore } from "./_core.ts";
 import { decide, isPermanent } from "./_decide.ts";
 import { conversationFor } from "./_conversation.ts";
 import { deliveryKey } from "./_direct.ts";
 import { runPrompt } from "./_coalesce.ts";
 import { transformStep } from "./_transform.ts";
+import { jobFor, partReceipt } from "./_job.ts";
 
 /**
  * Makes one attempt at an event and records its outcome: delivered, retried later, failed, or
@@ -279,56 +272,4 @@ async function requeueStopped(
     event.id,
     () => deps.store.recoverInterrupted(deps.now(), event.id),
   );
-}
-
-/**
- * What the store records of a part that went out.
- * @param sent what `deliver()` reported of it
- * @param at its number and the message's parts, and when it went out (ms since the epoch)
- */
-export function partReceipt(
-  sent: SentPart,
-  at: { part: number; parts: number; sentAtMs: number },
-): PartReceipt {
-  return {
-    ...at,
-    target: sent.target,
-    chat: sent.destination,
-    messageId: sent.messageId ?? null,
-    url: sent.url ?? null,
-  };
-}
-
-/**
- * What to deliver where, for a stored event or a direct message about to be sent.
- * @param event the event; a stored one resumes after its `partsSent`
- * @param text the message: the agent's answer, or the rendered template
- * @param payload the parsed body, for targets that read it (@default {`event.payload` parsed,
- *   or the text as stored when it is not JSON})
- */
-export function jobFor(
-  event: NewEvent | StoredEvent,
-  text: string,
-  payload?: unknown,
-): DeliveryJob {
-  if (payload === undefined) {
-    payload = event.payload;
-    try {
-      payload = JSON.parse(event.payload);
-    } catch { /* stored as received: deliver the text */ }
-  }
-  const stored = "id" in event ? event : undefined;
-  return {
-    target: event.route.deliver,
-    chatId: event.route.chatId,
-    text,
-    format: messageFormat(event.mode, event.route.format),
-    payload,
-    source: event.source,
-    subscription: event.subscription,
-    eventLabel: event.eventLabel,
-    eventId: stored?.id ?? "",
-    deliveryId: event.deliveryId,
-    partsAlreadySent: stored?.partsSent ?? 0,
-  };
 }

@@ -11,10 +11,10 @@
  * after the parts already sent. At most `maxConcurrency` events are in progress at once.
  *
  * This module is the worker's public face; its parts are the claim loop (`_loop.ts`), one
- * attempt at an event (`_run.ts`), a direct message sent now (`_direct.ts`), the retry or
- * dead-letter decision (`_decide.ts`), the pause of new runs after the agent failed
- * (`_pause.ts`), the writes held while the store refuses them (`_outcomes.ts`) and clock steps
- * (`_clock.ts`), sharing one {@link WorkerCore} (`_core.ts`).
+ * attempt at an event (`_run.ts`), a direct message sent now (`_direct.ts`), the job a delivery
+ * is handed (`_job.ts`), the retry or dead-letter decision (`_decide.ts`), the pause of new runs
+ * after the agent failed (`_pause.ts`), the writes held while the store refuses them
+ * (`_outcomes.ts`) and clock steps (`_clock.ts`), sharing one {@link WorkerCore} (`_core.ts`).
  *
  * @module
  */
