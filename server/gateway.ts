@@ -129,32 +129,11 @@ export async function startGateway(
   config: Config,
   options: GatewayOptions = {},
 ): Promise<RunningGateway> {
-  const now = options.now ?? Date.now;
   const roles = options.roles ?? { ingest: true, worker: true };
   const { webhook } = config;
-  const failed = Promise.withResolvers<Error>();
-  const state = await openState(config, { failed, roles });
-  const { store } = state;
-  const metrics = createGatewayMetrics({ store, now });
-  const setup = setUpWorker(config, {
-    store,
-    fetch: options.fetch ?? fetch,
-    sleep: options.sleep,
-    now,
-    steadyClock: options.now === undefined,
-    metrics,
-  });
-  const { refusals, refusalWindows } = startRefusalLog(options.refusalLog);
-  const { bodyTimeoutMs, bodyBudgetBytes } = options;
-  const findRoute = await routeFinder(config);
-  const stopping = new AbortController();
-  const parts = {
-    ...{ findRoute, refusals, store, now, setup, metrics, bodyTimeoutMs, bodyBudgetBytes },
-    stopping: stopping.signal,
-  };
-  const app = createApp(ingestDeps(config, parts));
-  const pruning = startPruning(store, { retentionDays: webhook.retentionDays, now });
-
+  const assembled = await assemble(config, options, roles);
+  const { now, failed, state, store, metrics, setup, findRoute, stopping, app } = assembled;
+  const { refusals, refusalWindows, pruning } = assembled;
   const listener = await listenOrClose(
     () => roles.ingest ? listen(app, webhook) : null,
     async () => {
@@ -189,6 +168,42 @@ export async function startGateway(
       await stopGateway(running, { deadlineMs, hurry });
       await findRoute.stop(); // the subscriptions' database connections, if any
     },
+  };
+}
+
+/**
+ * Opens the state and builds what the gateway runs, before anything listens: the metrics, the
+ * worker (not started), the refusal log, the route finder, the app and the pruning.
+ * @throws StoreUnavailableError when the state database cannot be opened; ConflictError when
+ *   another gateway runs with the same home
+ */
+async function assemble(config: Config, options: GatewayOptions, roles: GatewayRoles) {
+  const now = options.now ?? Date.now;
+  const failed = Promise.withResolvers<Error>();
+  const state = await openState(config, { failed, roles });
+  const { store } = state;
+  const metrics = createGatewayMetrics({ store, now });
+  const setup = setUpWorker(config, {
+    store,
+    fetch: options.fetch ?? fetch,
+    sleep: options.sleep,
+    now,
+    steadyClock: options.now === undefined,
+    metrics,
+  });
+  const { refusals, refusalWindows } = startRefusalLog(options.refusalLog);
+  const { bodyTimeoutMs, bodyBudgetBytes } = options;
+  const findRoute = await routeFinder(config);
+  const stopping = new AbortController();
+  const parts = {
+    ...{ findRoute, refusals, store, now, setup, metrics, bodyTimeoutMs, bodyBudgetBytes },
+    stopping: stopping.signal,
+  };
+  const app = createApp(ingestDeps(config, parts));
+  const pruning = startPruning(store, { retentionDays: config.webhook.retentionDays, now });
+  return {
+    ...{ now, failed, state, store, metrics, setup, refusals, refusalWindows, findRoute },
+    ...{ stopping, app, pruning },
   };
 }
 
