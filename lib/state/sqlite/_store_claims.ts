@@ -14,8 +14,10 @@ import { foldOnClaim, settleFolded } from "./_store_coalesce.ts";
 import { recordTurn } from "./_store_sessions.ts";
 import type { Row, StoreCore } from "./_store_core.ts";
 import {
+  type AgentRun,
   type EventStatus,
   needsAgentRun,
+  type PartReceipt,
   type StateStore,
   storableText,
   type StoredEvent,
@@ -46,23 +48,7 @@ export function claimOps(core: StoreCore): ClaimOps {
   return {
     claimDue: async (nowMs, limit, options = {}) => claimDue(core, { nowMs, limit, ...options }),
     saveResponse: async (eventId, response, run, prompt) =>
-      use(() =>
-        transaction(() => {
-          const answer = storableText(response);
-          // First: the turn is dated by the event's claim, the worker's clock.
-          recordTurn(core, { eventId, answer, prompt });
-          core.update(eventId, () => s.saveResponse.run(answer, clock(), eventId));
-          s.agentDone.run(
-            run?.provider ?? null,
-            run?.model ?? null,
-            run?.promptTokens ?? null,
-            run?.completionTokens ?? null,
-            run === undefined ? null : Math.round(run.durationMs),
-            answer,
-            eventId,
-          );
-        })
-      ),
+      use(() => saveResponse(core, { eventId, response, run, prompt })),
     saveTransformed: async (eventId, transformed, prompt) =>
       use(() =>
         core.update(
@@ -71,19 +57,7 @@ export function claimOps(core: StoreCore): ClaimOps {
         )
       ),
     savePartsSent: async (eventId, partsSent, attempt) =>
-      use(() => {
-        const save = () =>
-          core.update(
-            eventId,
-            () =>
-              s.savePartsSent.run(partsSent, clock(), attempt.sentBefore, attempt.parts, eventId),
-          );
-        if (!attempt.receipts?.length) return save();
-        transaction(() => {
-          save();
-          insertReceipts(core, eventId, attempt.receipts);
-        });
-      }),
+      use(() => savePartsSent(core, { eventId, partsSent, ...attempt })),
     markDelivered: async (eventId, nowMs) => use(() => markDelivered(core, { eventId, nowMs })),
     markRetry: async (eventId, retry) =>
       closeAttempt(core, {
@@ -105,6 +79,60 @@ export function claimOps(core: StoreCore): ClaimOps {
       }),
     moveQueued: async (byMs) => use(() => moveQueued(core, byMs)),
   };
+}
+
+/** See {@link StateStore.saveResponse}. */
+function saveResponse(
+  core: StoreCore,
+  saved: { eventId: string; response: string; run?: AgentRun; prompt?: string },
+): void {
+  const { eventId, run, prompt } = saved;
+  core.transaction(() => {
+    const answer = storableText(saved.response);
+    // First: the turn is dated by the event's claim, the worker's clock.
+    recordTurn(core, { eventId, answer, prompt });
+    core.update(eventId, () => core.s.saveResponse.run(answer, core.clock(), eventId));
+    core.s.agentDone.run(
+      run?.provider ?? null,
+      run?.model ?? null,
+      run?.promptTokens ?? null,
+      run?.completionTokens ?? null,
+      run === undefined ? null : Math.round(run.durationMs),
+      answer,
+      eventId,
+    );
+  });
+}
+
+/** See {@link StateStore.savePartsSent}. */
+function savePartsSent(
+  core: StoreCore,
+  saved: {
+    eventId: string;
+    partsSent: number;
+    sentBefore: number;
+    parts: number;
+    receipts?: PartReceipt[];
+  },
+): void {
+  const { eventId, receipts } = saved;
+  const save = () =>
+    core.update(
+      eventId,
+      () =>
+        core.s.savePartsSent.run(
+          saved.partsSent,
+          core.clock(),
+          saved.sentBefore,
+          saved.parts,
+          eventId,
+        ),
+    );
+  if (!receipts?.length) return save();
+  core.transaction(() => {
+    save();
+    insertReceipts(core, eventId, receipts);
+  });
 }
 
 /** See {@link StateStore.moveQueued}. */
