@@ -1,10 +1,12 @@
 /**
  * The mapping from database rows to records, shared by the SQLite and the PostgreSQL backends,
- * whose `events`, `attempts` and `parts` tables have the same columns.
+ * whose `events`, `attempts` and `parts` tables have the same columns, and whose activity
+ * queries return the same counts per minute.
  *
  * @module
  */
 import type { Attempt, EventSource, EventStatus, PartReceipt, StoredEvent } from "./_records.ts";
+import type { ActivityMinute } from "./_reads.ts";
 import type { RouteSnapshot } from "./_route_snapshot.ts";
 
 /**
@@ -93,6 +95,29 @@ export function rowToPart(row: Row): PartReceipt {
     url: nullableText(row.url),
     sentAtMs: Number(row.sent_at),
   };
+}
+
+/**
+ * Folds the counts per minute of accepted and of ended events into the activity.
+ * @param accepted rows of `minute` (ms since the epoch, a whole minute) and `n`
+ * @param ended rows of `minute`, `status` (`delivered` or `failed`) and `n`
+ * @returns one entry per minute that has any count, oldest minute first
+ */
+export function rowsToActivity(accepted: Row[], ended: Row[]): ActivityMinute[] {
+  const minutes = new Map<number, ActivityMinute>();
+  const minute = (ms: number) => {
+    let entry = minutes.get(ms);
+    if (!entry) {
+      entry = { minuteMs: ms, accepted: 0, delivered: 0, failed: 0 };
+      minutes.set(ms, entry);
+    }
+    return entry;
+  };
+  for (const row of accepted) minute(Number(row.minute)).accepted = Number(row.n);
+  for (const row of ended) {
+    minute(Number(row.minute))[row.status === "delivered" ? "delivered" : "failed"] = Number(row.n);
+  }
+  return [...minutes.values()].sort((a, b) => a.minuteMs - b.minuteMs);
 }
 
 /** A column that may be NULL (or missing, in a row of an older table), as text. */

@@ -14,7 +14,7 @@ import type {
 } from "../mod.ts";
 import { type Db, findEvent, type PgCore, query } from "./_core.ts";
 import { readLineage } from "./_lineage.ts";
-import { rowToAttempt, rowToEvent } from "../_rows.ts";
+import { rowsToActivity, rowToAttempt, rowToEvent } from "../_rows.ts";
 
 /** The methods of the store that read events. */
 export type ReadingOps = Pick<
@@ -104,32 +104,19 @@ async function listEvents(db: Db, filter: EventFilter): Promise<StoredEvent[]> {
 /** Accepted, delivered and failed events per minute since `sinceMs`, oldest minute first. */
 async function activity(db: Db, sinceMs: number): Promise<ActivityMinute[]> {
   const from = Math.floor(sinceMs / 60_000) * 60_000;
-  const minutes = new Map<number, ActivityMinute>();
-  const minute = (ms: number) => {
-    let entry = minutes.get(ms);
-    if (!entry) {
-      entry = { minuteMs: ms, accepted: 0, delivered: 0, failed: 0 };
-      minutes.set(ms, entry);
-    }
-    return entry;
-  };
   const accepted = await query(
     db,
     "SELECT (received_at / 60000) * 60000 AS minute, count(*) AS n FROM events " +
       "WHERE received_at >= $1 GROUP BY 1",
     [from],
   );
-  for (const row of accepted) minute(Number(row.minute)).accepted = Number(row.n);
   const ended = await query(
     db,
     "SELECT (updated_at / 60000) * 60000 AS minute, status, count(*) AS n FROM events " +
       "WHERE status IN ('delivered', 'failed') AND updated_at >= $1 GROUP BY 1, 2",
     [from],
   );
-  for (const row of ended) {
-    minute(Number(row.minute))[row.status === "delivered" ? "delivered" : "failed"] = Number(row.n);
-  }
-  return [...minutes.values()].sort((a, b) => a.minuteMs - b.minuteMs);
+  return rowsToActivity(accepted, ended);
 }
 
 /** Accepted, delivered and failed events per subscription since `sinceMs`, by name. */

@@ -6,7 +6,7 @@
  * @module
  */
 import { listEvents } from "./_maintenance.ts";
-import { rowToAttempt, rowToEvent, rowToPart } from "../_rows.ts";
+import { rowsToActivity, rowToAttempt, rowToEvent, rowToPart } from "../_rows.ts";
 import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
 import type {
   ActivityMinute,
@@ -121,22 +121,10 @@ function conversation(
 /** Accepted, delivered and failed events per minute since `sinceMs`, oldest minute first. */
 function activity(core: StoreCore, sinceMs: number): ActivityMinute[] {
   const from = Math.floor(sinceMs / 60_000) * 60_000;
-  const minutes = new Map<number, ActivityMinute>();
-  const minute = (ms: number) => {
-    let entry = minutes.get(ms);
-    if (!entry) {
-      entry = { minuteMs: ms, accepted: 0, delivered: 0, failed: 0 };
-      minutes.set(ms, entry);
-    }
-    return entry;
-  };
-  for (const row of core.s.acceptedPerMinute.all(from) as Row[]) {
-    minute(Number(row.minute)).accepted = Number(row.n);
-  }
-  for (const row of core.s.endedPerMinute.all(from) as Row[]) {
-    minute(Number(row.minute))[row.status === "delivered" ? "delivered" : "failed"] = Number(row.n);
-  }
-  return [...minutes.values()].sort((a, b) => a.minuteMs - b.minuteMs);
+  return rowsToActivity(
+    core.s.acceptedPerMinute.all(from) as Row[],
+    core.s.endedPerMinute.all(from) as Row[],
+  );
 }
 
 /** Accepted, delivered and failed events per subscription since `sinceMs`, by name. */
