@@ -10,39 +10,28 @@ import { UsageError } from "../../lib/errors.ts";
 import { readSubscriptions } from "../../lib/subscriptions/file_store.ts";
 import { coalesceNotes } from "../../lib/subscriptions/coalesce_options.ts";
 import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
+import { storedGh, subscribeGh } from "./_subscribe_gh.ts";
 
 const KEY = "{repository.full_name}#{issue.number}";
 
-/** Runs `subscribe gh` with `args` in `home`; returns what it printed. */
-async function subscribe(home: string, args: string[]) {
-  const ctx = fakeContext({ AGENT_HOME: home });
-  await runCommand(["webhook", "subscribe", "gh", ...args], ctx);
-  return ctx;
-}
-
-/** The record of `gh` as stored. */
-async function record(home: string) {
-  return (await readSubscriptions(join(home, "webhook_subscriptions.json"))).gh;
-}
-
 Deno.test("subscribe --coalesce stores the window, the key and the maximum, and list shows them", async () => {
   await using h = await tempHome({ config: enabledConfig() });
-  const ctx = await subscribe(h.home, ["--coalesce", "30", "--coalesce-key", KEY]);
+  const ctx = await subscribeGh(h.home, ["--coalesce", "30", "--coalesce-key", KEY]);
   assert.match(ctx.out.join("\n"), /Coalesce: 30 s window \(at most 300 s\), key \{repository/);
-  const { coalesce, coalesce_key, coalesce_max } = await record(h.home);
+  const { coalesce, coalesce_key, coalesce_max } = await storedGh(h.home);
   assert.deepEqual({ coalesce, coalesce_key, coalesce_max }, {
     coalesce: 30,
     coalesce_key: KEY,
     coalesce_max: undefined,
   });
-  await subscribe(h.home, ["--coalesce-max", "120", "--coalesce", "2.5"]);
-  assert.equal((await record(h.home)).coalesce_max, 120, "the other flags keep the key");
+  await subscribeGh(h.home, ["--coalesce-max", "120", "--coalesce", "2.5"]);
+  assert.equal((await storedGh(h.home)).coalesce_max, 120, "the other flags keep the key");
   const list = fakeContext({ AGENT_HOME: h.home });
   await runCommand(["webhook", "list"], list);
   assert.match(list.out.join("\n"), /Coalesce: 2\.5 s window \(at most 120 s\), key \{repository/);
 
-  await subscribe(h.home, ["--coalesce", "none"]);
-  const stopped = await record(h.home);
+  await subscribeGh(h.home, ["--coalesce", "none"]);
+  const stopped = await storedGh(h.home);
   assert.deepEqual(
     [stopped.coalesce, stopped.coalesce_key, stopped.coalesce_max],
     [undefined, undefined, undefined],
@@ -75,7 +64,7 @@ Deno.test("subscribe refuses --coalesce without a key, past its maximum, or in d
   ];
   for (const [args, message] of refused) {
     await assert.rejects(
-      () => subscribe(h.home, args),
+      () => subscribeGh(h.home, args),
       (error: Error) => error instanceof UsageError && message.test(error.message),
       args.join(" "),
     );

@@ -10,31 +10,20 @@ import { loadConfig } from "../../lib/config/mod.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { readSubscriptions } from "../../lib/subscriptions/file_store.ts";
 import { enabledConfig, fakeContext, tempHome } from "../_helpers.ts";
+import { storedGh, subscribeGh } from "./_subscribe_gh.ts";
 
 const KEY = "{repository.full_name}#{issue.number}";
 
-/** Runs `subscribe gh` with `args` in `home`; returns its context. */
-async function subscribe(home: string, args: string[]) {
-  const ctx = fakeContext({ AGENT_HOME: home });
-  await runCommand(["webhook", "subscribe", "gh", ...args], ctx);
-  return ctx;
-}
-
-/** The record of `gh` as stored. */
-async function record(home: string) {
-  return (await readSubscriptions(join(home, "webhook_subscriptions.json"))).gh;
-}
-
 Deno.test("subscribe --session stores the template and the budget, list shows them, '' removes both", async () => {
   await using h = await tempHome({ config: enabledConfig() });
-  const ctx = await subscribe(h.home, ["--session", KEY]);
+  const ctx = await subscribeGh(h.home, ["--session", KEY]);
   assert.match(
     ctx.out.join("\n"),
     /Session: key \{repository\.full_name\}#\{issue\.number\}, earlier turns up to 4000 tokens/,
   );
-  assert.equal((await record(h.home)).session, KEY);
-  await subscribe(h.home, ["--session-budget", "1500"]);
-  const { session, session_budget } = await record(h.home);
+  assert.equal((await storedGh(h.home)).session, KEY);
+  await subscribeGh(h.home, ["--session-budget", "1500"]);
+  const { session, session_budget } = await storedGh(h.home);
   assert.deepEqual({ session, session_budget }, { session: KEY, session_budget: 1500 });
   const list = fakeContext({ AGENT_HOME: h.home });
   await runCommand(["webhook", "list"], list);
@@ -43,8 +32,8 @@ Deno.test("subscribe --session stores the template and the budget, list shows th
     /Session: {2}key \{repository\.full_name\}#\{issue\.number\}, earlier turns up to 1500 tokens/,
   );
 
-  await subscribe(h.home, ["--session", ""]);
-  const removed = await record(h.home);
+  await subscribeGh(h.home, ["--session", ""]);
+  const removed = await storedGh(h.home);
   assert.deepEqual([removed.session, removed.session_budget], [undefined, undefined]);
   const after = fakeContext({ AGENT_HOME: h.home });
   await runCommand(["webhook", "list"], after);
@@ -67,7 +56,7 @@ Deno.test("subscribe refuses a budget without --session, a bad budget, and a ses
   ];
   for (const [args, message] of refused) {
     await assert.rejects(
-      () => subscribe(h.home, args),
+      () => subscribeGh(h.home, args),
       (error: Error) => error instanceof UsageError && message.test(error.message),
       args.join(" "),
     );
@@ -78,7 +67,7 @@ Deno.test("subscribe refuses a budget without --session, a bad budget, and a ses
 Deno.test("webhook test says the conversation key its payload renders, or why it has none", async () => {
   await using h = await tempHome({ config: enabledConfig(1) });
   const env = { AGENT_HOME: h.home };
-  await subscribe(h.home, ["--session", KEY]);
+  await subscribeGh(h.home, ["--session", KEY]);
   const notes = async (payload: string) => {
     const ctx = fakeContext(env, { fetch: () => Promise.reject(new Error("refused")) });
     await runCommand(["webhook", "test", "gh", "--payload", payload], ctx);
