@@ -14,7 +14,7 @@
  */
 import postgres from "postgres";
 import { openPostgresStore } from "../lib/state/postgres/mod.ts";
-import type { AsyncStateStore } from "../lib/state/mod.ts";
+import type { StateStore } from "../lib/state/mod.ts";
 import { agentEvent, payload } from "./_shared.ts";
 
 /** One case's figures. */
@@ -55,7 +55,7 @@ export async function benchRateLimits(
   const counters = [postgres(url, { max: 10 }), postgres(url, { max: 10 })];
   await counters[0].unsafe(BUCKET_SQL);
   const body = payload();
-  const accept = (store: AsyncStateStore) =>
+  const accept = (store: StateStore) =>
     store.accept(agentEvent({ payload: body, prompt: "p", receivedAtMs: Date.now() }));
   try {
     const figures: RateFigures[] = [];

@@ -66,7 +66,6 @@ export type {
   QueueStats,
   SubscriptionCounts,
 } from "./_reads.ts";
-export type { AsyncStateStore } from "./_async.ts";
 export type { EventIntake } from "./_intake.ts";
 export { needsAgentRun, REDACTED, storableText } from "./_records.ts";
 export { createIdGenerator, cryptoRandom } from "./_event_ids.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { NotFoundError, StoreUnavailableError } from "../../errors.ts";
-import type { AcceptResult, AsyncStateStore, NewEvent } from "../mod.ts";
+import type { AcceptResult, NewEvent } from "../mod.ts";
 import { coalesceAccepted, lockWindow } from "./_coalesce.ts";
 import { type Db, keyHolder, liveKeyHolder, type PgCore, query } from "./_core.ts";
 import {
@@ -18,21 +18,10 @@ import {
 } from "./_direct.ts";
 import { queuedProgress } from "../_progress.ts";
 import { insertEvent } from "./_insert.ts";
+import type { AcceptOps } from "../_ops.ts";
 
 /** How often an accept tries again when another gateway moved a delivery id's key meanwhile. */
 const ACCEPT_TRIES = 3;
-
-/** The methods of the store that take events in. */
-export type AcceptOps = Pick<
-  AsyncStateStore,
-  | "accept"
-  | "recordDirect"
-  | "recordDirectProgress"
-  | "partsSentByFailedAttempts"
-  | "resumeAfter"
-  | "keyHolder"
-  | "wasDelivered"
->;
 
 /**
  * The store's methods that take events in.

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type AsyncStateStore, needsAgentRun, type StoredEvent } from "../mod.ts";
+import { needsAgentRun, type StoredEvent } from "../mod.ts";
 import { FIRST_OF_WINDOW, foldOnClaim } from "./_coalesce.ts";
 import { type PgCore, query } from "./_core.ts";
 import {
@@ -20,21 +20,7 @@ import {
 import { nextDueAtMs, recoverInterrupted } from "./_recovery.ts";
 import { rowToEvent } from "../_rows.ts";
 import { SESSION_FREE } from "./_sessions.ts";
-
-/** The methods of the store that the worker runs events with. */
-export type ClaimOps = Pick<
-  AsyncStateStore,
-  | "claimDue"
-  | "saveResponse"
-  | "saveTransformed"
-  | "savePartsSent"
-  | "markDelivered"
-  | "markRetry"
-  | "markFailed"
-  | "recoverInterrupted"
-  | "nextDueAtMs"
-  | "moveQueued"
->;
+import type { ClaimOps } from "../_ops.ts";
 
 /**
  * The store's methods that the worker runs events with.

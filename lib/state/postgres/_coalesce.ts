@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { AsyncStateStore, NewEvent, StoredEvent } from "../mod.ts";
+import type { NewEvent, StateStore, StoredEvent } from "../mod.ts";
 import { type Db, type PgCore, query } from "./_core.ts";
 import { rowToEvent } from "../_rows.ts";
 
@@ -139,7 +139,7 @@ export async function settleFolded(
  * @param core the store
  * @returns the method, as `StateStore.foldedInto` documents it, asynchronous
  */
-export function coalesceOps(core: PgCore): Pick<AsyncStateStore, "foldedInto"> {
+export function coalesceOps(core: PgCore): Pick<StateStore, "foldedInto"> {
   return {
     foldedInto: (eventId) =>
       core.use(async () =>

@@ -5,7 +5,7 @@
  * @module
  */
 import { ConflictError } from "../../errors.ts";
-import { type AsyncStateStore, storableText, type StoredEvent } from "../mod.ts";
+import { type StateStore, storableText, type StoredEvent } from "../mod.ts";
 import { resumeAfter } from "./_direct.ts";
 import { type Db, findEvent, keyHolder, mustFind, type PgCore, query, takeKey } from "./_core.ts";
 import { rowToEvent } from "../_rows.ts";
@@ -15,7 +15,7 @@ import { rowToEvent } from "../_rows.ts";
  * @param core the store
  * @returns the method, as `StateStore.replay` documents it (`lib/state/mod.ts`), asynchronous
  */
-export function replayOp(core: PgCore): AsyncStateStore["replay"] {
+export function replayOp(core: PgCore): StateStore["replay"] {
   return (eventId, nowMs, redispatch) =>
     core.use(() =>
       core.sql.begin(async (tx) => {

@@ -5,35 +5,18 @@
  *
  * @module
  */
-import type {
-  ActivityMinute,
-  AsyncStateStore,
-  EventFilter,
-  StoredEvent,
-  SubscriptionCounts,
-} from "../mod.ts";
+import type { ActivityMinute, EventFilter, StoredEvent, SubscriptionCounts } from "../mod.ts";
 import { type Db, findEvent, type PgCore, query } from "./_core.ts";
 import { readLineage } from "./_lineage.ts";
 import { rowsToActivity, rowToAttempt, rowToEvent } from "../_rows.ts";
-
-/** The methods of the store that read events. */
-export type ReadingOps = Pick<
-  AsyncStateStore,
-  | "listEvents"
-  | "getEvent"
-  | "attempts"
-  | "queueStats"
-  | "lineage"
-  | "activity"
-  | "subscriptionCounts"
->;
+import type { EventReads } from "../_reads.ts";
 
 /**
  * The store's methods that read events.
  * @param core the store
  * @returns the methods, as `StateStore` documents them (`lib/state/mod.ts`), asynchronous
  */
-export function readingOps(core: PgCore): ReadingOps {
+export function readingOps(core: PgCore): EventReads {
   const { sql, use } = core;
   return {
     listEvents: (filter) => use(() => listEvents(sql, filter)),

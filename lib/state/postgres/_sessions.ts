@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { AsyncStateStore, SessionTurn } from "../mod.ts";
+import type { SessionTurn, StateStore } from "../mod.ts";
 import { type Db, type PgCore, query } from "./_core.ts";
 import type { Row } from "../_rows.ts";
 
@@ -32,7 +32,7 @@ export const SESSION_FREE = "(e.session_key IS NULL OR NOT EXISTS (SELECT 1 FROM
 export function sessionOps(
   core: PgCore,
   settings: { ttlMs: number },
-): Pick<AsyncStateStore, "sessionTurns"> {
+): Pick<StateStore, "sessionTurns"> {
   return {
     sessionTurns: (subscription, sessionKey, nowMs) =>
       core.use(async () => {

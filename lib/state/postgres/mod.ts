@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL backend of the state store, for any number of gateways sharing one database
  * (docs/scaling.md): it implements `StateStore` as `lib/state/mod.ts` documents it, every method
- * answering with a promise ({@link AsyncStateStore}), through a pool of connections (npm
+ * answering with a promise ({@link StateStore}), through a pool of connections (npm
  * `postgres`).
  *
  * What sharing takes, beyond SQLite's behaviour:
@@ -23,9 +23,9 @@
 import postgres from "postgres";
 import { StoreUnavailableError } from "../../errors.ts";
 import {
-  type AsyncStateStore,
   createIdGenerator,
   cryptoRandom,
+  type StateStore,
   type StateStoreOptions,
 } from "../mod.ts";
 import { acceptOps } from "./_accept.ts";
@@ -41,7 +41,7 @@ import { createOrUpgradeSchema } from "./_schema.ts";
 import { forgetTurns, sessionOps } from "./_sessions.ts";
 
 export { SCHEMA_VERSION } from "./_schema.ts";
-export type { AsyncStateStore };
+export type { StateStore };
 
 /** Options of {@link openPostgresStore}: every backend's, and PostgreSQL's own. */
 export interface PostgresStoreOptions extends StateStoreOptions {
@@ -97,7 +97,7 @@ export interface PostgresStoreOptions extends StateStoreOptions {
 export async function openPostgresStore(
   url: string,
   options: PostgresStoreOptions = {},
-): Promise<AsyncStateStore> {
+): Promise<StateStore> {
   const where = describe(url);
   let sql: postgres.Sql | undefined;
   const gatewayId = options.gatewayId ?? crypto.randomUUID();
@@ -152,7 +152,7 @@ export function connectionOptions(
 function storeOn(
   sql: postgres.Sql,
   options: PostgresStoreOptions & { gatewayId: string; where: string; presence: Presence },
-): AsyncStateStore {
+): StateStore {
   const clock = options.now ?? Date.now;
   const sessionTtlMs = (options.sessionTtlSeconds ?? 604_800) * 1000;
   const leaseMs = leaseMsOf(options);

@@ -16,10 +16,10 @@ import {
   type DirectOutcome,
   type NewEvent,
   type PartReceipt,
-  type StateStore,
   storableText,
   type StoredEvent,
 } from "../mod.ts";
+import type { AcceptOps } from "../_ops.ts";
 
 /**
  * The error of a direct message of several parts while it is being sent (see
@@ -28,18 +28,6 @@ import {
 const DIRECT_IN_PROGRESS = "interrupted: the gateway stopped while sending this message, after " +
   "the parts counted here; a retry of the same delivery id, or agent webhook replay, sends the " +
   "rest";
-
-/** The methods of the store that take events in. */
-export type AcceptOps = Pick<
-  StateStore,
-  | "accept"
-  | "recordDirect"
-  | "recordDirectProgress"
-  | "partsSentByFailedAttempts"
-  | "resumeAfter"
-  | "keyHolder"
-  | "wasDelivered"
->;
 
 /**
  * The store's methods that take events in.

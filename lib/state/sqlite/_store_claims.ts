@@ -18,25 +18,10 @@ import {
   type EventStatus,
   needsAgentRun,
   type PartReceipt,
-  type StateStore,
   storableText,
   type StoredEvent,
 } from "../mod.ts";
-
-/** The methods of the store that the worker runs events with. */
-export type ClaimOps = Pick<
-  StateStore,
-  | "claimDue"
-  | "saveResponse"
-  | "saveTransformed"
-  | "savePartsSent"
-  | "markDelivered"
-  | "markRetry"
-  | "markFailed"
-  | "recoverInterrupted"
-  | "nextDueAtMs"
-  | "moveQueued"
->;
+import type { ClaimOps } from "../_ops.ts";
 
 /**
  * The store's methods that the worker runs events with.

@@ -8,32 +8,15 @@
 import { listEvents } from "./_maintenance.ts";
 import { rowsToActivity, rowToAttempt, rowToEvent, rowToPart } from "../_rows.ts";
 import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
-import type {
-  ActivityMinute,
-  Lineage,
-  StateStore,
-  StoredEvent,
-  SubscriptionCounts,
-} from "../mod.ts";
-
-/** The methods of the store that read events. */
-export type ReadingOps = Pick<
-  StateStore,
-  | "listEvents"
-  | "getEvent"
-  | "attempts"
-  | "queueStats"
-  | "lineage"
-  | "activity"
-  | "subscriptionCounts"
->;
+import type { ActivityMinute, Lineage, StoredEvent, SubscriptionCounts } from "../mod.ts";
+import type { EventReads } from "../_reads.ts";
 
 /**
  * The store's methods that read events.
  * @param core the store
  * @returns the methods, as {@link StateStore} documents them
  */
-export function readingOps(core: StoreCore): ReadingOps {
+export function readingOps(core: StoreCore): EventReads {
   const { db, s, use } = core;
   return {
     listEvents: async (filter) => use(() => listEvents(db, filter)),

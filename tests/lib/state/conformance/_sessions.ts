@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { AsyncStateStore, StateStore } from "../../../../lib/state/mod.ts";
+import type { StateStore } from "../../../../lib/state/mod.ts";
 import { newEvent } from "../_fixtures.ts";
 import type { Case } from "./_suite.ts";
 
@@ -16,7 +16,7 @@ const LATER = T0 + 60_000;
 
 /** Accepts an event of the conversation `key` (none when undefined); returns its id. */
 async function acceptOf(
-  store: StateStore | AsyncStateStore,
+  store: StateStore,
   key: string | undefined,
   overrides: { subscription?: string; prompt?: string; receivedAtMs?: number } = {},
 ): Promise<string> {
@@ -30,7 +30,7 @@ async function acceptOf(
 }
 
 /** The ids `claimDue` takes at `nowMs`, up to 10. */
-async function claimIds(store: StateStore | AsyncStateStore, nowMs = LATER): Promise<string[]> {
+async function claimIds(store: StateStore, nowMs = LATER): Promise<string[]> {
   return (await store.claimDue(nowMs, 10)).map((event) => event.id);
 }
 

@@ -5,9 +5,9 @@
  * @module
  */
 import {
-  type AsyncStateStore,
   openPostgresStore,
   type PostgresStoreOptions,
+  type StateStore,
 } from "../../../../lib/state/postgres/mod.ts";
 import { startPostgres, type ThrowawayPostgres } from "../../../fakes/postgres.ts";
 
@@ -31,12 +31,12 @@ export function fileServer(): {
 export async function withSchema(
   server: ThrowawayPostgres,
   body: (
-    open: (options?: PostgresStoreOptions) => Promise<AsyncStateStore>,
+    open: (options?: PostgresStoreOptions) => Promise<StateStore>,
     url: string,
   ) => Promise<void>,
 ): Promise<void> {
   const schema = await server.createSchema();
-  const stores: AsyncStateStore[] = [];
+  const stores: StateStore[] = [];
   try {
     await body(async (options) => {
       const store = await openPostgresStore(schema.url, { poolSize: 4, ...options });
