@@ -1,26 +1,11 @@
 /**
  * What the commands that change subscriptions need from a gateway running with the same home:
- * the port it really listens on (for the URLs printed for senders), and a wait until it uses a
- * change just written.
+ * the port it really listens on, for the URLs printed for senders.
  *
  * @module
  */
 import type { Config } from "../lib/config/mod.ts";
-import { gatewayRunning, runningGatewayUrl } from "../lib/state/gateway_lock.ts";
-import { SUBSCRIPTION_RECHECK_MS } from "../lib/subscriptions/file_cache.ts";
-
-/**
- * Waits, after a subscription change was written, until a gateway running with this home uses
- * it: the gateway trusts its copy of the subscription file for up to
- * {@link SUBSCRIPTION_RECHECK_MS}, so without this wait a removed subscription, a revoked
- * secret or a narrower filter would still pass for that long after the command returned.
- * Returns at once when no gateway runs here.
- * @param config the command's configuration (the state folder, where the gateway's lock is)
- */
-export async function untilGatewaySeesChange(config: Config): Promise<void> {
-  if (!(await gatewayRunning(config.paths.stateDb))) return;
-  await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTION_RECHECK_MS + 20));
-}
+import { runningGatewayUrl } from "../lib/state/gateway_lock.ts";
 
 /**
  * The webhook settings that URLs printed for senders are made from: the configuration's, but

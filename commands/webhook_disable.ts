@@ -7,11 +7,13 @@
  */
 import { UsageError } from "../lib/errors.ts";
 import { checkName } from "../lib/subscriptions/routes.ts";
-import { setSubscriptionDisabled } from "../lib/subscriptions/subscription_edits.ts";
+import {
+  setSubscriptionDisabled,
+  untilGatewaySeesChange,
+} from "../lib/subscriptions/subscription_edits.ts";
 import type { Command, CommandContext } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
-import { untilGatewaySeesChange } from "./_running_gateway.ts";
 
 const disableUsage = `Usage: agent webhook disable <name>
 

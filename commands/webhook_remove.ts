@@ -5,11 +5,13 @@
  */
 import { UsageError } from "../lib/errors.ts";
 import { checkName } from "../lib/subscriptions/routes.ts";
-import { removeSubscription } from "../lib/subscriptions/subscription_edits.ts";
+import {
+  removeSubscription,
+  untilGatewaySeesChange,
+} from "../lib/subscriptions/subscription_edits.ts";
 import type { Command } from "./_command.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
-import { untilGatewaySeesChange } from "./_running_gateway.ts";
 
 const usage = `Usage: agent webhook remove <name>
 

@@ -15,7 +15,8 @@ import type { Command } from "./_command.ts";
 import { checkSecretForScheme } from "../lib/subscriptions/subscribe_checks.ts";
 import { loadEnabledConfig } from "./_enabled_config.ts";
 import { parseFlags } from "./_flags.ts";
-import { advertisedWebhook, untilGatewaySeesChange } from "./_running_gateway.ts";
+import { advertisedWebhook } from "./_running_gateway.ts";
+import { untilGatewaySeesChange } from "../lib/subscriptions/subscription_edits.ts";
 import {
   DEFAULT_GRACE,
   describeRotation,

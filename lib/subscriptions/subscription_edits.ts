@@ -2,12 +2,14 @@
  * Removing, disabling and enabling a subscription of the subscription file: what
  * `agent webhook remove`, `disable` and `enable` do, and the dashboard's buttons of the same
  * names (docs/subscriptions.md#disabling, docs/dashboard.md#subscriptions), with one set of
- * checks and messages. Waiting until a running gateway uses the change is the caller's.
+ * checks and messages; and the wait, after any change, until a running gateway uses it.
  *
  * @module
  */
 import type { Config } from "../config/mod.ts";
 import { NotFoundError } from "../errors.ts";
+import { gatewayRunning } from "../state/gateway_lock.ts";
+import { SUBSCRIPTION_RECHECK_MS } from "./file_cache.ts";
 import type { SubscriptionRecords } from "./file_store.ts";
 import type { Subscription } from "./mod.ts";
 import { checkName, refuseStatic } from "./routes.ts";
@@ -73,4 +75,17 @@ function existingRecord(records: SubscriptionRecords, name: string): Subscriptio
     throw new NotFoundError(`No subscription named "${name}" (see: agent webhook list)`);
   }
   return records[name];
+}
+
+/**
+ * Waits, after a subscription change was written, until a gateway running with this home uses
+ * it: the gateway trusts its copy of the subscriptions for up to
+ * {@link SUBSCRIPTION_RECHECK_MS}, so without this wait a removed subscription, a revoked
+ * secret or a narrower filter would still pass for that long after the command or the page
+ * answered. Returns at once when no gateway runs here.
+ * @param config the state folder, where the gateway's lock is
+ */
+export async function untilGatewaySeesChange(config: Pick<Config, "paths">): Promise<void> {
+  if (!(await gatewayRunning(config.paths.stateDb))) return;
+  await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTION_RECHECK_MS + 20));
 }

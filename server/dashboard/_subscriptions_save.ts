@@ -9,8 +9,6 @@
  */
 import type { Config } from "../../lib/config/mod.ts";
 import { ConfigError, ConflictError, NotFoundError } from "../../lib/errors.ts";
-import { gatewayRunning } from "../../lib/state/gateway_lock.ts";
-import { SUBSCRIPTION_RECHECK_MS } from "../../lib/subscriptions/file_cache.ts";
 import { wrongFieldType } from "../../lib/subscriptions/file_store.ts";
 import { updateSubscriptionsOf } from "../../lib/subscriptions/source.ts";
 import type { Subscription } from "../../lib/subscriptions/mod.ts";
@@ -20,6 +18,7 @@ import { storeMerged } from "../../lib/subscriptions/subscribe_merge.ts";
 import {
   removeSubscription as removeRecord,
   setSubscriptionDisabled,
+  untilGatewaySeesChange,
 } from "../../lib/subscriptions/subscription_edits.ts";
 import {
   eventFilterWarnings,
@@ -220,15 +219,4 @@ export async function setDisabled(
   const changed = await setSubscriptionDisabled(name, options);
   if (changed) await untilGatewaySeesChange(options.config);
   return changed;
-}
-
-/**
- * Waits, after a change was written, until the gateway uses it: its copy of the file is
- * trusted for up to {@link SUBSCRIPTION_RECHECK_MS}, so the page that follows could otherwise
- * be answered before a removed subscription or a narrower filter takes effect. At once when no
- * gateway runs with this home (the dashboard's tests).
- */
-async function untilGatewaySeesChange(config: FormConfig): Promise<void> {
-  if (!(await gatewayRunning(config.paths.stateDb))) return;
-  await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTION_RECHECK_MS + 20));
 }
