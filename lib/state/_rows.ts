@@ -5,7 +5,14 @@
  *
  * @module
  */
-import type { Attempt, EventSource, EventStatus, PartReceipt, StoredEvent } from "./_records.ts";
+import type {
+  Attempt,
+  EventSource,
+  EventStatus,
+  PartReceipt,
+  SessionTurn,
+  StoredEvent,
+} from "./_records.ts";
 import type { ActivityMinute } from "./_reads.ts";
 import type { RouteSnapshot } from "./_route_snapshot.ts";
 
@@ -94,6 +101,20 @@ export function rowToPart(row: Row): PartReceipt {
     messageId: nullableText(row.message_id),
     url: nullableText(row.url),
     sentAtMs: Number(row.sent_at),
+  };
+}
+
+/**
+ * Turns a `session_turns` row into a record.
+ * @param row the row as the backend's driver returns it
+ * @returns the turn: its event, prompt, answer and time
+ */
+export function rowToTurn(row: Row): SessionTurn {
+  return {
+    eventId: String(row.event_id),
+    prompt: String(row.prompt),
+    answer: String(row.answer),
+    atMs: Number(row.created_at),
   };
 }
 

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { SessionTurn, StateStore } from "../mod.ts";
+import type { StateStore } from "../mod.ts";
 import { type Db, type PgCore, query } from "./_core.ts";
-import type { Row } from "../_rows.ts";
+import { rowToTurn } from "../_rows.ts";
 
 /** The most turns one read gives back, the newest: a budget of tokens keeps fewer anyway. */
 const MAX_TURNS_READ = 200;
@@ -80,13 +80,4 @@ export async function forgetTurns(db: Db, beforeMs: number, maxRows: number): Pr
     [beforeMs, maxRows],
   );
   return deleted.count;
-}
-
-function rowToTurn(row: Row): SessionTurn {
-  return {
-    eventId: String(row.event_id),
-    prompt: String(row.prompt),
-    answer: String(row.answer),
-    atMs: Number(row.created_at),
-  };
 }

@@ -8,7 +8,8 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { preparedOnFirstUse, type Row, type StoreCore } from "./_store_core.ts";
-import { type SessionTurn, type StateStore, storableText } from "../mod.ts";
+import { type StateStore, storableText } from "../mod.ts";
+import { rowToTurn } from "../_rows.ts";
 
 /** The most turns one read gives back, the newest: a budget of tokens keeps fewer anyway. */
 export const MAX_TURNS_READ = 200;
@@ -79,14 +80,4 @@ export function recordTurn(
  */
 export function forgetTurns(db: DatabaseSync, beforeMs: number, maxRows: number): number {
   return Number(statements(db).forget.run(beforeMs, maxRows).changes);
-}
-
-/** Turns a `session_turns` row into a record. */
-function rowToTurn(row: Row): SessionTurn {
-  return {
-    eventId: String(row.event_id),
-    prompt: String(row.prompt),
-    answer: String(row.answer),
-    atMs: Number(row.created_at),
-  };
 }
