@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import type { Config } from "../config/mod.ts";
 import { ConfigError } from "../errors.ts";
 import type { StateStore } from "./mod.ts";
+import { openPostgresStore } from "./postgres/mod.ts";
 import { openStateStore as openSqliteStore, type SqliteStoreOptions } from "./sqlite/mod.ts";
 
 /** What opening the store takes besides the configuration. */
@@ -31,7 +32,6 @@ export interface OpenStateOptions {
 /**
  * Opens the configuration's state store: SQLite at `config.paths.stateDb`, or PostgreSQL at
  * `config.state.url` with its pool size, lease, connect timeout, TLS authority and gateway id.
- * The PostgreSQL client is loaded only then, so a SQLite gateway never loads it.
  * @param config the loaded configuration: `state`, the home's paths, and the idempotency and
  *   conversation windows of `platforms.webhook`
  * @param options the clock, and SQLite's own settings (see {@link OpenStateOptions})
@@ -73,7 +73,6 @@ export async function openStateStore(
   const tlsCaPem = state.tlsCaFile === undefined
     ? undefined
     : await readCa(resolve(paths.home, state.tlsCaFile), paths.config);
-  const { openPostgresStore } = await import("./postgres/mod.ts");
   return await openPostgresStore(state.url, {
     ...common,
     poolSize: state.poolSize,

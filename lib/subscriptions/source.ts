@@ -12,6 +12,8 @@ import { readYamlFile } from "../config/config_file.ts";
 import { objectAt } from "../config/_typed_values.ts";
 import { ConfigError, StoreUnavailableError } from "../errors.ts";
 import type { SubscriptionRecords } from "./file_store.ts";
+import { fileSubscriptionSource } from "./file_source.ts";
+import { openPostgresSubscriptions, postgresWhere } from "./postgres_source.ts";
 
 export type { SubscriptionRecords };
 
@@ -163,12 +165,7 @@ export async function openSubscriptionSource(
   options: { pollMs?: number } = {},
 ): Promise<SubscriptionSource> {
   const place = await subscriptionPlace(config);
-  if (place.kind === "file") {
-    const { fileSubscriptionSource } = await import("./file_source.ts");
-    return fileSubscriptionSource(place.path);
-  }
-  // Loaded only here, so a home on SQLite never loads the database client.
-  const { openPostgresSubscriptions } = await import("./postgres_source.ts");
+  if (place.kind === "file") return fileSubscriptionSource(place.path);
   return await openPostgresSubscriptions(place.url, options);
 }
 
@@ -237,6 +234,5 @@ export async function readSubscriptionsOrErrorOf(
 export async function subscriptionsWhere(config: SourceConfig): Promise<string> {
   const place = await subscriptionPlace(config);
   if (place.kind === "file") return place.path;
-  const { postgresWhere } = await import("./postgres_source.ts");
   return postgresWhere(place.url);
 }
